@@ -1,0 +1,326 @@
+//! The file format around the bincode payload, and the bounded decoder.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic  b"KANAKMIR"
+//!      8     4  format version, u32 little endian
+//!     12     8  payload length in bytes, u64 little endian
+//!     20     4  CRC-32 of the payload, u32 little endian
+//!     24     …  payload: `CrateDump`, bincode 2 standard configuration
+//! ```
+//!
+//! The fixed prefix lets a reader say "not a dump", "written by format
+//! version X" and "truncated" before it decodes anything; the checksum turns
+//! random corruption into one clear error instead of a confusing decode
+//! failure. Decoding itself is still bounded (see [`decode_payload`]) so that
+//! a crafted file with a valid checksum cannot make us allocate gigabytes.
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use bincode::de::read::Reader;
+use bincode::error::DecodeError;
+
+use crate::model::CrateDump;
+use crate::validate::validate;
+
+pub const MAGIC: [u8; 8] = *b"KANAKMIR";
+/// Bump on every change of `model.rs` that changes the encoding.
+pub const FORMAT_VERSION: u32 = 1;
+pub const PREFIX_LEN: usize = 24;
+
+/// What is wrong with a dump's bytes (without the file name; see [`LoadError`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The file does not start with the dump magic.
+    NotADump,
+    /// Shorter than its header says.
+    Truncated { expected: u64, actual: u64 },
+    /// Written by another version of the format.
+    Version { found: u32, supported: u32 },
+    /// The payload's CRC does not match the header.
+    Checksum { expected: u32, actual: u32 },
+    /// The payload does not decode.
+    Corrupt { offset: u64, reason: String },
+    /// Decoded, but the content breaks an invariant of the format.
+    Invalid { reason: String },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::NotADump => write!(
+                f,
+                "not a kanalyze dump (it does not start with the `KANAKMIR` magic; dumps are the `.kmir` files `kextract` writes)"
+            ),
+            Problem::Truncated { expected, actual } => write!(
+                f,
+                "truncated: the header announces {expected} bytes but the file has {actual} (was it copied while the compiler was still writing it?)"
+            ),
+            Problem::Version { found, supported } => write!(
+                f,
+                "written by dump format version {found}, but this kanalyze reads version {supported}; re-extract the crate with a matching kextract"
+            ),
+            Problem::Checksum { expected, actual } => write!(
+                f,
+                "corrupt: payload checksum is {actual:#010x} but the header says {expected:#010x}"
+            ),
+            Problem::Corrupt { offset, reason } => {
+                write!(f, "corrupt at byte offset {offset}: {reason}")
+            }
+            Problem::Invalid { reason } => write!(f, "inconsistent dump: {reason}"),
+        }
+    }
+}
+
+/// A dump that could not be read, with the file it came from.
+#[derive(Debug)]
+pub enum LoadError {
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Bad {
+        path: PathBuf,
+        problem: Problem,
+    },
+}
+
+impl LoadError {
+    pub fn path(&self) -> &Path {
+        match self {
+            LoadError::Io { path, .. } | LoadError::Bad { path, .. } => path,
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Io { path, source } => {
+                write!(f, "cannot read `{}`: {source}", path.display())
+            }
+            LoadError::Bad { path, problem } => write!(f, "`{}`: {problem}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Io { source, .. } => Some(source),
+            LoadError::Bad { .. } => None,
+        }
+    }
+}
+
+fn config() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+/// Encodes a dump with its prefix.
+pub fn encode(dump: &CrateDump) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 << 16);
+    out.extend_from_slice(&[0; PREFIX_LEN]);
+    // Encoding into a Vec only fails if a type's Encode impl fails, and ours
+    // are all derived over plain data.
+    if let Err(e) = bincode::encode_into_std_write(dump, &mut out, config()) {
+        unreachable!("encoding a dump into memory cannot fail: {e}");
+    }
+    let payload_len = (out.len() - PREFIX_LEN) as u64;
+    let crc = crc32fast::hash(&out[PREFIX_LEN..]);
+    out[0..8].copy_from_slice(&MAGIC);
+    out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[12..20].copy_from_slice(&payload_len.to_le_bytes());
+    out[20..24].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Writes a dump so that readers and concurrent writers never see a partial
+/// file: write to a unique temporary file in the same directory, then rename.
+pub fn write_file(dump: &CrateDump, path: &Path) -> std::io::Result<()> {
+    let bytes = encode(dump);
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Reads the fixed prefix and returns the payload slice.
+pub fn check_prefix(bytes: &[u8]) -> Result<&[u8], Problem> {
+    if bytes.len() < 8 || bytes[0..8] != MAGIC {
+        return Err(Problem::NotADump);
+    }
+    if bytes.len() < PREFIX_LEN {
+        return Err(Problem::Truncated {
+            expected: PREFIX_LEN as u64,
+            actual: bytes.len() as u64,
+        });
+    }
+    let word = |r: std::ops::Range<usize>| -> [u8; 8] {
+        let mut w = [0u8; 8];
+        w[..r.len()].copy_from_slice(&bytes[r]);
+        w
+    };
+    let version = u64::from_le_bytes(word(8..12)) as u32;
+    if version != FORMAT_VERSION {
+        return Err(Problem::Version {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let payload_len = u64::from_le_bytes(word(12..20));
+    let expected_crc = u64::from_le_bytes(word(20..24)) as u32;
+    let actual_len = (bytes.len() - PREFIX_LEN) as u64;
+    if actual_len < payload_len {
+        return Err(Problem::Truncated {
+            expected: payload_len.saturating_add(PREFIX_LEN as u64),
+            actual: bytes.len() as u64,
+        });
+    }
+    if actual_len > payload_len {
+        return Err(Problem::Corrupt {
+            offset: PREFIX_LEN as u64 + payload_len,
+            reason: format!(
+                "{} unexpected bytes after the end of the payload",
+                actual_len - payload_len
+            ),
+        });
+    }
+    let payload = &bytes[PREFIX_LEN..];
+    let actual_crc = crc32fast::hash(payload);
+    if actual_crc != expected_crc {
+        return Err(Problem::Checksum {
+            expected: expected_crc,
+            actual: actual_crc,
+        });
+    }
+    Ok(payload)
+}
+
+/// Decodes a whole file's bytes: prefix, checksum, payload, invariants.
+pub fn decode(bytes: &[u8]) -> Result<CrateDump, Problem> {
+    let payload = check_prefix(bytes)?;
+    let dump = decode_payload(payload).map_err(|p| match p {
+        Problem::Corrupt { offset, reason } => Problem::Corrupt {
+            offset: offset + PREFIX_LEN as u64,
+            reason,
+        },
+        other => other,
+    })?;
+    validate(&dump).map_err(|reason| Problem::Invalid { reason })?;
+    Ok(dump)
+}
+
+/// Reads and decodes one dump file.
+pub fn read_file(path: &Path) -> Result<CrateDump, LoadError> {
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    decode(&bytes).map_err(|problem| LoadError::Bad {
+        path: path.to_owned(),
+        problem,
+    })
+}
+
+/// A slice reader that remembers how far it got, so a decode error can say
+/// at which offset the payload stopped making sense.
+struct TrackingReader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Reader for TrackingReader<'_> {
+    fn read(&mut self, bytes: &mut [u8]) -> Result<(), DecodeError> {
+        let remaining = self.data.len() - self.pos;
+        if bytes.len() > remaining {
+            return Err(DecodeError::UnexpectedEnd {
+                additional: bytes.len() - remaining,
+            });
+        }
+        let end = self.pos + bytes.len();
+        bytes.copy_from_slice(&self.data[self.pos..end]);
+        self.pos = end;
+        Ok(())
+    }
+}
+
+/// Decodes the bincode payload (no prefix), bounding what the decoder may
+/// allocate.
+///
+/// bincode counts, against its limit, every byte it reserves for a container
+/// before reading it; strings stay counted. Our payload's strings are at most
+/// the payload's size and the largest outstanding reservation of valid data
+/// is far below it, so a limit of four times the payload plus 64 MiB never
+/// rejects a real dump, while a corrupt length prefix in a small file fails
+/// with "limit exceeded" instead of allocating gigabytes. The limit is a
+/// type-level constant in bincode, hence the few buckets.
+pub fn decode_payload(payload: &[u8]) -> Result<CrateDump, Problem> {
+    const MIB: usize = 1 << 20;
+    let needed = payload.len().saturating_mul(4).saturating_add(64 * MIB);
+    if needed <= 128 * MIB {
+        decode_limited::<{ 128 * MIB }>(payload)
+    } else if needed <= 512 * MIB {
+        decode_limited::<{ 512 * MIB }>(payload)
+    } else if needed <= 2048 * MIB {
+        decode_limited::<{ 2048 * MIB }>(payload)
+    } else {
+        decode_limited::<{ 8192 * MIB }>(payload)
+    }
+}
+
+fn decode_limited<const LIMIT: usize>(payload: &[u8]) -> Result<CrateDump, Problem> {
+    let mut reader = TrackingReader {
+        data: payload,
+        pos: 0,
+    };
+    let cfg = config().with_limit::<LIMIT>();
+    let result: Result<CrateDump, DecodeError> = bincode::decode_from_reader(&mut reader, cfg);
+    match result {
+        Ok(dump) if reader.pos == payload.len() => Ok(dump),
+        Ok(_) => Err(Problem::Corrupt {
+            offset: reader.pos as u64,
+            reason: format!(
+                "{} bytes left over after the dump",
+                payload.len() - reader.pos
+            ),
+        }),
+        Err(e) => Err(Problem::Corrupt {
+            offset: reader.pos as u64,
+            reason: describe(&e),
+        }),
+    }
+}
+
+fn describe(e: &DecodeError) -> String {
+    match e {
+        DecodeError::LimitExceeded => {
+            "a length field claims more data than the file can hold".to_string()
+        }
+        DecodeError::UnexpectedEnd { .. } => {
+            "the payload ends in the middle of a value".to_string()
+        }
+        DecodeError::UnexpectedVariant {
+            type_name, found, ..
+        } => {
+            format!("invalid tag {found} for `{type_name}`")
+        }
+        DecodeError::Utf8 { .. } => "a string is not valid UTF-8".to_string(),
+        other => other.to_string(),
+    }
+}

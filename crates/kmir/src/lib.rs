@@ -1,0 +1,19 @@
+//! `kmir`: the dump format shared by `kextract` (writer) and `kanalyze` (reader).
+//!
+//! One file per crate: a fixed prefix (magic, format version, payload length,
+//! CRC-32) followed by a bincode-encoded [`CrateDump`]. See
+//! `docs/dump-format.md` for the layout and the compatibility rules.
+
+pub mod codec;
+pub mod model;
+mod validate;
+
+pub use codec::{
+    FORMAT_VERSION, LoadError, MAGIC, Problem, decode, decode_payload, encode, read_file,
+    write_file,
+};
+pub use model::*;
+pub use validate::validate;
+
+/// The file extension of dumps.
+pub const EXTENSION: &str = "kmir";

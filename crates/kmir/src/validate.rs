@@ -1,0 +1,279 @@
+//! Invariant checks run on every decoded dump, so that consumers can index
+//! tables without bounds checks turning into panics on a crafted file.
+
+use crate::model::*;
+
+struct Check<'a> {
+    dump: &'a CrateDump,
+    /// Where we are, for the error message.
+    context: String,
+}
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+impl Check<'_> {
+    fn fail<T>(&self, what: String) -> Result<T> {
+        Err(format!("{} (in {})", what, self.context))
+    }
+
+    fn ty(&self, id: TyId) -> Result {
+        if (id as usize) < self.dump.types.len() {
+            Ok(())
+        } else {
+            self.fail(format!(
+                "type id {id} out of range ({} types)",
+                self.dump.types.len()
+            ))
+        }
+    }
+
+    fn span(&self, span: &Span) -> Result {
+        if span.is_dummy() || (span.file as usize) < self.dump.files.len() {
+            Ok(())
+        } else {
+            self.fail(format!(
+                "file id {} out of range ({} files)",
+                span.file,
+                self.dump.files.len()
+            ))
+        }
+    }
+
+    fn vtable(&self, id: VtableId) -> Result {
+        if (id as usize) < self.dump.vtables.len() {
+            Ok(())
+        } else {
+            self.fail(format!(
+                "vtable id {id} out of range ({} vtables)",
+                self.dump.vtables.len()
+            ))
+        }
+    }
+
+    fn ty_kind(&self, kind: &TyKind) -> Result {
+        match kind {
+            TyKind::Adt { args, .. }
+            | TyKind::FnDef { args, .. }
+            | TyKind::Closure { args, .. }
+            | TyKind::Tuple(args) => args.iter().try_for_each(|t| self.ty(*t)),
+            TyKind::Array { elem, .. } | TyKind::Slice { elem } => self.ty(*elem),
+            TyKind::RawPtr { pointee, .. } | TyKind::Ref { pointee, .. } => self.ty(*pointee),
+            TyKind::FnPtr { inputs, output } => {
+                inputs.iter().try_for_each(|t| self.ty(*t))?;
+                self.ty(*output)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+struct BodyCheck<'a, 'b> {
+    c: &'b Check<'a>,
+    body: &'b Body,
+}
+
+impl BodyCheck<'_, '_> {
+    fn block(&self, b: BlockId) -> Result {
+        if (b as usize) < self.body.blocks.len() {
+            Ok(())
+        } else {
+            self.c.fail(format!(
+                "block bb{b} out of range ({} blocks)",
+                self.body.blocks.len()
+            ))
+        }
+    }
+
+    fn local(&self, l: LocalId) -> Result {
+        if (l as usize) < self.body.locals.len() {
+            Ok(())
+        } else {
+            self.c.fail(format!(
+                "local _{l} out of range ({} locals)",
+                self.body.locals.len()
+            ))
+        }
+    }
+
+    fn unwind(&self, u: &Unwind) -> Result {
+        match u {
+            Unwind::Cleanup(b) => self.block(*b),
+            _ => Ok(()),
+        }
+    }
+
+    fn place(&self, p: &Place) -> Result {
+        self.local(p.local)?;
+        for proj in &p.projection {
+            match proj {
+                Projection::Field { ty, .. } | Projection::OpaqueCast(ty) => self.c.ty(*ty)?,
+                Projection::Index(l) => self.local(*l)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn operand(&self, o: &Operand) -> Result {
+        match o {
+            Operand::Copy(p) | Operand::Move(p) => self.place(p),
+            Operand::Constant(c) => {
+                self.c.ty(c.ty)?;
+                if let ConstValue::Memory { vtables, .. } = &c.value {
+                    vtables.iter().try_for_each(|v| self.c.vtable(*v))?;
+                }
+                Ok(())
+            }
+            Operand::RuntimeChecks(_) => Ok(()),
+        }
+    }
+
+    fn rvalue(&self, r: &Rvalue) -> Result {
+        match r {
+            Rvalue::Use(o) | Rvalue::UnaryOp { operand: o, .. } => self.operand(o),
+            Rvalue::Repeat { operand, .. } => self.operand(operand),
+            Rvalue::Ref { place, .. }
+            | Rvalue::AddressOf { place, .. }
+            | Rvalue::Discriminant(place)
+            | Rvalue::Len(place)
+            | Rvalue::CopyForDeref(place) => self.place(place),
+            Rvalue::Aggregate { kind, operands } => {
+                match kind {
+                    AggregateKind::Array { elem: t }
+                    | AggregateKind::Adt { ty: t, .. }
+                    | AggregateKind::Closure { ty: t }
+                    | AggregateKind::Coroutine { ty: t }
+                    | AggregateKind::RawPtr { ty: t, .. } => self.c.ty(*t)?,
+                    AggregateKind::Tuple => {}
+                }
+                operands.iter().try_for_each(|o| self.operand(o))
+            }
+            Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
+                self.operand(lhs)?;
+                self.operand(rhs)
+            }
+            Rvalue::Cast { kind, operand, ty } => {
+                self.c.ty(*ty)?;
+                match kind {
+                    CastKind::Unsize { vtable: Some(v) } => self.c.vtable(*v)?,
+                    CastKind::TraitUpcast { from, to } => {
+                        self.c.ty(*from)?;
+                        self.c.ty(*to)?
+                    }
+                    _ => {}
+                }
+                self.operand(operand)
+            }
+            Rvalue::ThreadLocalRef { .. } => Ok(()),
+        }
+    }
+
+    fn run(&self) -> Result {
+        if self.body.locals.len() <= self.body.arg_count as usize {
+            return self.c.fail(format!(
+                "{} locals cannot hold the return place and {} arguments",
+                self.body.locals.len(),
+                self.body.arg_count
+            ));
+        }
+        if self.body.blocks.is_empty() {
+            return self.c.fail("body has no blocks".to_string());
+        }
+        self.c.span(&self.body.span)?;
+        for l in &self.body.locals {
+            self.c.ty(l.ty)?;
+            self.c.span(&l.span)?;
+        }
+        for v in &self.body.var_names {
+            self.local(v.local)?;
+        }
+        for block in &self.body.blocks {
+            for s in &block.statements {
+                self.c.span(&s.span)?;
+                match &s.kind {
+                    StatementKind::Assign { place, rvalue } => {
+                        self.place(place)?;
+                        self.rvalue(rvalue)?;
+                    }
+                    StatementKind::SetDiscriminant { place, .. } => self.place(place)?,
+                    StatementKind::StorageLive(l) | StatementKind::StorageDead(l) => {
+                        self.local(*l)?
+                    }
+                    StatementKind::Intrinsic { operands, .. } => {
+                        operands.iter().try_for_each(|o| self.operand(o))?
+                    }
+                }
+            }
+            let t = &block.terminator;
+            self.c.span(&t.span)?;
+            for s in t.kind.successors() {
+                self.block(s)?;
+            }
+            match &t.kind {
+                TerminatorKind::SwitchInt { discr, .. } => self.operand(discr)?,
+                TerminatorKind::Drop { place, unwind, .. } => {
+                    self.place(place)?;
+                    self.unwind(unwind)?;
+                }
+                TerminatorKind::Call {
+                    callee,
+                    args,
+                    destination,
+                    ..
+                } => {
+                    if let Callee::Indirect { operand, fn_ty } = callee {
+                        self.operand(operand)?;
+                        self.c.ty(*fn_ty)?;
+                    }
+                    args.iter().try_for_each(|o| self.operand(o))?;
+                    self.place(destination)?;
+                }
+                TerminatorKind::Assert { cond, .. } => self.operand(cond)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks every cross reference of a dump.
+pub fn validate(dump: &CrateDump) -> Result {
+    let mut c = Check {
+        dump,
+        context: "type table".to_string(),
+    };
+    for t in &dump.types {
+        c.ty_kind(&t.kind)?;
+    }
+    c.context = "vtable table".to_string();
+    for v in &dump.vtables {
+        c.ty(v.concrete)?;
+        c.ty(v.dyn_ty)?;
+    }
+    for s in &dump.statics {
+        c.context = format!("static `{}`", s.path);
+        c.ty(s.ty)?;
+        c.span(&s.span)?;
+        s.vtables.iter().try_for_each(|v| c.vtable(*v))?;
+    }
+    for i in &dump.items {
+        c.context = format!("attributes of `{}`", i.path);
+        c.span(&i.span)?;
+        i.attrs.iter().try_for_each(|a| c.span(&a.span))?;
+    }
+    for a in &dump.adts {
+        c.context = format!("ADT `{}`", a.path);
+        c.span(&a.span)?;
+    }
+    for inst in &dump.instances {
+        c.context = format!("instance `{}`", inst.name);
+        c.span(&inst.span)?;
+        if let InstanceKind::DropGlue { ty } = inst.kind {
+            c.ty(ty)?;
+        }
+        if let Some(body) = &inst.body {
+            BodyCheck { c: &c, body }.run()?;
+        }
+    }
+    Ok(())
+}

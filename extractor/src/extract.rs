@@ -1,0 +1,91 @@
+//! One crate's dump: which instances, statics and items go in, and the header.
+
+use std::collections::BTreeMap;
+
+use rustc_hir::def::DefKind;
+use rustc_middle::mono::MonoItem;
+use rustc_middle::ty::{self, TyCtxt};
+use rustc_span::def_id::LOCAL_CRATE;
+
+use crate::translate::Translator;
+
+/// Bound on the instances added beyond codegen's mono items; the compiler's
+/// own recursion limit keeps real programs far below it.
+const MAX_EXTRA_INSTANCES: usize = 200_000;
+
+/// Builds the dump of the crate being compiled. Must run inside
+/// `rustc_internal::run` (the rustc_public context).
+pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
+    // Exactly the items codegen will emit: the compiler's own collector and
+    // partitioner (the query result is cached, so codegen reuses it).
+    let partitions = tcx.collect_and_partition_mono_items(());
+    let mut fns = BTreeMap::new();
+    let mut statics = BTreeMap::new();
+    for cgu in partitions.codegen_units {
+        for item in cgu.items().keys() {
+            match *item {
+                MonoItem::Fn(instance) => {
+                    fns.insert(tcx.symbol_name(instance).name.to_string(), instance);
+                }
+                MonoItem::Static(def_id) => {
+                    let instance = ty::Instance::mono(tcx, def_id);
+                    statics.insert(tcx.symbol_name(instance).name.to_string(), def_id);
+                }
+                MonoItem::GlobalAsm(_) => {}
+            }
+        }
+    }
+
+    let mut tr = Translator::new(tcx);
+    let mut instances = Vec::with_capacity(fns.len());
+    for symbol in fns.keys() {
+        tr.mark_defined(symbol);
+    }
+    for (symbol, instance) in fns {
+        instances.push(tr.instance(symbol, instance, true)?);
+    }
+    // Small non-generic functions are cross-crate inlinable: codegen emits
+    // them only where they are used. Their callers' dumps would carry only
+    // their optimized MIR, so dump every local monomorphic function here too.
+    for local in tcx.hir_body_owners() {
+        let def_id = local.to_def_id();
+        if !matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn)
+            || tcx.generics_of(def_id).requires_monomorphization(tcx)
+            || !tcx.is_mir_available(def_id)
+        {
+            continue;
+        }
+        let instance = ty::Instance::mono(tcx, def_id);
+        tr.enqueue(tcx.symbol_name(instance).name.to_string(), instance);
+    }
+    // Our bodies are taken before inlining, so they may call instances that
+    // codegen never emitted (inlined everywhere): add those too, transitively.
+    let mut extra = 0usize;
+    while let Some((symbol, instance)) = tr.next_pending() {
+        extra += 1;
+        if extra > MAX_EXTRA_INSTANCES {
+            return Err(format!(
+                "more than {MAX_EXTRA_INSTANCES} instances reachable only through inlined calls (unbounded polymorphic recursion?)"
+            ));
+        }
+        instances.push(tr.instance(symbol, instance, false)?);
+    }
+    instances.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+    let mut static_items = Vec::with_capacity(statics.len());
+    for (symbol, def_id) in statics {
+        static_items.push(tr.static_item(symbol, def_id)?);
+    }
+    let items = tr.tool_attributes();
+
+    let header = kmir::Header {
+        producer: format!("kextract {}", env!("CARGO_PKG_VERSION")),
+        rustc_version: env!("KEXTRACT_RUSTC_VERSION").to_string(),
+        crate_name: tcx.crate_name(LOCAL_CRATE).to_string(),
+        crate_types: tcx.crate_types().iter().map(|t| t.to_string()).collect(),
+        target: tcx.sess.opts.target_triple.to_string(),
+        stable_crate_id: tcx.stable_crate_id(LOCAL_CRATE).as_u64(),
+        edition: tcx.sess.edition().to_string(),
+        drop_elaborated_mir: true,
+    };
+    Ok(tr.finish(header, instances, static_items, items))
+}
