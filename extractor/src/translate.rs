@@ -170,7 +170,8 @@ impl<'tcx> Translator<'tcx> {
             _ => kmir::TyKind::Other,
         };
         let id = self.types.len() as TyId;
-        self.types.push(kmir::Ty { kind, display: ty.to_string() });
+        let display = canonical_ty_string(self.tcx, ty);
+        self.types.push(kmir::Ty { kind, display });
         self.type_ids.insert(ty, id);
         id
     }
@@ -265,7 +266,7 @@ impl<'tcx> Translator<'tcx> {
                 fields: v
                     .fields()
                     .into_iter()
-                    .map(|f| kmir::FieldDef { name: f.name.clone(), ty: f.ty().to_string() })
+                    .map(|f| kmir::FieldDef { name: f.name.clone(), ty: canonical_ty_string(self.tcx, f.ty()) })
                     .collect(),
             })
             .collect();
@@ -922,7 +923,11 @@ impl<'tcx> Translator<'tcx> {
             let def_id = local.to_def_id();
             out.push(kmir::ItemAttrs {
                 path: def_path(tcx, def_id),
-                kind: tcx.def_descr(def_id).to_string(),
+                kind: if tcx.is_foreign_item(def_id) {
+                    format!("foreign {}", tcx.def_descr(def_id))
+                } else {
+                    tcx.def_descr(def_id).to_string()
+                },
                 span: self.internal_span(tcx.def_span(def_id)),
                 attrs: found,
             });
@@ -937,6 +942,13 @@ struct Pointers {
     fns: Vec<String>,
     vtables: Vec<VtableId>,
     statics: Vec<String>,
+}
+
+/// A type rendered with canonical paths (`core::option::Option<k::Guard<'_, u32>>`),
+/// identical whichever crate prints it, so it can identify types across dumps.
+fn canonical_ty_string(tcx: TyCtxt<'_>, ty: sty::Ty) -> String {
+    let internal = rustc_internal::internal(tcx, ty);
+    with_no_visible_paths!(with_resolve_crate_name!(with_no_trimmed_paths!(internal.to_string())))
 }
 
 fn is_mut(m: smir::Mutability) -> bool {

@@ -1,0 +1,107 @@
+//! rustc-style diagnostics on stderr: `error: message` followed by
+//! `  = note: …` / `  = help: …` lines.
+
+use std::fmt;
+use std::io::Write;
+
+use kmir::{LoadError, Problem};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub level: Level,
+    pub message: String,
+    /// `("note", text)` or `("help", text)`, printed in order.
+    pub children: Vec<(&'static str, String)>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Self {
+        Diagnostic {
+            level: Level::Error,
+            message: message.into(),
+            children: Vec::new(),
+        }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Self {
+        Diagnostic {
+            level: Level::Warning,
+            message: message.into(),
+            children: Vec::new(),
+        }
+    }
+
+    pub fn note(mut self, text: impl Into<String>) -> Self {
+        self.children.push(("note", text.into()));
+        self
+    }
+
+    pub fn help(mut self, text: impl Into<String>) -> Self {
+        self.children.push(("help", text.into()));
+        self
+    }
+
+    /// Writes the diagnostic to stderr. Failing to write to stderr is
+    /// ignored on purpose: there is nowhere left to report it, and `eprintln!`
+    /// would panic instead.
+    pub fn emit(&self) {
+        let _ = write!(std::io::stderr().lock(), "{self}");
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.level {
+            Level::Error => "error",
+            Level::Warning => "warning",
+        };
+        writeln!(f, "{level}: {}", self.message)?;
+        for (kind, text) in &self.children {
+            writeln!(f, "  = {kind}: {text}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The diagnostic for a dump that could not be loaded, with advice that
+/// depends on what went wrong.
+pub fn load_error(e: &LoadError) -> Diagnostic {
+    let d = Diagnostic::error(e.to_string());
+    match e {
+        LoadError::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::PermissionDenied => {
+                d.help("check the file's permissions or run as a user that can read it")
+            }
+            _ => d,
+        },
+        LoadError::Bad { problem, .. } => match problem {
+            Problem::NotADump => d.help(
+                "pass the `.kmir` files that `kextract` writes into `$KANALYZE_OUT`, \
+                 or a directory that contains them",
+            ),
+            Problem::Truncated { .. } => {
+                d.help("rebuild the crate with kextract to write its dump again")
+            }
+            Problem::Version { .. } => d,
+            Problem::Checksum { .. } => d
+                .note("the file changed after kextract wrote it (disk or copy error)")
+                .help("rebuild the crate with kextract to write its dump again"),
+            Problem::Corrupt { .. } => d
+                .note(
+                    "the file's framing is intact, so kextract and kanalyze probably \
+                     disagree on the dump format without a version change",
+                )
+                .help("rebuild kextract and kanalyze from the same source tree and re-extract"),
+            Problem::Invalid { .. } => d.note(
+                "the dump decodes but breaks an invariant of the format; \
+                 this is a bug in the kextract that wrote it",
+            ),
+        },
+    }
+}
