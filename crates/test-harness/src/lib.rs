@@ -48,13 +48,16 @@ pub fn kextract() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let dir = repo_root().join("extractor");
-        let status = clean_command("cargo")
-            .current_dir(&dir)
-            .args(["build", "--quiet", "--bins"])
-            .status()
-            .expect("run cargo for the extractor");
+        // Release test runs (the corpus) get a release extractor.
+        let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+        let mut cmd = clean_command("cargo");
+        cmd.current_dir(&dir).args(["build", "--quiet", "--bins"]);
+        if profile == "release" {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo for the extractor");
         assert!(status.success(), "building kextract failed");
-        dir.join("target/debug/kextract")
+        dir.join("target").join(profile).join("kextract")
     })
 }
 

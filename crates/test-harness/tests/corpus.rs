@@ -1,0 +1,74 @@
+//! The crates.io corpus: `fixtures/corpus` (≈55 crates: tokio, regex,
+//! serde_json, syn, parking_lot, spin, crossbeam, hashbrown, rayon, …) built
+//! through `cargo kextract` with `KANALYZE_STRICT=1`, so any failed crate fails
+//! the build. Takes minutes, hence ignored by default:
+//!
+//! ```text
+//! cargo test --release -p test-harness --test corpus -- --ignored --nocapture
+//! ```
+//!
+//! Prints the numbers recorded in `docs/performance.md`.
+
+use std::time::Instant;
+
+use test_harness::{clean_command, fixtures_dir, kextract};
+
+#[test]
+#[ignore = "builds ~55 crates from crates.io twice (minutes); run explicitly"]
+fn corpus_extracts_every_crate() {
+    let corpus = fixtures_dir().join("corpus");
+    let work = tempfile::tempdir().unwrap();
+    let plain_target = work.path().join("plain");
+    let kx_target = work.path().join("kextract");
+    let out = work.path().join("kmir");
+    let cargo_kextract = kextract().with_file_name("cargo-kextract");
+
+    // Plain build with the same nightly, for the time ratio.
+    let t = Instant::now();
+    let status = clean_command("cargo")
+        .current_dir(&corpus)
+        .args(["+nightly-2026-05-20", "build", "--release", "--quiet"])
+        .env("CARGO_TARGET_DIR", &plain_target)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let plain = t.elapsed();
+
+    let t = Instant::now();
+    let output = clean_command(cargo_kextract.to_str().unwrap())
+        .current_dir(&corpus)
+        .args(["--out", out.to_str().unwrap(), "--release", "--quiet"])
+        .env("CARGO_TARGET_DIR", &kx_target)
+        .env("KANALYZE_STRICT", "1")
+        .output()
+        .unwrap();
+    let extracted = t.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "cargo kextract failed:\n{stderr}");
+    assert!(!stderr.contains("extraction of crate"), "a crate failed to extract:\n{stderr}");
+
+    let mut crates = 0;
+    let mut instances = 0;
+    let mut codegenned = 0;
+    let mut bytes = 0u64;
+    let mut names = Vec::new();
+    let t = Instant::now();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        bytes += std::fs::metadata(&path).unwrap().len();
+        let dump = kmir::read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        crates += 1;
+        instances += dump.instances.len();
+        codegenned += dump.instances.iter().filter(|i| i.codegenned).count();
+        names.push(dump.header.crate_name);
+    }
+    let decode = t.elapsed();
+    names.sort();
+    println!("crates dumped: {crates}");
+    println!("crates: {}", names.join(" "));
+    println!("instances: {instances} ({codegenned} codegenned, {} added for inlined calls)", instances - codegenned);
+    println!("dump bytes: {bytes} ({:.1} MiB)", bytes as f64 / (1 << 20) as f64);
+    println!("plain build: {:.1}s, kextract build: {:.1}s, ratio {:.2}", plain.as_secs_f64(), extracted.as_secs_f64(), extracted.as_secs_f64() / plain.as_secs_f64());
+    println!("decode all dumps (1 thread): {:.2}s", decode.as_secs_f64());
+    assert!(crates >= 40, "only {crates} crates dumped");
+}

@@ -1,0 +1,54 @@
+//! Two crates: B instantiates A's generics; the instances live in B's dump,
+//! A's annotations in A's dump, both keyed by the same item path.
+
+use kmir::Callee;
+use test_harness::{CrateSpec, DumpExt, extract};
+
+#[test]
+fn generic_of_crate_a_instantiated_in_crate_b() {
+    let out = extract(&[
+        CrateSpec::lib("extract/twocrate_a.rs"),
+        CrateSpec::lib("extract/twocrate_b.rs").with_extern("twocrate_a"),
+    ]);
+    assert_eq!(out.dump_paths().len(), 2);
+    let a = out.dump("twocrate_a");
+    let b = out.dump("twocrate_b");
+    assert_ne!(a.header.stable_crate_id, b.header.stable_crate_id);
+
+    let callees: Vec<String> = b
+        .calls_in("twocrate_b::walk")
+        .into_iter()
+        .filter_map(|c| match c {
+            Callee::Direct { symbol } => Some(b.name_of(symbol)),
+            _ => None,
+        })
+        .collect();
+    assert!(callees.contains(&"twocrate_a::Counter::<twocrate_b::Meters>::bump".to_string()), "{callees:?}");
+    assert!(callees.contains(&"twocrate_a::not_generic".to_string()), "{callees:?}");
+
+    // The generic instance has its body in B's dump (from A's metadata) ...
+    let bump = b.instance_named("twocrate_a::Counter::<twocrate_b::Meters>::bump");
+    assert!(bump.body.is_some());
+    assert_eq!(bump.item_path, "twocrate_a::Counter::<T>::bump");
+    // ... and its call to B's `Add` impl is resolved.
+    let inner: Vec<String> = b
+        .calls_in("twocrate_a::Counter::<twocrate_b::Meters>::bump")
+        .into_iter()
+        .filter_map(|c| match c {
+            Callee::Direct { symbol } => Some(b.name_of(symbol)),
+            _ => None,
+        })
+        .collect();
+    assert!(inner.contains(&"<twocrate_b::Meters as core::ops::Add>::add".to_string()) || inner.iter().any(|n| n.ends_with("as std::ops::Add>::add")), "{inner:?}");
+
+    // The annotation is in A's dump under the same item path.
+    assert!(a.items.iter().any(|i| i.path == bump.item_path && i.attrs[0].name == "preempt_count"));
+
+    // A's non-generic function is codegenned by A: an upstream external in B.
+    let ng = b.externals.iter().find(|e| e.name == "twocrate_a::not_generic").expect("external");
+    assert_eq!(ng.kind, kmir::ExternalKind::Upstream { krate: "twocrate_a".into() });
+    assert!(a.instances.iter().any(|i| i.symbol == ng.symbol && i.codegenned));
+
+    // The closure passed to A's `apply` is B's.
+    assert!(b.instances.iter().any(|i| i.name.starts_with("twocrate_b::walk::{closure#0}")));
+}
