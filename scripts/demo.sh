@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The main job on the bundled example: build kextract and kanalyze, compile
+# the example crates in fixtures/demo through kextract (one dump per crate),
+# then run kanalyze on the dumps.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/scripts/toolchain.sh"
+cd "$ROOT"
+
+ensure_nightly
+echo "== building kextract (pinned nightly) and kanalyze (stable)" >&2
+in_extractor cargo build --release --bins --quiet
+cargo build --release --quiet -p kanalyze
+KEXTRACT="$ROOT/extractor/target/release/kextract"
+KANALYZE="$ROOT/target/release/kanalyze"
+
+OUT="$ROOT/target/demo"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+export KANALYZE_OUT="$OUT/kmir"
+common=(--edition=2024 --crate-type=lib -Copt-level=2 -Cpanic=abort -Csymbol-mangling-version=v0 --out-dir "$OUT")
+echo "== extracting fixtures/demo with kextract into $KANALYZE_OUT" >&2
+"$KEXTRACT" "${common[@]}" fixtures/demo/klock.rs
+"$KEXTRACT" "${common[@]}" --extern klock="$OUT/libklock.rlib" fixtures/demo/demo_driver.rs
+unset KANALYZE_OUT
+
+echo "== kanalyze dump $OUT/kmir --item demo_driver::reset" >&2
+"$KANALYZE" dump "$OUT/kmir" --item demo_driver::reset
