@@ -12,7 +12,10 @@ use std::sync::OnceLock;
 pub const NIGHTLY: &str = "nightly-2026-05-20";
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
 }
 
 pub fn fixtures_dir() -> PathBuf {
@@ -49,7 +52,11 @@ pub fn kextract() -> &'static Path {
     PATH.get_or_init(|| {
         let dir = repo_root().join("extractor");
         // Release test runs (the corpus) get a release extractor.
-        let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+        let profile = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        };
         let mut cmd = clean_command("cargo");
         cmd.current_dir(&dir).args(["build", "--quiet", "--bins"]);
         if profile == "release" {
@@ -112,7 +119,11 @@ impl CrateSpec {
     }
 
     pub fn crate_name(&self) -> String {
-        Path::new(&self.source).file_stem().and_then(|s| s.to_str()).unwrap_or("fixture").to_string()
+        Path::new(&self.source)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("fixture")
+            .to_string()
     }
 }
 
@@ -142,7 +153,11 @@ impl Extracted {
         let path = self
             .dump_paths()
             .into_iter()
-            .find(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&prefix)))
+            .find(|p| {
+                p.file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| f.starts_with(&prefix))
+            })
             .unwrap_or_else(|| panic!("no dump for crate `{name}`; stderr:\n{}", self.stderr));
         kmir::read_file(&path).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -164,18 +179,29 @@ pub fn extract(crates: &[CrateSpec]) -> Extracted {
             .args(["--crate-name", &name, "--crate-type", spec.crate_type])
             .arg(format!("--edition={}", spec.edition))
             .arg(format!("-Copt-level={}", spec.opt_level))
-            .args(["-Cpanic=abort", "-Cdebuginfo=0", "-Csymbol-mangling-version=v0"])
+            .args([
+                "-Cpanic=abort",
+                "-Cdebuginfo=0",
+                "-Csymbol-mangling-version=v0",
+            ])
             .arg("--out-dir")
             .arg(dir.path())
             .arg("-L")
             .arg(dir.path());
         for ext in &spec.externs {
-            cmd.arg("--extern").arg(format!("{ext}={}", dir.path().join(format!("lib{ext}.rlib")).display()));
+            cmd.arg("--extern").arg(format!(
+                "{ext}={}",
+                dir.path().join(format!("lib{ext}.rlib")).display()
+            ));
         }
         cmd.args(&spec.extra_args);
         let output = cmd.output().expect("run kextract");
         let err = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(output.status.success(), "kextract failed on {}:\n{err}", spec.source);
+        assert!(
+            output.status.success(),
+            "kextract failed on {}:\n{err}",
+            spec.source
+        );
         stderr.push_str(&err);
     }
     Extracted { dir, stderr }
@@ -199,10 +225,13 @@ pub trait DumpExt {
 
 impl DumpExt for kmir::CrateDump {
     fn instance_named(&self, name: &str) -> &kmir::Instance {
-        self.instances.iter().find(|i| i.name == name).unwrap_or_else(|| {
-            let names: Vec<&str> = self.instances.iter().map(|i| i.name.as_str()).collect();
-            panic!("no instance `{name}` in dump; instances: {names:#?}")
-        })
+        self.instances
+            .iter()
+            .find(|i| i.name == name)
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = self.instances.iter().map(|i| i.name.as_str()).collect();
+                panic!("no instance `{name}` in dump; instances: {names:#?}")
+            })
     }
 
     fn name_of(&self, symbol: &str) -> String {
@@ -216,7 +245,11 @@ impl DumpExt for kmir::CrateDump {
     }
 
     fn calls_in(&self, name: &str) -> Vec<&kmir::Callee> {
-        let body = self.instance_named(name).body.as_ref().expect("instance has a body");
+        let body = self
+            .instance_named(name)
+            .body
+            .as_ref()
+            .expect("instance has a body");
         body.blocks
             .iter()
             .filter_map(|b| match &b.terminator.kind {

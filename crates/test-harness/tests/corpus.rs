@@ -17,10 +17,13 @@ use test_harness::{clean_command, fixtures_dir, kextract};
 #[ignore = "builds ~55 crates from crates.io twice (minutes); run explicitly"]
 fn corpus_extracts_every_crate() {
     let corpus = fixtures_dir().join("corpus");
-    let work = tempfile::tempdir().unwrap();
-    let plain_target = work.path().join("plain");
-    let kx_target = work.path().join("kextract");
-    let out = work.path().join("kmir");
+    // Under the workspace's target/ (not a temp dir): the dumps stay for the
+    // wire-format benchmark; both builds start from scratch every run.
+    let work = test_harness::repo_root().join("target/corpus");
+    let _ = std::fs::remove_dir_all(&work);
+    let plain_target = work.join("plain");
+    let kx_target = work.join("kextract");
+    let out = work.join("kmir");
     let cargo_kextract = kextract().with_file_name("cargo-kextract");
 
     // Plain build with the same nightly, for the time ratio.
@@ -45,7 +48,10 @@ fn corpus_extracts_every_crate() {
     let extracted = t.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "cargo kextract failed:\n{stderr}");
-    assert!(!stderr.contains("extraction of crate"), "a crate failed to extract:\n{stderr}");
+    assert!(
+        !stderr.contains("extraction of crate"),
+        "a crate failed to extract:\n{stderr}"
+    );
 
     let mut crates = 0;
     let mut instances = 0;
@@ -66,9 +72,20 @@ fn corpus_extracts_every_crate() {
     names.sort();
     println!("crates dumped: {crates}");
     println!("crates: {}", names.join(" "));
-    println!("instances: {instances} ({codegenned} codegenned, {} added for inlined calls)", instances - codegenned);
-    println!("dump bytes: {bytes} ({:.1} MiB)", bytes as f64 / (1 << 20) as f64);
-    println!("plain build: {:.1}s, kextract build: {:.1}s, ratio {:.2}", plain.as_secs_f64(), extracted.as_secs_f64(), extracted.as_secs_f64() / plain.as_secs_f64());
+    println!(
+        "instances: {instances} ({codegenned} codegenned, {} added for inlined calls)",
+        instances - codegenned
+    );
+    println!(
+        "dump bytes: {bytes} ({:.1} MiB)",
+        bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "plain build: {:.1}s, kextract build: {:.1}s, ratio {:.2}",
+        plain.as_secs_f64(),
+        extracted.as_secs_f64(),
+        extracted.as_secs_f64() / plain.as_secs_f64()
+    );
     println!("decode all dumps (1 thread): {:.2}s", decode.as_secs_f64());
     assert!(crates >= 40, "only {crates} crates dumped");
 }

@@ -96,7 +96,23 @@ fn huge_length_prefix_is_rejected_without_allocating() {
 fn other_format_version_is_named() {
     let mut bytes = real_dump_bytes();
     bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
-    assert_eq!(kmir::decode(&bytes).unwrap_err(), Problem::Version { found: 7, supported: kmir::FORMAT_VERSION });
-    let msg = kmir::LoadError::Bad { path: "x/lockapi-1.kmir".into(), problem: Problem::Version { found: 7, supported: 1 } }.to_string();
-    assert_eq!(msg, "`x/lockapi-1.kmir`: written by dump format version 7, but this kanalyze reads version 1; re-extract the crate with a matching kextract");
+    assert_eq!(
+        kmir::decode(&bytes).unwrap_err(),
+        Problem::Version {
+            found: 7,
+            supported: kmir::FORMAT_VERSION
+        }
+    );
+    let msg = kmir::LoadError::Bad {
+        path: "x/lockapi-1.kmir".into(),
+        problem: Problem::Version {
+            found: 7,
+            supported: 1,
+        },
+    }
+    .to_string();
+    assert_eq!(
+        msg,
+        "`x/lockapi-1.kmir`: written by dump format version 7, but this kanalyze reads version 1; re-extract the crate with a matching kextract"
+    );
 }

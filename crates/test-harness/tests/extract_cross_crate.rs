@@ -23,8 +23,14 @@ fn generic_of_crate_a_instantiated_in_crate_b() {
             _ => None,
         })
         .collect();
-    assert!(callees.contains(&"twocrate_a::Counter::<twocrate_b::Meters>::bump".to_string()), "{callees:?}");
-    assert!(callees.contains(&"twocrate_a::not_generic".to_string()), "{callees:?}");
+    assert!(
+        callees.contains(&"twocrate_a::Counter::<twocrate_b::Meters>::bump".to_string()),
+        "{callees:?}"
+    );
+    assert!(
+        callees.contains(&"twocrate_a::not_generic".to_string()),
+        "{callees:?}"
+    );
 
     // The generic instance has its body in B's dump (from A's metadata) ...
     let bump = b.instance_named("twocrate_a::Counter::<twocrate_b::Meters>::bump");
@@ -39,16 +45,41 @@ fn generic_of_crate_a_instantiated_in_crate_b() {
             _ => None,
         })
         .collect();
-    assert!(inner.contains(&"<twocrate_b::Meters as core::ops::Add>::add".to_string()) || inner.iter().any(|n| n.ends_with("as std::ops::Add>::add")), "{inner:?}");
+    assert!(
+        inner.contains(&"<twocrate_b::Meters as core::ops::Add>::add".to_string())
+            || inner.iter().any(|n| n.ends_with("as std::ops::Add>::add")),
+        "{inner:?}"
+    );
 
     // The annotation is in A's dump under the same item path.
-    assert!(a.items.iter().any(|i| i.path == bump.item_path && i.attrs[0].name == "preempt_count"));
+    assert!(
+        a.items
+            .iter()
+            .any(|i| i.path == bump.item_path && i.attrs[0].name == "preempt_count")
+    );
 
     // A's non-generic function is codegenned by A: an upstream external in B.
-    let ng = b.externals.iter().find(|e| e.name == "twocrate_a::not_generic").expect("external");
-    assert_eq!(ng.kind, kmir::ExternalKind::Upstream { krate: "twocrate_a".into() });
-    assert!(a.instances.iter().any(|i| i.symbol == ng.symbol && i.codegenned));
+    let ng = b
+        .externals
+        .iter()
+        .find(|e| e.name == "twocrate_a::not_generic")
+        .expect("external");
+    assert_eq!(
+        ng.kind,
+        kmir::ExternalKind::Upstream {
+            krate: "twocrate_a".into()
+        }
+    );
+    assert!(
+        a.instances
+            .iter()
+            .any(|i| i.symbol == ng.symbol && i.codegenned)
+    );
 
     // The closure passed to A's `apply` is B's.
-    assert!(b.instances.iter().any(|i| i.name.starts_with("twocrate_b::walk::{closure#0}")));
+    assert!(
+        b.instances
+            .iter()
+            .any(|i| i.name.starts_with("twocrate_b::walk::{closure#0}"))
+    );
 }

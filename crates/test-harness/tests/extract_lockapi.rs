@@ -1,7 +1,9 @@
 //! What kextract writes for `fixtures/extract/lockapi.rs`, compiled by the
 //! real compiler, at opt-level 0 and at the kernel's opt-level 2.
 
-use kmir::{CastKind, Callee, ConstValue, InstanceKind, Rvalue, StatementKind, TerminatorKind, TyKind};
+use kmir::{
+    Callee, CastKind, ConstValue, InstanceKind, Rvalue, StatementKind, TerminatorKind, TyKind,
+};
 use test_harness::{CrateSpec, DumpExt, extract, line_of};
 
 const SRC: &str = "extract/lockapi.rs";
@@ -25,10 +27,18 @@ fn header_names_the_crate_and_compiler() {
     let dump = dump_at("0");
     assert_eq!(dump.header.crate_name, "lockapi");
     assert_eq!(dump.header.crate_types, vec!["rlib".to_string()]);
-    assert!(dump.header.rustc_version.contains("1.97.0-nightly"), "{}", dump.header.rustc_version);
+    assert!(
+        dump.header.rustc_version.contains("1.97.0-nightly"),
+        "{}",
+        dump.header.rustc_version
+    );
     assert!(dump.header.producer.starts_with("kextract "));
     assert_eq!(dump.header.edition, "2024");
-    assert!(dump.header.target.contains("x86_64"), "{}", dump.header.target);
+    assert!(
+        dump.header.target.contains("x86_64"),
+        "{}",
+        dump.header.target
+    );
 }
 
 #[test]
@@ -46,9 +56,14 @@ fn generic_call_instantiated_two_ways_resolves_to_two_instances() {
         assert_eq!(calls.len(), 2, "opt-level {opt}: {calls:?}");
         assert_ne!(calls[0], calls[1]);
         let names: Vec<String> = calls.iter().map(|s| dump.name_of(s)).collect();
-        assert_eq!(names, ["lockapi::generic_id::<u32>", "lockapi::generic_id::<u64>"]);
+        assert_eq!(
+            names,
+            ["lockapi::generic_id::<u32>", "lockapi::generic_id::<u64>"]
+        );
         for s in calls {
-            let callee = dump.instance(s).expect("generic instance has a body in the dump");
+            let callee = dump
+                .instance(s)
+                .expect("generic instance has a body in the dump");
             assert_eq!(callee.item_path, "lockapi::generic_id");
             assert!(callee.body.is_some());
         }
@@ -59,7 +74,8 @@ fn generic_call_instantiated_two_ways_resolves_to_two_instances() {
 fn drop_of_option_guard_resolves_to_its_drop_glue() {
     let dump = dump_at("0");
     // `drop(g)` moves the `Option<Guard>` into `mem::drop`, whose body drops it.
-    let drop_fn = dump.instance_named("std::mem::drop::<std::option::Option<lockapi::Guard<'_, u32>>>");
+    let drop_fn =
+        dump.instance_named("std::mem::drop::<std::option::Option<lockapi::Guard<'_, u32>>>");
     let body = drop_fn.body.as_ref().unwrap();
     let glue = body
         .blocks
@@ -69,9 +85,16 @@ fn drop_of_option_guard_resolves_to_its_drop_glue() {
             _ => None,
         })
         .expect("mem::drop drops its argument");
-    let glue_instance = dump.instance(&glue).expect("drop glue is an instance of the dump");
-    let InstanceKind::DropGlue { ty } = glue_instance.kind else { panic!("{:?}", glue_instance.kind) };
-    assert_eq!(dump.ty(ty).unwrap().display, "core::option::Option<lockapi::Guard<'_, u32>>");
+    let glue_instance = dump
+        .instance(&glue)
+        .expect("drop glue is an instance of the dump");
+    let InstanceKind::DropGlue { ty } = glue_instance.kind else {
+        panic!("{:?}", glue_instance.kind)
+    };
+    assert_eq!(
+        dump.ty(ty).unwrap().display,
+        "core::option::Option<lockapi::Guard<'_, u32>>"
+    );
     // The glue switches on the discriminant and drops the guard in `Some`.
     let inner: Vec<String> = glue_instance
         .body
@@ -84,7 +107,12 @@ fn drop_of_option_guard_resolves_to_its_drop_glue() {
             _ => None,
         })
         .collect();
-    assert!(inner.iter().any(|n| n == "std::ptr::drop_glue::<lockapi::Guard<'_, u32>>"), "{inner:?}");
+    assert!(
+        inner
+            .iter()
+            .any(|n| n == "std::ptr::drop_glue::<lockapi::Guard<'_, u32>>"),
+        "{inner:?}"
+    );
     // And the guard's glue calls `<Guard as Drop>::drop`, which calls `spin_unlock`.
     assert_eq!(
         direct_callees(&dump, "std::ptr::drop_glue::<lockapi::Guard<'_, u32>>"),
@@ -99,11 +127,23 @@ fn drop_of_option_guard_resolves_to_its_drop_glue() {
 #[test]
 fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
     let dump = dump_at("0");
-    let body = dump.instance_named("lockapi::probe_all").body.as_ref().unwrap();
+    let body = dump
+        .instance_named("lockapi::probe_all")
+        .body
+        .as_ref()
+        .unwrap();
     let mut vtables = Vec::new();
     for b in &body.blocks {
         for s in &b.statements {
-            if let StatementKind::Assign { rvalue: Rvalue::Cast { kind: CastKind::Unsize { vtable: Some(v) }, .. }, .. } = &s.kind {
+            if let StatementKind::Assign {
+                rvalue:
+                    Rvalue::Cast {
+                        kind: CastKind::Unsize { vtable: Some(v) },
+                        ..
+                    },
+                ..
+            } = &s.kind
+            {
                 vtables.push(*v);
             }
         }
@@ -113,25 +153,39 @@ fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
     for v in vtables {
         let vt = &dump.vtables[v as usize];
         assert_eq!(vt.trait_path.as_deref(), Some("lockapi::Device"));
-        assert!(matches!(dump.ty(vt.dyn_ty).unwrap().kind, TyKind::Dynamic { .. }));
+        assert!(matches!(
+            dump.ty(vt.dyn_ty).unwrap().kind,
+            TyKind::Dynamic { .. }
+        ));
         let methods: Vec<(String, String)> = vt
             .entries
             .iter()
             .filter_map(|e| match e {
-                kmir::VtableEntry::Method { method, symbol } => Some((method.clone(), dump.name_of(symbol))),
+                kmir::VtableEntry::Method { method, symbol } => {
+                    Some((method.clone(), dump.name_of(symbol)))
+                }
                 _ => None,
             })
             .collect();
         assert_eq!(methods.len(), 1);
         assert_eq!(methods[0].0, "lockapi::Device::probe");
-        seen.push((dump.ty(vt.concrete).unwrap().display.clone(), methods[0].1.clone()));
+        seen.push((
+            dump.ty(vt.concrete).unwrap().display.clone(),
+            methods[0].1.clone(),
+        ));
     }
     seen.sort();
     assert_eq!(
         seen,
         [
-            ("lockapi::Ahci".to_string(), "<lockapi::Ahci as lockapi::Device>::probe".to_string()),
-            ("lockapi::Nvme".to_string(), "<lockapi::Nvme as lockapi::Device>::probe".to_string()),
+            (
+                "lockapi::Ahci".to_string(),
+                "<lockapi::Ahci as lockapi::Device>::probe".to_string()
+            ),
+            (
+                "lockapi::Nvme".to_string(),
+                "<lockapi::Nvme as lockapi::Device>::probe".to_string()
+            ),
         ]
     );
 }
@@ -143,7 +197,11 @@ fn trait_object_call_is_virtual_with_its_slot() {
     let virt = calls
         .iter()
         .find_map(|c| match c {
-            Callee::Virtual { trait_method, trait_path, slot } => Some((trait_method, trait_path, *slot)),
+            Callee::Virtual {
+                trait_method,
+                trait_path,
+                slot,
+            } => Some((trait_method, trait_path, *slot)),
             _ => None,
         })
         .expect("a virtual call");
@@ -157,17 +215,41 @@ fn trait_object_call_is_virtual_with_its_slot() {
 fn annotation_is_attached_to_the_item_its_instances_name() {
     let dump = dump_at("0");
     let lock = dump.instance_named("lockapi::SpinLock::<u32>::lock");
-    let item = dump.items.iter().find(|i| i.path == lock.item_path).expect("attributes of SpinLock::lock");
+    let item = dump
+        .items
+        .iter()
+        .find(|i| i.path == lock.item_path)
+        .expect("attributes of SpinLock::lock");
     assert_eq!(item.attrs.len(), 1);
     let attr = &item.attrs[0];
-    assert_eq!((attr.tool.as_str(), attr.name.as_str()), ("klint", "preempt_count"));
-    assert_eq!(attr.text, "#[klint::preempt_count(adjust = 1, expect = 0..)]");
-    assert_eq!(attr.span.lo_line, line_of(SRC, "#[klint::preempt_count(adjust = 1, expect = 0..)]"));
-    assert_eq!(dump.file(attr.span.file).unwrap(), test_harness::fixtures_dir().join(SRC).to_str().unwrap());
+    assert_eq!(
+        (attr.tool.as_str(), attr.name.as_str()),
+        ("klint", "preempt_count")
+    );
+    assert_eq!(
+        attr.text,
+        "#[klint::preempt_count(adjust = 1, expect = 0..)]"
+    );
+    assert_eq!(
+        attr.span.lo_line,
+        line_of(SRC, "#[klint::preempt_count(adjust = 1, expect = 0..)]")
+    );
+    assert_eq!(
+        dump.file(attr.span.file).unwrap(),
+        test_harness::fixtures_dir().join(SRC).to_str().unwrap()
+    );
     // Foreign functions' annotations are kept too, under their own path.
-    let spin_lock = dump.items.iter().find(|i| i.path == "lockapi::spin_lock").unwrap();
+    let spin_lock = dump
+        .items
+        .iter()
+        .find(|i| i.path == "lockapi::spin_lock")
+        .unwrap();
     assert_eq!(spin_lock.kind, "foreign function");
-    assert!(spin_lock.attrs[0].text.contains("adjust = 1, expect = 0.., unchecked"));
+    assert!(
+        spin_lock.attrs[0]
+            .text
+            .contains("adjust = 1, expect = 0.., unchecked")
+    );
     // Unannotated items are not listed.
     assert!(!dump.items.iter().any(|i| i.path == "lockapi::generic_id"));
 }
@@ -175,31 +257,53 @@ fn annotation_is_attached_to_the_item_its_instances_name() {
 #[test]
 fn spans_point_at_the_source_lines() {
     let dump = dump_at("0");
-    let body = dump.instance_named("lockapi::SpinLock::<u32>::lock").body.as_ref().unwrap();
+    let body = dump
+        .instance_named("lockapi::SpinLock::<u32>::lock")
+        .body
+        .as_ref()
+        .unwrap();
     let call_line = body
         .blocks
         .iter()
         .find_map(|b| match &b.terminator.kind {
-            TerminatorKind::Call { callee: Callee::Direct { symbol }, .. } if symbol == "spin_lock" => {
-                Some(b.terminator.span.lo_line)
-            }
+            TerminatorKind::Call {
+                callee: Callee::Direct { symbol },
+                ..
+            } if symbol == "spin_lock" => Some(b.terminator.span.lo_line),
             _ => None,
         })
         .expect("SpinLock::lock calls spin_lock");
-    assert_eq!(call_line, line_of(SRC, "unsafe { spin_lock(self.raw.get()) };"));
+    assert_eq!(
+        call_line,
+        line_of(SRC, "unsafe { spin_lock(self.raw.get()) };")
+    );
     let guard_local = body.locals[0].span;
-    assert_eq!(guard_local.lo_line, line_of(SRC, "pub fn lock(&self) -> Guard<'_, T> {"));
+    assert_eq!(
+        guard_local.lo_line,
+        line_of(SRC, "pub fn lock(&self) -> Guard<'_, T> {")
+    );
     let inst = dump.instance_named("lockapi::maybe_guard");
     assert_eq!(inst.span.lo_line, line_of(SRC, "pub fn maybe_guard("));
     let g = inst.body.as_ref().unwrap();
-    let local = g.var_names.iter().find(|v| v.name == "g").expect("user variable `g`");
-    assert_eq!(g.locals[local.local as usize].span.lo_line, line_of(SRC, "let g: Option<Guard<'_, u32>>"));
+    let local = g
+        .var_names
+        .iter()
+        .find(|v| v.name == "g")
+        .expect("user variable `g`");
+    assert_eq!(
+        g.locals[local.local as usize].span.lo_line,
+        line_of(SRC, "let g: Option<Guard<'_, u32>>")
+    );
 }
 
 #[test]
 fn static_ops_table_lists_its_function_pointers() {
     let dump = dump_at("2");
-    let ops = dump.statics.iter().find(|s| s.path == "lockapi::DEVICE_OPS").unwrap();
+    let ops = dump
+        .statics
+        .iter()
+        .find(|s| s.path == "lockapi::DEVICE_OPS")
+        .unwrap();
     assert_eq!(ops.symbol, "DEVICE_OPS");
     let names: Vec<String> = ops.fn_ptrs.iter().map(|s| dump.name_of(s)).collect();
     assert_eq!(names, ["lockapi::callback_a", "lockapi::callback_b"]);
@@ -217,15 +321,23 @@ fn fn_pointer_reification_names_the_function() {
         .iter()
         .flat_map(|b| &b.statements)
         .filter_map(|s| match &s.kind {
-            StatementKind::Assign { rvalue: Rvalue::Cast { kind: CastKind::ReifyFnPointer { symbol }, .. }, .. } => {
-                Some(dump.name_of(symbol))
-            }
+            StatementKind::Assign {
+                rvalue:
+                    Rvalue::Cast {
+                        kind: CastKind::ReifyFnPointer { symbol },
+                        ..
+                    },
+                ..
+            } => Some(dump.name_of(symbol)),
             _ => None,
         })
         .collect();
     assert_eq!(reified, ["lockapi::callback_a"]);
     let indirect = dump.calls_in("lockapi::call_ptr");
-    assert!(matches!(indirect[..], [Callee::Indirect { .. }]), "{indirect:?}");
+    assert!(
+        matches!(indirect[..], [Callee::Indirect { .. }]),
+        "{indirect:?}"
+    );
 }
 
 #[test]
@@ -233,7 +345,10 @@ fn closures_exported_items_and_foreign_externals() {
     let dump = dump_at("0");
     let closure = dump.instance_named("lockapi::with_closure::{closure#0}");
     assert_eq!(closure.kind, InstanceKind::Closure);
-    assert!(direct_callees(&dump, "lockapi::with_closure::{closure#0}").contains(&"lockapi::SpinLock::<u32>::lock".to_string()));
+    assert!(
+        direct_callees(&dump, "lockapi::with_closure::{closure#0}")
+            .contains(&"lockapi::SpinLock::<u32>::lock".to_string())
+    );
     let entry = dump.instance_named("lockapi::exported_entry");
     assert!(entry.exported && entry.symbol == "exported_entry");
     assert!(!dump.instance_named("lockapi::reify").exported);
@@ -252,9 +367,15 @@ fn call_structure_survives_optimisation() {
     // At opt-level 2 the MIR inliner would inline `sleep` and `SpinLock::lock`;
     // the dump keeps the drop-elaborated bodies, so the calls are still there.
     let dump = dump_at("2");
-    assert!(direct_callees(&dump, "<lockapi::Nvme as lockapi::Device>::probe").contains(&"lockapi::sleep".to_string()));
+    assert!(
+        direct_callees(&dump, "<lockapi::Nvme as lockapi::Device>::probe")
+            .contains(&"lockapi::sleep".to_string())
+    );
     let entry = direct_callees(&dump, "lockapi::exported_entry");
-    assert!(entry.contains(&"lockapi::SpinLock::<u32>::lock".to_string()), "{entry:?}");
+    assert!(
+        entry.contains(&"lockapi::SpinLock::<u32>::lock".to_string()),
+        "{entry:?}"
+    );
     let lock = dump.instance_named("lockapi::SpinLock::<u32>::lock");
     assert!(lock.body.as_ref().unwrap().drop_elaborated);
     // Not emitted by codegen (inlined), still dumped because it is called.
@@ -263,7 +384,11 @@ fn call_structure_survives_optimisation() {
     // Every direct callee is either an instance or an external of the dump.
     for inst in &dump.instances {
         for b in &inst.body.as_ref().unwrap().blocks {
-            if let TerminatorKind::Call { callee: Callee::Direct { symbol }, .. } = &b.terminator.kind {
+            if let TerminatorKind::Call {
+                callee: Callee::Direct { symbol },
+                ..
+            } = &b.terminator.kind
+            {
                 let _ = dump.name_of(symbol);
             }
         }
@@ -275,7 +400,11 @@ fn constants_keep_their_values() {
     let dump = dump_at("0");
     let body = dump.instance_named("lockapi::sleep").body.as_ref().unwrap();
     assert!(body.drop_elaborated);
-    let callb = dump.instance_named("lockapi::callback_b").body.as_ref().unwrap();
+    let callb = dump
+        .instance_named("lockapi::callback_b")
+        .body
+        .as_ref()
+        .unwrap();
     let five = callb.blocks.iter().find_map(|b| match &b.terminator.kind {
         TerminatorKind::Call { args, .. } => args.iter().find_map(|a| match a {
             kmir::Operand::Constant(c) => match c.value {
