@@ -15,7 +15,9 @@ fn main() {
     if let Some(sysroot) = sysroot {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{sysroot}/lib");
     } else {
-        println!("cargo:warning=could not ask `{rustc}` for its sysroot: kextract will need LD_LIBRARY_PATH");
+        println!(
+            "cargo:warning=could not ask `{rustc}` for its sysroot: kextract will need LD_LIBRARY_PATH"
+        );
     }
     let version = Command::new(&rustc)
         .arg("--version")

@@ -32,11 +32,13 @@ fn is_wrapped_rustc(arg: &str) -> bool {
     if arg.starts_with('-') {
         return false;
     }
-    let stem = Path::new(arg).file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let stem = Path::new(arg)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("");
     // `rustc`, `rustc.exe`, `rustc-1.97`, clippy-driver style names are not
     // accepted: only something that is unmistakably a compiler binary.
-    (stem == "rustc" || stem.starts_with("rustc-") || stem == "kextract")
-        && !arg.ends_with(".rs")
+    (stem == "rustc" || stem.starts_with("rustc-") || stem == "kextract") && !arg.ends_with(".rs")
 }
 
 pub fn run(args: Vec<String>) -> i32 {
@@ -45,7 +47,11 @@ pub fn run(args: Vec<String>) -> i32 {
         rustc_driver::run_compiler(&args, &mut callbacks);
     });
     // `ExitCode` is opaque; rustc only ever exits with success or failure.
-    if code == std::process::ExitCode::SUCCESS { 0 } else { 1 }
+    if code == std::process::ExitCode::SUCCESS {
+        0
+    } else {
+        1
+    }
 }
 
 pub struct ExtractCallbacks {
@@ -60,7 +66,9 @@ pub struct ExtractCallbacks {
 
 impl ExtractCallbacks {
     fn from_env(args: &[String]) -> Self {
-        let out_dir = std::env::var_os(OUT_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let out_dir = std::env::var_os(OUT_VAR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         let strict = std::env::var(STRICT_VAR)
             .map(|v| matches!(v.as_str(), "1" | "true" | "yes"))
             .unwrap_or(false);
@@ -132,7 +140,11 @@ impl Callbacks for ExtractCallbacks {
             Ok(dump) => {
                 let path = out_dir.join(dump.file_name());
                 if let Err(e) = kmir::write_file(&dump, &path) {
-                    self.report(tcx, &crate_name, &format!("cannot write `{}`: {e}", path.display()));
+                    self.report(
+                        tcx,
+                        &crate_name,
+                        &format!("cannot write `{}`: {e}", path.display()),
+                    );
                 }
             }
             Err(message) => self.report(tcx, &crate_name, &message),
@@ -186,7 +198,10 @@ fn extract_guarded(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
         } else {
             "unknown panic".to_string()
         };
-        let location = info.location().map(|l| format!(" at {l}")).unwrap_or_default();
+        let location = info
+            .location()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
         if let Ok(mut slot) = sink.lock() {
             *slot = Some(format!("{text}{location}"));
         }

@@ -37,7 +37,9 @@ fn optimized_mir<'tcx>(tcx: TyCtxt<'tcx>, def: LocalDefId) -> &'tcx Body<'tcx> {
         let elaborated = tcx.mir_drops_elaborated_and_const_checked(def);
         let copy: &'tcx Body<'tcx> = tcx.arena.alloc(elaborated.borrow().clone());
         if let Ok(mut stash) = STASH.lock() {
-            stash.get_or_insert_with(HashMap::new).insert(def, copy as *const Body<'tcx> as usize);
+            stash
+                .get_or_insert_with(HashMap::new)
+                .insert(def, copy as *const Body<'tcx> as usize);
         }
     }
     match ORIGINAL.get() {

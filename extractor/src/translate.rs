@@ -7,15 +7,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rustc_middle::mir::visit::MutVisitor;
-use rustc_middle::ty::print::{with_no_trimmed_paths, with_no_visible_paths, with_resolve_crate_name};
+use rustc_middle::ty::print::{
+    with_no_trimmed_paths, with_no_visible_paths, with_resolve_crate_name,
+};
 use rustc_middle::ty::{self, TyCtxt, TypingEnv};
 use rustc_middle::{bug, mir as imir};
+use rustc_public::CrateDef;
 use rustc_public::mir as smir;
 use rustc_public::mir::alloc::GlobalAlloc;
 use rustc_public::mir::mono::{Instance as SInstance, InstanceKind as SInstanceKind};
 use rustc_public::rustc_internal;
 use rustc_public::ty as sty;
-use rustc_public::CrateDef;
 use rustc_public_bridge::IndexedVal;
 use rustc_span::def_id::DefId;
 
@@ -199,20 +201,37 @@ impl<'tcx> Translator<'tcx> {
             R::Never => K::Never,
             R::Adt(adt, args) => {
                 self.adt(adt);
-                K::Adt { path: adt.name(), args: self.type_args(&args) }
+                K::Adt {
+                    path: adt.name(),
+                    args: self.type_args(&args),
+                }
             }
             R::Foreign(def) => K::Foreign { path: def.name() },
-            R::Array(elem, len) => {
-                K::Array { elem: self.ty(elem), len: len.eval_target_usize().ok() }
-            }
-            R::Pat(inner, _) => return self.ty_kind_of(inner),
-            R::Slice(elem) => K::Slice { elem: self.ty(elem) },
-            R::RawPtr(p, m) => K::RawPtr { pointee: self.ty(p), mutable: is_mut(m) },
-            R::Ref(_, p, m) => K::Ref { pointee: self.ty(p), mutable: is_mut(m) },
-            R::FnDef(def, args) => K::FnDef { path: def.name(), args: self.type_args(&args) },
+            R::Array(elem, len) => K::Array {
+                elem: self.ty(elem),
+                len: len.eval_target_usize().ok(),
+            },
+            R::Pat(inner, _) => self.ty_kind_of(inner),
+            R::Slice(elem) => K::Slice {
+                elem: self.ty(elem),
+            },
+            R::RawPtr(p, m) => K::RawPtr {
+                pointee: self.ty(p),
+                mutable: is_mut(m),
+            },
+            R::Ref(_, p, m) => K::Ref {
+                pointee: self.ty(p),
+                mutable: is_mut(m),
+            },
+            R::FnDef(def, args) => K::FnDef {
+                path: def.name(),
+                args: self.type_args(&args),
+            },
             R::FnPtr(sig) => {
                 let io = &sig.value.inputs_and_output;
-                let (output, inputs) = io.split_last().map_or((None, &[][..]), |(o, i)| (Some(*o), i));
+                let (output, inputs) = io
+                    .split_last()
+                    .map_or((None, &[][..]), |(o, i)| (Some(*o), i));
                 let inputs = inputs.iter().map(|t| self.ty(*t)).collect();
                 let output = match output {
                     Some(o) => self.ty(o),
@@ -220,9 +239,15 @@ impl<'tcx> Translator<'tcx> {
                 };
                 K::FnPtr { inputs, output }
             }
-            R::Closure(def, args) => K::Closure { path: def.name(), args: self.type_args(&args) },
+            R::Closure(def, args) => K::Closure {
+                path: def.name(),
+                args: self.type_args(&args),
+            },
             R::Coroutine(def, _) => K::Coroutine { path: def.name() },
-            R::CoroutineClosure(def, _) => K::Closure { path: def.name(), args: vec![] },
+            R::CoroutineClosure(def, _) => K::Closure {
+                path: def.name(),
+                args: vec![],
+            },
             R::Dynamic(preds, _) => {
                 let mut traits = Vec::new();
                 for p in &preds {
@@ -266,12 +291,23 @@ impl<'tcx> Translator<'tcx> {
                 fields: v
                     .fields()
                     .into_iter()
-                    .map(|f| kmir::FieldDef { name: f.name.clone(), ty: canonical_ty_string(self.tcx, f.ty()) })
+                    .map(|f| kmir::FieldDef {
+                        name: f.name.clone(),
+                        ty: canonical_ty_string(self.tcx, f.ty()),
+                    })
                     .collect(),
             })
             .collect();
         let span = self.span(adt.span());
-        self.adts.insert(path.clone(), kmir::AdtDef { path, kind, variants, span });
+        self.adts.insert(
+            path.clone(),
+            kmir::AdtDef {
+                path,
+                kind,
+                variants,
+                span,
+            },
+        );
     }
 
     // ------------------------------------------------------------ instances
@@ -286,15 +322,24 @@ impl<'tcx> Translator<'tcx> {
             } else if !matches!(internal.def, ty::InstanceKind::Item(_)) {
                 kmir::ExternalKind::Shim
             } else {
-                kmir::ExternalKind::Upstream { krate: self.tcx.crate_name(def_id.krate).to_string() }
+                kmir::ExternalKind::Upstream {
+                    krate: self.tcx.crate_name(def_id.krate).to_string(),
+                }
             };
             self.referenced.insert(
                 symbol.clone(),
-                SymbolInfo { name: instance.name(), item_path: def_path(self.tcx, def_id), kind },
+                SymbolInfo {
+                    name: instance.name(),
+                    item_path: def_path(self.tcx, def_id),
+                    kind,
+                },
             );
             if !self.defined.contains(&symbol)
                 && !instance.is_foreign_item()
-                && !matches!(internal.def, ty::InstanceKind::Intrinsic(_) | ty::InstanceKind::Virtual(..))
+                && !matches!(
+                    internal.def,
+                    ty::InstanceKind::Intrinsic(_) | ty::InstanceKind::Virtual(..)
+                )
                 && instance.has_body()
             {
                 self.pending.push((symbol.clone(), internal));
@@ -322,7 +367,11 @@ impl<'tcx> Translator<'tcx> {
             }
             other => {
                 let debug = format!("{other:?}");
-                let name = debug.split(['(', ' ', '{']).next().unwrap_or("Shim").to_string();
+                let name = debug
+                    .split(['(', ' ', '{'])
+                    .next()
+                    .unwrap_or("Shim")
+                    .to_string();
                 kmir::InstanceKind::Shim { kind: name }
             }
         };
@@ -336,6 +385,10 @@ impl<'tcx> Translator<'tcx> {
             ty::InstanceKind::Item(_) => tcx.trait_item_of(def_id).map(|d| def_path(tcx, d)),
             _ => None,
         };
+        let fn_sig = match internal.def {
+            ty::InstanceKind::Item(_) => instance_sig(tcx, internal),
+            _ => None,
+        };
         Ok(kmir::Instance {
             symbol,
             name: stable.name(),
@@ -344,6 +397,7 @@ impl<'tcx> Translator<'tcx> {
             kind,
             span,
             exported,
+            fn_sig,
             codegenned,
             body,
         })
@@ -396,7 +450,10 @@ impl<'tcx> Translator<'tcx> {
             .iter()
             .filter_map(|v| match &v.value {
                 smir::VarDebugInfoContents::Place(p) if p.projection.is_empty() => {
-                    Some(kmir::VarName { name: v.name.clone(), local: p.local as u32 })
+                    Some(kmir::VarName {
+                        name: v.name.clone(),
+                        local: p.local as u32,
+                    })
                 }
                 _ => None,
             })
@@ -437,7 +494,10 @@ impl<'tcx> Translator<'tcx> {
                 place: self.place(place),
                 rvalue: self.rvalue(rvalue, locals),
             },
-            S::SetDiscriminant { place, variant_index } => kmir::StatementKind::SetDiscriminant {
+            S::SetDiscriminant {
+                place,
+                variant_index,
+            } => kmir::StatementKind::SetDiscriminant {
                 place: self.place(place),
                 variant: variant_index.to_index() as u32,
             },
@@ -467,7 +527,10 @@ impl<'tcx> Translator<'tcx> {
             | S::ConstEvalCounter
             | S::Nop => return None,
         };
-        Some(kmir::Statement { kind, span: self.span(s.span) })
+        Some(kmir::Statement {
+            kind,
+            span: self.span(s.span),
+        })
     }
 
     fn place(&mut self, p: &smir::Place) -> kmir::Place {
@@ -479,19 +542,28 @@ impl<'tcx> Translator<'tcx> {
                 .iter()
                 .map(|e| match e {
                     P::Deref => kmir::Projection::Deref,
-                    P::Field(i, ty) => kmir::Projection::Field { index: *i as u32, ty: self.ty(*ty) },
+                    P::Field(i, ty) => kmir::Projection::Field {
+                        index: *i as u32,
+                        ty: self.ty(*ty),
+                    },
                     P::Index(l) => kmir::Projection::Index(*l as u32),
-                    P::ConstantIndex { offset, min_length, from_end } => {
-                        kmir::Projection::ConstantIndex {
-                            offset: *offset,
-                            min_length: *min_length,
-                            from_end: *from_end,
-                        }
-                    }
-                    P::Subslice { from, to, from_end } => {
-                        kmir::Projection::Subslice { from: *from, to: *to, from_end: *from_end }
-                    }
-                    P::Downcast(v) => kmir::Projection::Downcast { variant: v.to_index() as u32 },
+                    P::ConstantIndex {
+                        offset,
+                        min_length,
+                        from_end,
+                    } => kmir::Projection::ConstantIndex {
+                        offset: *offset,
+                        min_length: *min_length,
+                        from_end: *from_end,
+                    },
+                    P::Subslice { from, to, from_end } => kmir::Projection::Subslice {
+                        from: *from,
+                        to: *to,
+                        from_end: *from_end,
+                    },
+                    P::Downcast(v) => kmir::Projection::Downcast {
+                        variant: v.to_index() as u32,
+                    },
                     P::OpaqueCast(ty) => kmir::Projection::OpaqueCast(self.ty(*ty)),
                 })
                 .collect(),
@@ -527,12 +599,18 @@ impl<'tcx> Translator<'tcx> {
     fn allocation_value(&mut self, ty: sty::Ty, alloc: &sty::Allocation) -> kmir::ConstValue {
         let scalar = matches!(
             ty.kind().rigid(),
-            Some(sty::RigidTy::Bool | sty::RigidTy::Char | sty::RigidTy::Int(_) | sty::RigidTy::Uint(_))
+            Some(
+                sty::RigidTy::Bool
+                    | sty::RigidTy::Char
+                    | sty::RigidTy::Int(_)
+                    | sty::RigidTy::Uint(_)
+            )
         );
-        if scalar && alloc.provenance.ptrs.is_empty() {
-            if let Ok(v) = alloc.read_uint() {
-                return kmir::ConstValue::Scalar(v);
-            }
+        if scalar
+            && alloc.provenance.ptrs.is_empty()
+            && let Ok(v) = alloc.read_uint()
+        {
+            return kmir::ConstValue::Scalar(v);
         }
         let mut pointers = Pointers::default();
         self.collect_pointers(alloc, &mut pointers, 0);
@@ -545,12 +623,7 @@ impl<'tcx> Translator<'tcx> {
 
     /// Every function, vtable and static an allocation points to, through
     /// nested memory (e.g. a `&[&dyn Trait]` constant or an ops table).
-    fn collect_pointers(
-        &mut self,
-        alloc: &sty::Allocation,
-        out: &mut Pointers,
-        depth: u32,
-    ) {
+    fn collect_pointers(&mut self, alloc: &sty::Allocation, out: &mut Pointers, depth: u32) {
         // Constant memory is a DAG (statics, the only way back, are not
         // followed), but bound the walk anyway.
         if depth > 64 {
@@ -571,7 +644,9 @@ impl<'tcx> Translator<'tcx> {
                     let dyn_ty = ty::Ty::new_dynamic(
                         self.tcx,
                         self.tcx.mk_poly_existential_predicates_from_iter(
-                            principal.map(|p| p.map_bound(ty::ExistentialPredicate::Trait)).into_iter(),
+                            principal
+                                .map(|p| p.map_bound(ty::ExistentialPredicate::Trait))
+                                .into_iter(),
                         ),
                         self.tcx.lifetimes.re_erased,
                     );
@@ -590,7 +665,10 @@ impl<'tcx> Translator<'tcx> {
         use smir::Rvalue as R;
         match r {
             R::Use(o, _) => kmir::Rvalue::Use(self.operand(o)),
-            R::Reborrow(_, m, p) => kmir::Rvalue::Ref { mutable: is_mut(*m), place: self.place(p) },
+            R::Reborrow(_, m, p) => kmir::Rvalue::Ref {
+                mutable: is_mut(*m),
+                place: self.place(p),
+            },
             R::Ref(_, kind, p) => kmir::Rvalue::Ref {
                 mutable: matches!(kind, smir::BorrowKind::Mut { .. }),
                 place: self.place(p),
@@ -601,7 +679,9 @@ impl<'tcx> Translator<'tcx> {
             },
             R::Aggregate(kind, ops) => {
                 let kind = match kind {
-                    smir::AggregateKind::Array(t) => kmir::AggregateKind::Array { elem: self.ty(*t) },
+                    smir::AggregateKind::Array(t) => {
+                        kmir::AggregateKind::Array { elem: self.ty(*t) }
+                    }
                     smir::AggregateKind::Tuple => kmir::AggregateKind::Tuple,
                     smir::AggregateKind::Adt(adt, variant, args, _, active) => {
                         let ty = sty::Ty::from_rigid_kind(sty::RigidTy::Adt(*adt, args.clone()));
@@ -612,7 +692,8 @@ impl<'tcx> Translator<'tcx> {
                         }
                     }
                     smir::AggregateKind::Closure(def, args) => {
-                        let ty = sty::Ty::from_rigid_kind(sty::RigidTy::Closure(*def, args.clone()));
+                        let ty =
+                            sty::Ty::from_rigid_kind(sty::RigidTy::Closure(*def, args.clone()));
                         kmir::AggregateKind::Closure { ty: self.ty(ty) }
                     }
                     smir::AggregateKind::Coroutine(def, args) => {
@@ -627,11 +708,15 @@ impl<'tcx> Translator<'tcx> {
                         ));
                         kmir::AggregateKind::Closure { ty: self.ty(ty) }
                     }
-                    smir::AggregateKind::RawPtr(t, m) => {
-                        kmir::AggregateKind::RawPtr { ty: self.ty(*t), mutable: is_mut(*m) }
-                    }
+                    smir::AggregateKind::RawPtr(t, m) => kmir::AggregateKind::RawPtr {
+                        ty: self.ty(*t),
+                        mutable: is_mut(*m),
+                    },
                 };
-                kmir::Rvalue::Aggregate { kind, operands: ops.iter().map(|o| self.operand(o)).collect() }
+                kmir::Rvalue::Aggregate {
+                    kind,
+                    operands: ops.iter().map(|o| self.operand(o)).collect(),
+                }
             }
             R::BinaryOp(op, a, b) => kmir::Rvalue::BinaryOp {
                 op: bin_op(*op),
@@ -653,7 +738,11 @@ impl<'tcx> Translator<'tcx> {
             },
             R::Cast(kind, o, target) => {
                 let kind = self.cast_kind(kind, o, *target, locals);
-                kmir::Rvalue::Cast { kind, operand: self.operand(o), ty: self.ty(*target) }
+                kmir::Rvalue::Cast {
+                    kind,
+                    operand: self.operand(o),
+                    ty: self.ty(*target),
+                }
             }
             R::Discriminant(p) => kmir::Rvalue::Discriminant(self.place(p)),
             R::Len(p) => kmir::Rvalue::Len(self.place(p)),
@@ -677,35 +766,46 @@ impl<'tcx> Translator<'tcx> {
         let source = operand.ty(locals).ok();
         match kind {
             C::PointerCoercion(PC::ReifyFnPointer(_)) => {
-                if let Some(sty::RigidTy::FnDef(def, args)) = source.and_then(|t| t.kind().rigid().cloned())
+                if let Some(sty::RigidTy::FnDef(def, args)) =
+                    source.and_then(|t| t.kind().rigid().cloned())
                     && let Ok(instance) = SInstance::resolve_for_fn_ptr(def, &args)
                 {
-                    return kmir::CastKind::ReifyFnPointer { symbol: self.reference(&instance) };
+                    return kmir::CastKind::ReifyFnPointer {
+                        symbol: self.reference(&instance),
+                    };
                 }
                 kmir::CastKind::Other("ReifyFnPointer".into())
             }
             C::PointerCoercion(PC::ClosureFnPointer(_)) => {
-                if let Some(sty::RigidTy::Closure(def, args)) = source.and_then(|t| t.kind().rigid().cloned())
+                if let Some(sty::RigidTy::Closure(def, args)) =
+                    source.and_then(|t| t.kind().rigid().cloned())
                     && let Ok(instance) =
                         SInstance::resolve_closure(def, &args, sty::ClosureKind::FnOnce)
                 {
-                    return kmir::CastKind::ClosureFnPointer { symbol: self.reference(&instance) };
+                    return kmir::CastKind::ClosureFnPointer {
+                        symbol: self.reference(&instance),
+                    };
                 }
                 kmir::CastKind::Other("ClosureFnPointer".into())
             }
             C::PointerCoercion(PC::Unsize) => {
-                let Some(source) = source else { return kmir::CastKind::Unsize { vtable: None } };
+                let Some(source) = source else {
+                    return kmir::CastKind::Unsize { vtable: None };
+                };
                 let src = rustc_internal::internal(self.tcx, source);
                 let dst = rustc_internal::internal(self.tcx, target);
                 match unsize_tails(self.tcx, src, dst) {
                     Some((a, b)) if a.is_trait() && b.is_trait() => {
                         let from: sty::Ty = rustc_internal::stable(a);
                         let to: sty::Ty = rustc_internal::stable(b);
-                        kmir::CastKind::TraitUpcast { from: self.ty(from), to: self.ty(to) }
+                        kmir::CastKind::TraitUpcast {
+                            from: self.ty(from),
+                            to: self.ty(to),
+                        }
                     }
-                    Some((concrete, dyn_ty)) if dyn_ty.is_trait() => {
-                        kmir::CastKind::Unsize { vtable: self.vtable(concrete, dyn_ty) }
-                    }
+                    Some((concrete, dyn_ty)) if dyn_ty.is_trait() => kmir::CastKind::Unsize {
+                        vtable: self.vtable(concrete, dyn_ty),
+                    },
                     _ => kmir::CastKind::Unsize { vtable: None },
                 }
             }
@@ -719,7 +819,9 @@ impl<'tcx> Translator<'tcx> {
             return Some(*id);
         }
         let tcx = self.tcx;
-        let ty::Dynamic(preds, ..) = dyn_ty.kind() else { return None };
+        let ty::Dynamic(preds, ..) = dyn_ty.kind() else {
+            return None;
+        };
         let principal = preds.principal();
         let drop_glue = ty::Instance::resolve_drop_glue(tcx, concrete);
         let mut entries = Vec::new();
@@ -731,7 +833,9 @@ impl<'tcx> Translator<'tcx> {
         };
         let vtbl_entries: Vec<ty::vtable::VtblEntry<'tcx>> = match principal {
             Some(p) => {
-                let trait_ref = tcx.instantiate_bound_regions_with_erased(p).with_self_ty(tcx, concrete);
+                let trait_ref = tcx
+                    .instantiate_bound_regions_with_erased(p)
+                    .with_self_ty(tcx, concrete);
                 tcx.vtable_entries(trait_ref).to_vec()
             }
             None => TyCtxt::COMMON_VTABLE_ENTRIES.to_vec(),
@@ -753,9 +857,9 @@ impl<'tcx> Translator<'tcx> {
                         symbol: self.reference(&s),
                     }
                 }
-                ty::vtable::VtblEntry::TraitVPtr(tr) => {
-                    kmir::VtableEntry::TraitVptr { trait_path: def_path(tcx, tr.def_id) }
-                }
+                ty::vtable::VtblEntry::TraitVPtr(tr) => kmir::VtableEntry::TraitVptr {
+                    trait_path: def_path(tcx, tr.def_id),
+                },
             });
         }
         let c: sty::Ty = rustc_internal::stable(concrete);
@@ -784,12 +888,17 @@ impl<'tcx> Translator<'tcx> {
     fn terminator(&mut self, t: &smir::Terminator, locals: &[smir::LocalDecl]) -> kmir::Terminator {
         use smir::TerminatorKind as T;
         let kind = match &t.kind {
-            T::Goto { target } => kmir::TerminatorKind::Goto { target: *target as u32 },
+            T::Goto { target } => kmir::TerminatorKind::Goto {
+                target: *target as u32,
+            },
             T::SwitchInt { discr, targets } => kmir::TerminatorKind::SwitchInt {
                 discr: self.operand(discr),
                 targets: targets
                     .branches()
-                    .map(|(value, target)| kmir::SwitchTarget { value, target: target as u32 })
+                    .map(|(value, target)| kmir::SwitchTarget {
+                        value,
+                        target: target as u32,
+                    })
                     .collect(),
                 otherwise: targets.otherwise() as u32,
             },
@@ -797,7 +906,11 @@ impl<'tcx> Translator<'tcx> {
             T::Abort => kmir::TerminatorKind::Abort,
             T::Return => kmir::TerminatorKind::Return,
             T::Unreachable => kmir::TerminatorKind::Unreachable,
-            T::Drop { place, target, unwind } => {
+            T::Drop {
+                place,
+                target,
+                unwind,
+            } => {
                 let glue = place.ty(locals).ok().and_then(|ty| {
                     let glue = SInstance::resolve_drop_in_place(ty);
                     (!glue.is_empty_shim()).then(|| self.reference(&glue))
@@ -809,24 +922,42 @@ impl<'tcx> Translator<'tcx> {
                     unwind: self.unwind(unwind),
                 }
             }
-            T::Call { func, args, destination, target, unwind } => kmir::TerminatorKind::Call {
+            T::Call {
+                func,
+                args,
+                destination,
+                target,
+                unwind,
+            } => kmir::TerminatorKind::Call {
                 callee: self.callee(func, locals),
                 args: args.iter().map(|a| self.operand(a)).collect(),
                 destination: self.place(destination),
                 target: target.map(|t| t as u32),
                 unwind: self.unwind(unwind),
             },
-            T::Assert { cond, expected, target, unwind, .. } => kmir::TerminatorKind::Assert {
+            T::Assert {
+                cond,
+                expected,
+                target,
+                unwind,
+                ..
+            } => kmir::TerminatorKind::Assert {
                 cond: self.operand(cond),
                 expected: *expected,
                 target: *target as u32,
                 unwind: self.unwind(unwind),
             },
-            T::InlineAsm { operands, destination, unwind, .. } => {
+            T::InlineAsm {
+                operands,
+                destination,
+                unwind,
+                ..
+            } => {
                 let mut fn_ptrs = Vec::new();
                 for op in operands {
                     if let Some(smir::Operand::Constant(c)) = &op.in_value
-                        && let kmir::ConstValue::Memory { fn_ptrs: fns, .. } = self.constant(&c.const_).value
+                        && let kmir::ConstValue::Memory { fn_ptrs: fns, .. } =
+                            self.constant(&c.const_).value
                     {
                         fn_ptrs.extend(fns);
                     }
@@ -838,12 +969,17 @@ impl<'tcx> Translator<'tcx> {
                 }
             }
         };
-        kmir::Terminator { kind, span: self.span(t.span) }
+        kmir::Terminator {
+            kind,
+            span: self.span(t.span),
+        }
     }
 
     fn callee(&mut self, func: &smir::Operand, locals: &[smir::LocalDecl]) -> kmir::Callee {
         let Ok(fn_ty) = func.ty(locals) else {
-            return kmir::Callee::Unresolved { path: "<callee of unknown type>".into() };
+            return kmir::Callee::Unresolved {
+                path: "<callee of unknown type>".into(),
+            };
         };
         match fn_ty.kind().rigid().cloned() {
             Some(sty::RigidTy::FnDef(def, args)) => match SInstance::resolve(def, &args) {
@@ -861,17 +997,34 @@ impl<'tcx> Translator<'tcx> {
                     SInstanceKind::Intrinsic => kmir::Callee::Intrinsic {
                         name: instance.intrinsic_name().unwrap_or_else(|| instance.name()),
                     },
-                    _ => kmir::Callee::Direct { symbol: self.reference(&instance) },
+                    _ => kmir::Callee::Direct {
+                        symbol: self.reference(&instance),
+                    },
                 },
                 Err(_) => kmir::Callee::Unresolved { path: def.name() },
             },
-            _ => kmir::Callee::Indirect { operand: self.operand(func), fn_ty: self.ty(fn_ty) },
+            _ => {
+                let internal = rustc_internal::internal(self.tcx, fn_ty);
+                let sig = match internal.kind() {
+                    ty::FnPtr(..) => sig_key(self.tcx, internal.fn_sig(self.tcx)),
+                    _ => canonical_ty_string(self.tcx, fn_ty),
+                };
+                kmir::Callee::Indirect {
+                    operand: self.operand(func),
+                    fn_ty: self.ty(fn_ty),
+                    sig,
+                }
+            }
         }
     }
 
     // -------------------------------------------------------------- statics
 
-    pub fn static_item(&mut self, symbol: String, def_id: DefId) -> Result<kmir::StaticItem, String> {
+    pub fn static_item(
+        &mut self,
+        symbol: String,
+        def_id: DefId,
+    ) -> Result<kmir::StaticItem, String> {
         let tcx = self.tcx;
         let item: rustc_public::mir::mono::MonoItem =
             rustc_internal::stable(rustc_middle::mono::MonoItem::Static(def_id));
@@ -905,15 +1058,24 @@ impl<'tcx> Translator<'tcx> {
             let mut found = Vec::new();
             for attr in attrs {
                 let path = attr.path();
-                let Some(tool) = path.first().map(|s| s.to_string()) else { continue };
+                let Some(tool) = path.first().map(|s| s.to_string()) else {
+                    continue;
+                };
                 if tool != "klint" && tool != "kanalyze" {
                     continue;
                 }
-                let name = path.iter().skip(1).map(|s| s.to_string()).collect::<Vec<_>>().join("::");
+                let name = path
+                    .iter()
+                    .skip(1)
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join("::");
                 found.push(kmir::ToolAttr {
                     tool,
                     name,
-                    text: rustc_hir_pretty::attribute_to_string(&tcx, attr).trim().to_string(),
+                    text: rustc_hir_pretty::attribute_to_string(&tcx, attr)
+                        .trim()
+                        .to_string(),
                     span: self.internal_span(attr.span()),
                 });
             }
@@ -948,7 +1110,41 @@ struct Pointers {
 /// identical whichever crate prints it, so it can identify types across dumps.
 fn canonical_ty_string(tcx: TyCtxt<'_>, ty: sty::Ty) -> String {
     let internal = rustc_internal::internal(tcx, ty);
-    with_no_visible_paths!(with_resolve_crate_name!(with_no_trimmed_paths!(internal.to_string())))
+    with_no_visible_paths!(with_resolve_crate_name!(with_no_trimmed_paths!(
+        internal.to_string()
+    )))
+}
+
+/// The key under which fn pointers and their possible targets are matched:
+/// `[extern "ABI" ]fn(inputs) -> output` in canonical paths, regions erased.
+fn sig_key<'tcx>(tcx: TyCtxt<'tcx>, sig: ty::PolyFnSig<'tcx>) -> String {
+    let sig = tcx.instantiate_bound_regions_with_erased(sig);
+    let show = |t: ty::Ty<'tcx>| {
+        let t = tcx.erase_and_anonymize_regions(t);
+        with_no_visible_paths!(with_resolve_crate_name!(with_no_trimmed_paths!(
+            t.to_string()
+        )))
+    };
+    let inputs: Vec<String> = sig.inputs().iter().map(|t| show(*t)).collect();
+    let abi = if sig.abi() == rustc_abi::ExternAbi::Rust {
+        String::new()
+    } else {
+        format!("extern \"{}\" ", sig.abi().name())
+    };
+    format!("{abi}fn({}) -> {}", inputs.join(", "), show(sig.output()))
+}
+
+/// The fn-pointer signature of a function or closure instance.
+fn instance_sig<'tcx>(tcx: TyCtxt<'tcx>, instance: ty::Instance<'tcx>) -> Option<String> {
+    let fn_ty = instance.ty(tcx, TypingEnv::fully_monomorphized());
+    match fn_ty.kind() {
+        ty::FnDef(..) => Some(sig_key(tcx, fn_ty.fn_sig(tcx))),
+        ty::Closure(_, args) => {
+            let sig = tcx.signature_unclosure(args.as_closure().sig(), rustc_hir::Safety::Safe);
+            Some(sig_key(tcx, sig))
+        }
+        _ => None,
+    }
 }
 
 fn is_mut(m: smir::Mutability) -> bool {
@@ -1032,10 +1228,10 @@ fn unsize_tails<'tcx>(
                 if x == y {
                     continue;
                 }
-                if matches!(x.kind(), ty::Ref(..) | ty::RawPtr(..) | ty::Adt(..)) {
-                    if let Some(pair) = unsize_tails(tcx, x, y) {
-                        return Some(pair);
-                    }
+                if matches!(x.kind(), ty::Ref(..) | ty::RawPtr(..) | ty::Adt(..))
+                    && let Some(pair) = unsize_tails(tcx, x, y)
+                {
+                    return Some(pair);
                 }
                 return Some(tcx.struct_lockstep_tails_for_codegen(x, y, env));
             }
@@ -1052,7 +1248,11 @@ struct ConstEvaluator<'tcx> {
 }
 
 impl<'tcx> MutVisitor<'tcx> for ConstEvaluator<'tcx> {
-    fn visit_const_operand(&mut self, constant: &mut imir::ConstOperand<'tcx>, location: imir::Location) {
+    fn visit_const_operand(
+        &mut self,
+        constant: &mut imir::ConstOperand<'tcx>,
+        location: imir::Location,
+    ) {
         let const_ = constant.const_;
         if let Ok(val) = const_.eval(self.tcx, TypingEnv::fully_monomorphized(), constant.span) {
             constant.const_ = imir::Const::Val(val, constant.ty());
@@ -1068,16 +1268,24 @@ impl<'tcx> MutVisitor<'tcx> for ConstEvaluator<'tcx> {
 /// `const_eval_select(args, const_fn, runtime_fn)` runs `runtime_fn` in
 /// compiled code; the optimized MIR has it replaced, the elaborated MIR not
 /// yet. Do the same replacement so the runtime callee is a plain call.
-fn remap_const_eval_select<'tcx>(tcx: TyCtxt<'tcx>, mut body: imir::Body<'tcx>) -> imir::Body<'tcx> {
+fn remap_const_eval_select<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    mut body: imir::Body<'tcx>,
+) -> imir::Body<'tcx> {
     for block in body.basic_blocks.as_mut() {
-        let Some(term) = &mut block.terminator else { continue };
-        let imir::TerminatorKind::Call { func, args, fn_span, .. } = &mut term.kind else { continue };
+        let Some(term) = &mut block.terminator else {
+            continue;
+        };
+        let imir::TerminatorKind::Call { func, args, .. } = &mut term.kind else {
+            continue;
+        };
         let func_ty = func.ty(&body.local_decls, tcx);
-        let ty::FnDef(def_id, _) = *func_ty.kind() else { continue };
+        let ty::FnDef(def_id, _) = *func_ty.kind() else {
+            continue;
+        };
         if !tcx.is_intrinsic(def_id, rustc_span::sym::const_eval_select) || args.len() != 3 {
             continue;
         }
-        let _ = fn_span;
         let runtime = args[2].node.clone();
         let tuple = args[0].node.clone();
         // The runtime function takes the tuple's fields as its arguments;

@@ -102,6 +102,12 @@ pub struct Instance {
     pub span: Span,
     /// `#[no_mangle]`, `#[export_name]` and other externally callable items.
     pub exported: bool,
+    /// The signature a fn pointer to this instance has, as a key that is
+    /// identical across crates: `fn(&u32, usize) -> bool`, with the ABI
+    /// when it is not Rust's (`extern "C" fn(*mut T)`), regions erased and
+    /// safety ignored. `None` for instances that cannot be pointed to
+    /// (drop glue, shims).
+    pub fn_sig: Option<String>,
     /// Emitted by this crate's codegen. False for instances that the
     /// optimizer inlined everywhere (so codegen never emitted them) but that
     /// the drop-elaborated bodies of this dump still call: their bodies are
@@ -462,8 +468,13 @@ pub enum Callee {
         trait_path: String,
         slot: u32,
     },
-    /// A call through a fn pointer (or an fn-pointer-typed place).
-    Indirect { operand: Operand, fn_ty: TyId },
+    /// A call through a fn pointer (or an fn-pointer-typed place). `sig` is
+    /// the pointer's signature key (see [`Instance::fn_sig`]).
+    Indirect {
+        operand: Operand,
+        fn_ty: TyId,
+        sig: String,
+    },
     /// A compiler intrinsic without a body, by name.
     Intrinsic { name: String },
     /// The compiler could not resolve the callee (should not happen in mono

@@ -221,7 +221,7 @@ impl BodyCheck<'_, '_> {
                     destination,
                     ..
                 } => {
-                    if let Callee::Indirect { operand, fn_ty } = callee {
+                    if let Callee::Indirect { operand, fn_ty, .. } = callee {
                         self.operand(operand)?;
                         self.c.ty(*fn_ty)?;
                     }

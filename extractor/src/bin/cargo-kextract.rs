@@ -73,7 +73,10 @@ fn main() -> ExitCode {
         }
     };
     if let Err(e) = std::fs::create_dir_all(&out) {
-        eprintln!("error: cannot create the dump directory `{}`: {e}", out.display());
+        eprintln!(
+            "error: cannot create the dump directory `{}`: {e}",
+            out.display()
+        );
         return ExitCode::from(2);
     }
 
