@@ -63,7 +63,13 @@ impl fmt::Display for Diagnostic {
         };
         writeln!(f, "{level}: {}", self.message)?;
         for (kind, text) in &self.children {
-            writeln!(f, "  = {kind}: {text}")?;
+            // Continuation lines line up under the text of the first one.
+            let indent = " ".repeat("  = : ".len() + kind.len());
+            let mut lines = text.lines();
+            writeln!(f, "  = {kind}: {}", lines.next().unwrap_or(""))?;
+            for line in lines {
+                writeln!(f, "{indent}{line}")?;
+            }
         }
         Ok(())
     }
@@ -94,8 +100,9 @@ pub fn load_error(e: &LoadError) -> Diagnostic {
                 .help("rebuild the crate with kextract to write its dump again"),
             Problem::Corrupt { .. } => d
                 .note(
-                    "the file's framing is intact, so kextract and kanalyze probably \
-                     disagree on the dump format without a version change",
+                    "the bytes are not what this kanalyze expects: the kextract that \
+                     wrote them may use a different format without a version change, \
+                     or the file was altered after it was written",
                 )
                 .help("rebuild kextract and kanalyze from the same source tree and re-extract"),
             Problem::Invalid { .. } => d.note(

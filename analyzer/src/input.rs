@@ -33,9 +33,10 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                 continue;
             }
             Err(e) => {
-                found
-                    .errors
-                    .push(Diagnostic::error(format!("cannot read `{}`: {e}", path.display())));
+                found.errors.push(Diagnostic::error(format!(
+                    "cannot read `{}`: {e}",
+                    path.display()
+                )));
                 continue;
             }
         };

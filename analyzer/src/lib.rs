@@ -23,7 +23,7 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// The entry point of the `kanalyze` binary.
-pub fn main() -> ExitCode {
+pub fn run() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    kanalyze::main()
+    kanalyze::run()
 }

@@ -46,9 +46,50 @@ pub fn print_dump(
     p.tables(out)
 }
 
-/// Whether `--item needle` selects `inst`.
+/// Whether `--item needle` selects `inst`: a substring of its name, item
+/// path or symbol, where names also match with their turbofish generic
+/// arguments left out (`SpinLock::lock` selects `SpinLock::<u32>::lock`).
 pub fn instance_matches(inst: &Instance, needle: &str) -> bool {
-    inst.name.contains(needle) || inst.item_path.contains(needle) || inst.symbol.contains(needle)
+    inst.name.contains(needle)
+        || inst.item_path.contains(needle)
+        || inst.symbol.contains(needle)
+        || without_generic_args(&inst.name).contains(needle)
+        || without_generic_args(&inst.item_path).contains(needle)
+}
+
+/// `a::B::<T, C<U>>::f::<V>` as `a::B::f`; `<A as B>::f` is left alone,
+/// since only `::<` starts generic arguments in a path.
+pub fn without_generic_args(path: &str) -> Cow<'_, str> {
+    if !path.contains("::<") {
+        return Cow::Borrowed(path);
+    }
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(start) = rest.find("::<") {
+        out.push_str(&rest[..start]);
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        let mut prev = ' ';
+        for (i, c) in rest[start + 2..].char_indices() {
+            // The `>` of `->` in a fn pointer type closes nothing.
+            let arrow = prev == '-';
+            prev = c;
+            match c {
+                '<' => depth += 1,
+                '>' if !arrow => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = start + 2 + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// What a symbol refers to in one dump.
@@ -92,12 +133,7 @@ impl<'d> Printer<'d> {
         let d = self.dump;
         let h = &d.header;
         match source {
-            Some(path) => writeln!(
-                out,
-                "// crate `{}` from {}",
-                h.crate_name,
-                path.display()
-            )?,
+            Some(path) => writeln!(out, "// crate `{}` from {}", h.crate_name, path.display())?,
             None => writeln!(out, "// crate `{}`", h.crate_name)?,
         }
         writeln!(out, "// stable crate id: {:016x}", h.stable_crate_id)?;
@@ -142,7 +178,12 @@ impl<'d> Printer<'d> {
     }
 
     /// One instance: signature, resolution facts, locals and (if asked) blocks.
-    pub fn instance(&self, out: &mut dyn Write, inst: &Instance, options: Options) -> io::Result<()> {
+    pub fn instance(
+        &self,
+        out: &mut dyn Write,
+        inst: &Instance,
+        options: Options,
+    ) -> io::Result<()> {
         let Some(body) = &inst.body else {
             writeln!(out, "fn {};", inst.name)?;
             return writeln!(out, "    // {}, no body", self.instance_facts(inst));
@@ -183,8 +224,15 @@ impl<'d> Printer<'d> {
             inst.item_path,
             self.span(&inst.span)
         );
+        if let Some(sig) = &inst.fn_sig {
+            facts.push_str(", signature key ");
+            facts.push_str(sig);
+        }
         if inst.exported {
             facts.push_str(", exported");
+        }
+        if !inst.codegenned {
+            facts.push_str(", not codegenned (inlined everywhere)");
         }
         if let Some(t) = &inst.trait_item {
             facts.push_str(", implements ");
@@ -211,7 +259,7 @@ impl<'d> Printer<'d> {
     }
 
     /// The human name of what `symbol` refers to, or the symbol itself.
-    fn symbol_name(&self, symbol: &'d str) -> &'d str {
+    fn symbol_name<'a>(&'a self, symbol: &'a str) -> &'a str {
         match self.symbols.get(symbol) {
             Some(Target::Instance(i)) => &i.name,
             Some(Target::External(e)) => &e.name,
@@ -257,4 +305,26 @@ fn pointer_bits(target: &str) -> u32 {
         || arch.starts_with("thumb")
         || arch.starts_with("riscv32");
     if bits32 { 32 } else { 64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_generic_args;
+
+    #[test]
+    fn generic_args_are_left_out_of_paths() {
+        let cases = [
+            ("a::SpinLock::<u32>::lock", "a::SpinLock::lock"),
+            ("a::f::<Vec<u8>, B<C<D>>>", "a::f"),
+            ("<a::X<T> as b::Y>::f::<u8>", "<a::X<T> as b::Y>::f"),
+            ("plain::path", "plain::path"),
+            ("a::call::<fn(u8) -> u8>::g", "a::call::g"),
+            // Unbalanced input from a damaged dump must not panic.
+            ("a::f::<u8", "a::f"),
+            ("a::f::<u8>>", "a::f>"),
+        ];
+        for (path, stripped) in cases {
+            assert_eq!(without_generic_args(path), stripped, "{path}");
+        }
+    }
 }

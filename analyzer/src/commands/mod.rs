@@ -1,0 +1,4 @@
+//! One module per subcommand. Each `run` prints its own diagnostics and
+//! returns the process exit code.
+
+pub mod dump;
