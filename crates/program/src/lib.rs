@@ -1,0 +1,262 @@
+//! The whole program: every crate's dump linked into one symbol table and
+//! one call graph, with indirect calls resolved to the targets the program
+//! makes possible, and a bottom-up schedule over its strongly connected
+//! components.
+//!
+//! Invariants (relied upon by the analyses):
+//! * `FnId(i)` is node `i` of `Program::graph`; every function, body or not,
+//!   has exactly one node.
+//! * A symbol that several crates codegen has one function whose body is
+//!   the best copy (drop-elaborated over optimized, codegenned over
+//!   included-for-inlining, then the first crate in path order); edges come
+//!   from that body only.
+//! * Every call site with a callee gets at least one edge: an indirect call
+//!   nothing in the program can satisfy goes to an `Unknown` function that
+//!   stands for "code outside the program".
+
+mod link;
+mod schedule;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub use link::{LinkProblem, link};
+pub use schedule::Schedule;
+
+/// Index of a function; also its node index in [`Program::graph`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FnId(pub u32);
+
+impl FnId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index into [`Program::crates`].
+pub type CrateIdx = u32;
+
+/// A loaded dump and where it came from.
+#[derive(Debug)]
+pub struct LinkedCrate {
+    pub path: PathBuf,
+    pub dump: kmir::CrateDump,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub symbol: String,
+    /// Human name with generic arguments.
+    pub name: String,
+    /// Crate-qualified item path, the key for annotations.
+    pub item_path: String,
+    pub kind: FnKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FnKind {
+    /// Instance `instance` of crate `krate` holds the body.
+    Body { krate: CrateIdx, instance: u32 },
+    /// A C function (declared in an `extern` block), by link name.
+    Foreign,
+    /// A Rust function of a crate that was not extracted.
+    Upstream { krate: String },
+    /// A compiler shim without a body in any dump.
+    Shim,
+    /// Whatever an indirect call may reach outside the program.
+    Unknown(IndirectKey),
+}
+
+/// What an indirect call goes through.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IndirectKey {
+    /// A fn pointer of this signature key (see `kmir::Instance::fn_sig`).
+    FnPtr { sig: String },
+    /// Slot `slot` of a `dyn` vtable, holding trait method `trait_method`.
+    Virtual { trait_method: String, slot: u32 },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// A statically resolved call.
+    Call,
+    /// A drop terminator: a call to the drop glue of the dropped type.
+    Drop,
+    /// One possible target of a `dyn Trait` method call.
+    Virtual,
+    /// One possible target of a call through a fn pointer.
+    Indirect,
+}
+
+/// A call or drop site: block `block` of the caller's body.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub kind: EdgeKind,
+    pub block: u32,
+    /// In the caller's crate's file table.
+    pub span: kmir::Span,
+}
+
+/// Why C (or anything outside the program) may call a function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RootReason {
+    /// `#[no_mangle]`/`#[export_name]`.
+    Exported,
+    /// Its address is stored in static `path` (an ops table).
+    InStatic { path: String },
+    /// It is a method of a vtable stored in static `path`.
+    VtableInStatic { path: String },
+}
+
+/// Counts for `kanalyze graph` and the performance record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub crates: usize,
+    /// Instances in all dumps, before deduplication.
+    pub instances_total: usize,
+    /// Distinct instances with a body.
+    pub bodies: usize,
+    pub edges_by_kind: [usize; 4],
+    pub direct_sites: usize,
+    pub direct_to_body: usize,
+    pub direct_to_external: usize,
+    /// Direct call sites whose callee could not be named, by reason.
+    pub direct_unresolved: Vec<(String, String)>,
+    pub intrinsic_sites: usize,
+    pub virtual_sites: usize,
+    pub indirect_sites: usize,
+    /// Indirect or virtual sites with no target in the program.
+    pub unresolved_indirect: usize,
+    /// Indirect or virtual sites with more than one target.
+    pub ambiguous_indirect: usize,
+}
+
+impl EdgeKind {
+    pub const ALL: [EdgeKind; 4] = [
+        EdgeKind::Call,
+        EdgeKind::Drop,
+        EdgeKind::Virtual,
+        EdgeKind::Indirect,
+    ];
+
+    pub fn index(self) -> usize {
+        match self {
+            EdgeKind::Call => 0,
+            EdgeKind::Drop => 1,
+            EdgeKind::Virtual => 2,
+            EdgeKind::Indirect => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Call => "call",
+            EdgeKind::Drop => "drop",
+            EdgeKind::Virtual => "virtual",
+            EdgeKind::Indirect => "indirect",
+        }
+    }
+}
+
+pub type CallGraph = petgraph::graph::DiGraph<FnId, Edge, u32>;
+
+#[derive(Debug)]
+pub struct Program {
+    pub crates: Vec<LinkedCrate>,
+    pub functions: Vec<Function>,
+    pub by_symbol: HashMap<String, FnId>,
+    pub graph: CallGraph,
+    pub roots: Vec<(FnId, RootReason)>,
+    pub stats: LinkStats,
+}
+
+impl Program {
+    pub fn function(&self, id: FnId) -> &Function {
+        &self.functions[id.index()]
+    }
+
+    pub fn lookup(&self, symbol: &str) -> Option<FnId> {
+        self.by_symbol.get(symbol).copied()
+    }
+
+    /// The instance holding `id`'s body, with its crate.
+    pub fn body_of(&self, id: FnId) -> Option<(&LinkedCrate, &kmir::Instance)> {
+        match self.function(id).kind {
+            FnKind::Body { krate, instance } => {
+                let c = &self.crates[krate as usize];
+                Some((c, &c.dump.instances[instance as usize]))
+            }
+            _ => None,
+        }
+    }
+
+    /// Outgoing edges of `id` with their targets, in site order.
+    pub fn callees(&self, id: FnId) -> Vec<(FnId, Edge)> {
+        let mut v: Vec<(FnId, Edge)> = self
+            .graph
+            .edges(petgraph::graph::NodeIndex::new(id.index()))
+            .map(|e| {
+                (
+                    FnId(petgraph::visit::EdgeRef::target(&e).index() as u32),
+                    *e.weight(),
+                )
+            })
+            .collect();
+        v.sort_by_key(|(f, e)| (e.block, *f));
+        v
+    }
+
+    /// Incoming edges of `id` with their callers.
+    pub fn callers(&self, id: FnId) -> Vec<(FnId, Edge)> {
+        let mut v: Vec<(FnId, Edge)> = self
+            .graph
+            .edges_directed(
+                petgraph::graph::NodeIndex::new(id.index()),
+                petgraph::Direction::Incoming,
+            )
+            .map(|e| {
+                (
+                    FnId(petgraph::visit::EdgeRef::source(&e).index() as u32),
+                    *e.weight(),
+                )
+            })
+            .collect();
+        v.sort_by_key(|(f, e)| (*f, e.block));
+        v
+    }
+
+    /// `file:line:col` of a span of function `caller`'s crate.
+    pub fn span_text(&self, caller: FnId, span: kmir::Span) -> String {
+        let krate = match self.function(caller).kind {
+            FnKind::Body { krate, .. } => krate,
+            _ => return "<no span>".to_string(),
+        };
+        let dump = &self.crates[krate as usize].dump;
+        match dump.file(span.file) {
+            Some(file) if !span.is_dummy() => format!("{file}:{}:{}", span.lo_line, span.lo_col),
+            _ => "<no span>".to_string(),
+        }
+    }
+
+    /// Functions whose symbol equals `query`, else whose name or item path
+    /// contains it.
+    pub fn find(&self, query: &str) -> Vec<FnId> {
+        if let Some(id) = self.lookup(query) {
+            return vec![id];
+        }
+        let exact: Vec<FnId> = (0..self.functions.len() as u32)
+            .map(FnId)
+            .filter(|id| self.function(*id).name == query)
+            .collect();
+        if !exact.is_empty() {
+            return exact;
+        }
+        (0..self.functions.len() as u32)
+            .map(FnId)
+            .filter(|id| {
+                let f = self.function(*id);
+                f.name.contains(query) || f.item_path.contains(query)
+            })
+            .collect()
+    }
+}

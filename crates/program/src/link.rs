@@ -1,0 +1,449 @@
+//! Linking: one function per symbol, edges from the chosen bodies, and
+//! targets for indirect calls.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use kmir::{Callee, CastKind, ConstValue, Operand, Rvalue, StatementKind, TerminatorKind};
+
+use crate::{
+    CallGraph, Edge, EdgeKind, FnId, FnKind, Function, IndirectKey, LinkStats, LinkedCrate,
+    Program, RootReason,
+};
+
+/// Something wrong with the set of dumps; the program is linked without the
+/// offending file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkProblem {
+    /// Two dumps of the same crate (name and id) with different contents:
+    /// the first (in path order) was kept.
+    ConflictingDuplicate {
+        crate_name: String,
+        kept: PathBuf,
+        skipped: PathBuf,
+    },
+    /// The same crate dumped twice with identical contents: harmless.
+    IdenticalDuplicate {
+        crate_name: String,
+        kept: PathBuf,
+        skipped: PathBuf,
+    },
+}
+
+impl std::fmt::Display for LinkProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkProblem::ConflictingDuplicate {
+                crate_name,
+                kept,
+                skipped,
+            } => write!(
+                f,
+                "`{}` and `{}` both claim crate `{crate_name}` (same name and crate id) but differ; using the first, skipping the second (are they from two builds of the same tree?)",
+                kept.display(),
+                skipped.display()
+            ),
+            LinkProblem::IdenticalDuplicate {
+                crate_name,
+                kept,
+                skipped,
+            } => write!(
+                f,
+                "`{}` is an identical copy of `{}` (crate `{crate_name}`); it is ignored",
+                skipped.display(),
+                kept.display()
+            ),
+        }
+    }
+}
+
+/// Rank of a copy of an instance: higher is better.
+fn rank(inst: &kmir::Instance) -> (bool, bool, bool) {
+    let elaborated = inst.body.as_ref().is_some_and(|b| b.drop_elaborated);
+    (inst.body.is_some(), elaborated, inst.codegenned)
+}
+
+/// Links the dumps (expected in a deterministic order, e.g. sorted by path).
+pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
+    let mut problems = Vec::new();
+
+    // 1. One dump per crate.
+    let mut seen: HashMap<(String, u64), usize> = HashMap::new();
+    let mut keep = vec![true; crates.len()];
+    for i in 0..crates.len() {
+        let key = (
+            crates[i].dump.header.crate_name.clone(),
+            crates[i].dump.header.stable_crate_id,
+        );
+        match seen.get(&key) {
+            Some(&first) => {
+                keep[i] = false;
+                let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
+                let crate_name = key.0.clone();
+                problems.push(if crates[first].dump == crates[i].dump {
+                    LinkProblem::IdenticalDuplicate {
+                        crate_name,
+                        kept,
+                        skipped,
+                    }
+                } else {
+                    LinkProblem::ConflictingDuplicate {
+                        crate_name,
+                        kept,
+                        skipped,
+                    }
+                });
+            }
+            None => {
+                seen.insert(key, i);
+            }
+        }
+    }
+    let mut k = keep.iter();
+    crates.retain(|_| *k.next().unwrap_or(&true));
+
+    let mut stats = LinkStats {
+        crates: crates.len(),
+        ..LinkStats::default()
+    };
+
+    // 2. The best copy of every instance.
+    let mut best: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    for (ci, c) in crates.iter().enumerate() {
+        stats.instances_total += c.dump.instances.len();
+        for (ii, inst) in c.dump.instances.iter().enumerate() {
+            let candidate = (ci as u32, ii as u32);
+            match best.get(inst.symbol.as_str()) {
+                Some(&(bc, bi)) => {
+                    let current = &crates[bc as usize].dump.instances[bi as usize];
+                    if rank(inst) > rank(current) {
+                        best.insert(&inst.symbol, candidate);
+                    }
+                }
+                None => {
+                    best.insert(&inst.symbol, candidate);
+                }
+            }
+        }
+    }
+
+    let mut functions = Vec::with_capacity(best.len());
+    let mut by_symbol = HashMap::with_capacity(best.len());
+    for (&symbol, &(ci, ii)) in &best {
+        let inst = &crates[ci as usize].dump.instances[ii as usize];
+        let kind = if inst.body.is_some() {
+            stats.bodies += 1;
+            FnKind::Body {
+                krate: ci,
+                instance: ii,
+            }
+        } else {
+            FnKind::Shim
+        };
+        by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+        functions.push(Function {
+            symbol: symbol.to_string(),
+            name: inst.name.clone(),
+            item_path: inst.item_path.clone(),
+            kind,
+        });
+    }
+
+    // 3. Externals: referenced, no body anywhere.
+    let mut externals: BTreeMap<&str, &kmir::External> = BTreeMap::new();
+    for c in &crates {
+        for e in &c.dump.externals {
+            if !by_symbol.contains_key(&e.symbol) {
+                externals.entry(e.symbol.as_str()).or_insert(e);
+            }
+        }
+    }
+    for (symbol, e) in externals {
+        by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+        functions.push(Function {
+            symbol: symbol.to_string(),
+            name: e.name.clone(),
+            item_path: e.item_path.clone(),
+            kind: match &e.kind {
+                kmir::ExternalKind::Foreign => FnKind::Foreign,
+                kmir::ExternalKind::Upstream { krate } => FnKind::Upstream {
+                    krate: krate.clone(),
+                },
+                kmir::ExternalKind::Shim => FnKind::Shim,
+            },
+        });
+    }
+
+    // 4. What indirect calls can reach: functions whose address the program
+    //    takes (by signature), and vtable slots (by trait method and slot).
+    let mut address_taken: BTreeSet<FnId> = BTreeSet::new();
+    let mut roots: Vec<(FnId, RootReason)> = Vec::new();
+    let mut vtable_slots: HashMap<(&str, u32), BTreeSet<FnId>> = HashMap::new();
+    for c in &crates {
+        for vt in &c.dump.vtables {
+            for (slot, entry) in vt.entries.iter().enumerate() {
+                if let kmir::VtableEntry::Method { method, symbol } = entry
+                    && let Some(&id) = by_symbol.get(symbol)
+                {
+                    vtable_slots
+                        .entry((method.as_str(), slot as u32))
+                        .or_default()
+                        .insert(id);
+                }
+            }
+        }
+        for s in &c.dump.statics {
+            for f in &s.fn_ptrs {
+                if let Some(&id) = by_symbol.get(f) {
+                    address_taken.insert(id);
+                    roots.push((
+                        id,
+                        RootReason::InStatic {
+                            path: s.path.clone(),
+                        },
+                    ));
+                }
+            }
+            for &v in &s.vtables {
+                for entry in &c.dump.vtables[v as usize].entries {
+                    if let kmir::VtableEntry::Method { symbol, .. } = entry
+                        && let Some(&id) = by_symbol.get(symbol)
+                    {
+                        roots.push((
+                            id,
+                            RootReason::VtableInStatic {
+                                path: s.path.clone(),
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (i, f) in functions.iter().enumerate() {
+        if let FnKind::Body { krate, instance } = f.kind {
+            let inst = &crates[krate as usize].dump.instances[instance as usize];
+            if inst.exported {
+                roots.push((FnId(i as u32), RootReason::Exported));
+            }
+            if let Some(body) = &inst.body {
+                collect_address_taken(body, &by_symbol, &mut address_taken);
+            }
+        }
+    }
+    let mut by_sig: HashMap<&str, Vec<FnId>> = HashMap::new();
+    for &id in &address_taken {
+        if let FnKind::Body { krate, instance } = functions[id.index()].kind
+            && let Some(sig) = &crates[krate as usize].dump.instances[instance as usize].fn_sig
+        {
+            by_sig.entry(sig.as_str()).or_default().push(id);
+        }
+    }
+
+    // 5. Edges.
+    let mut graph = CallGraph::with_capacity(functions.len(), functions.len() * 4);
+    for i in 0..functions.len() {
+        graph.add_node(FnId(i as u32));
+    }
+    let mut unknown: BTreeMap<IndirectKey, FnId> = BTreeMap::new();
+    let mut new_unknowns: Vec<Function> = Vec::new();
+    let mut unknown_id = |key: IndirectKey, base: usize, new: &mut Vec<Function>| -> FnId {
+        *unknown.entry(key.clone()).or_insert_with(|| {
+            let id = FnId((base + new.len()) as u32);
+            let (symbol, name) = match &key {
+                IndirectKey::FnPtr { sig } => (
+                    format!("<unknown {sig}>"),
+                    format!("<any function of type `{sig}`>"),
+                ),
+                IndirectKey::Virtual { trait_method, slot } => (
+                    format!("<unknown {trait_method}#{slot}>"),
+                    format!("<any implementation of `{trait_method}`>"),
+                ),
+            };
+            let item_path = match &key {
+                IndirectKey::Virtual { trait_method, .. } => trait_method.clone(),
+                IndirectKey::FnPtr { .. } => String::new(),
+            };
+            new.push(Function {
+                symbol,
+                name,
+                item_path,
+                kind: FnKind::Unknown(key),
+            });
+            id
+        })
+    };
+    let base = functions.len();
+    let mut pending_edges: Vec<(FnId, FnId, Edge)> = Vec::new();
+    for (i, f) in functions.iter().enumerate() {
+        let FnKind::Body { krate, instance } = f.kind else {
+            continue;
+        };
+        let caller = FnId(i as u32);
+        let inst = &crates[krate as usize].dump.instances[instance as usize];
+        let Some(body) = &inst.body else { continue };
+        for (bi, block) in body.blocks.iter().enumerate() {
+            let span = block.terminator.span;
+            let site = |kind| Edge {
+                kind,
+                block: bi as u32,
+                span,
+            };
+            match &block.terminator.kind {
+                TerminatorKind::Drop {
+                    glue: Some(glue), ..
+                } => {
+                    if let Some(&t) = by_symbol.get(glue) {
+                        pending_edges.push((caller, t, site(EdgeKind::Drop)));
+                    }
+                }
+                TerminatorKind::Call { callee, .. } => match callee {
+                    Callee::Direct { symbol } => {
+                        stats.direct_sites += 1;
+                        match by_symbol.get(symbol) {
+                            Some(&t) => {
+                                if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
+                                    stats.direct_to_body += 1;
+                                } else {
+                                    stats.direct_to_external += 1;
+                                }
+                                pending_edges.push((caller, t, site(EdgeKind::Call)));
+                            }
+                            None => stats
+                                .direct_unresolved
+                                .push((f.name.clone(), format!("symbol `{symbol}` is in no dump"))),
+                        }
+                    }
+                    Callee::Unresolved { path } => stats.direct_unresolved.push((
+                        f.name.clone(),
+                        format!("the compiler could not resolve `{path}`"),
+                    )),
+                    Callee::Intrinsic { .. } => stats.intrinsic_sites += 1,
+                    Callee::Virtual {
+                        trait_method, slot, ..
+                    } => {
+                        stats.virtual_sites += 1;
+                        let targets = vtable_slots.get(&(trait_method.as_str(), *slot));
+                        match targets {
+                            Some(ts) if !ts.is_empty() => {
+                                if ts.len() > 1 {
+                                    stats.ambiguous_indirect += 1;
+                                }
+                                for &t in ts {
+                                    pending_edges.push((caller, t, site(EdgeKind::Virtual)));
+                                }
+                            }
+                            _ => {
+                                stats.unresolved_indirect += 1;
+                                let key = IndirectKey::Virtual {
+                                    trait_method: trait_method.clone(),
+                                    slot: *slot,
+                                };
+                                let t = unknown_id(key, base, &mut new_unknowns);
+                                pending_edges.push((caller, t, site(EdgeKind::Virtual)));
+                            }
+                        }
+                    }
+                    Callee::Indirect { sig, .. } => {
+                        stats.indirect_sites += 1;
+                        let targets = by_sig.get(sig.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+                        for &t in targets {
+                            pending_edges.push((caller, t, site(EdgeKind::Indirect)));
+                        }
+                        // A pointer with a C ABI may come from C; one nothing
+                        // in the program matches certainly does.
+                        let from_outside = sig.starts_with("extern ") || targets.is_empty();
+                        if targets.is_empty() {
+                            stats.unresolved_indirect += 1;
+                        } else if targets.len() + usize::from(from_outside) > 1 {
+                            stats.ambiguous_indirect += 1;
+                        }
+                        if from_outside {
+                            let t = unknown_id(
+                                IndirectKey::FnPtr { sig: sig.clone() },
+                                base,
+                                &mut new_unknowns,
+                            );
+                            pending_edges.push((caller, t, site(EdgeKind::Indirect)));
+                        }
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+    for u in new_unknowns {
+        graph.add_node(FnId(functions.len() as u32));
+        by_symbol.insert(u.symbol.clone(), FnId(functions.len() as u32));
+        functions.push(u);
+    }
+    for (from, to, edge) in pending_edges {
+        stats.edges_by_kind[edge.kind.index()] += 1;
+        graph.add_edge(
+            petgraph::graph::NodeIndex::new(from.index()),
+            petgraph::graph::NodeIndex::new(to.index()),
+            edge,
+        );
+    }
+
+    roots.sort_by(|a, b| a.0.cmp(&b.0));
+    roots.dedup_by(|a, b| a.0 == b.0);
+
+    (
+        Program {
+            crates,
+            functions,
+            by_symbol,
+            graph,
+            roots,
+            stats,
+        },
+        problems,
+    )
+}
+
+/// Functions a body turns into pointers: reified fn items and closures,
+/// and code pointers inside constants and inline asm operands.
+fn collect_address_taken(
+    body: &kmir::Body,
+    by_symbol: &HashMap<String, FnId>,
+    out: &mut BTreeSet<FnId>,
+) {
+    let mut add = |s: &str| {
+        if let Some(&id) = by_symbol.get(s) {
+            out.insert(id);
+        }
+    };
+    let operand = |o: &Operand, add: &mut dyn FnMut(&str)| {
+        if let Operand::Constant(c) = o
+            && let ConstValue::Memory { fn_ptrs, .. } = &c.value
+        {
+            fn_ptrs.iter().for_each(|f| add(f));
+        }
+    };
+    for block in &body.blocks {
+        for s in &block.statements {
+            if let StatementKind::Assign { rvalue, .. } = &s.kind {
+                match rvalue {
+                    Rvalue::Cast {
+                        kind:
+                            CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
+                        ..
+                    } => add(symbol),
+                    Rvalue::Use(o)
+                    | Rvalue::Cast { operand: o, .. }
+                    | Rvalue::Repeat { operand: o, .. } => operand(o, &mut add),
+                    Rvalue::Aggregate { operands, .. } => {
+                        operands.iter().for_each(|o| operand(o, &mut add))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        match &block.terminator.kind {
+            TerminatorKind::Call { args, .. } => args.iter().for_each(|o| operand(o, &mut add)),
+            TerminatorKind::InlineAsm { fn_ptrs, .. } => fn_ptrs.iter().for_each(|f| add(f)),
+            _ => {}
+        }
+    }
+}
