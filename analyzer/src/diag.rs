@@ -37,6 +37,13 @@ impl Diagnostic {
         }
     }
 
+    /// The same message at warning level: for inputs that are skipped
+    /// while the analysis goes on with the rest.
+    pub fn as_warning(mut self) -> Self {
+        self.level = Level::Warning;
+        self
+    }
+
     pub fn note(mut self, text: impl Into<String>) -> Self {
         self.children.push(("note", text.into()));
         self

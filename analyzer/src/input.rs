@@ -102,3 +102,93 @@ where
     }
     Ok(())
 }
+
+/// The program of every readable dump among `paths`, or `None` when nothing
+/// usable remains. Unreadable files and duplicate crates are reported as
+/// they are found and counted in the returned summary; the other crates are
+/// still linked.
+pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)> {
+    let found = find_dumps(paths);
+    let mut summary = LoadSummary {
+        files: found.files.len(),
+        ..LoadSummary::default()
+    };
+    for e in &found.errors {
+        e.emit();
+    }
+    summary.input_errors = found.errors.len();
+    let t = std::time::Instant::now();
+    let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
+        .files
+        .par_iter()
+        .map(|p| (p.clone(), kmir::read_file(p)))
+        .collect();
+    summary.decode_time = t.elapsed();
+    let mut crates = Vec::with_capacity(loaded.len());
+    for (path, result) in loaded {
+        match result {
+            Ok(dump) => {
+                let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+                crates.push(program::LinkedCrate {
+                    path,
+                    dump,
+                    modified,
+                })
+            }
+            Err(e) => {
+                crate::diag::load_error(&e)
+                    .as_warning()
+                    .note("this crate is left out; the others are analysed without it")
+                    .emit();
+                summary.skipped.push(path);
+            }
+        }
+    }
+    if crates.is_empty() {
+        if found.files.is_empty() && found.errors.is_empty() {
+            Diagnostic::error("no dumps to analyse").emit();
+        } else if !found.files.is_empty() {
+            Diagnostic::error(format!(
+                "none of the {} dump(s) could be read; nothing to analyse",
+                found.files.len()
+            ))
+            .emit();
+        }
+        return None;
+    }
+    let t = std::time::Instant::now();
+    let (program, problems) = program::link(crates);
+    summary.link_time = t.elapsed();
+    for p in &problems {
+        let d = match p {
+            program::LinkProblem::IdenticalDuplicate { .. } => Diagnostic::warning(p.to_string()),
+            program::LinkProblem::ConflictingDuplicate { .. } => Diagnostic::warning(p.to_string())
+                .help(
+                    "remove stale dumps from the directory, or point kanalyze at one build's dumps",
+                ),
+        };
+        d.emit();
+    }
+    summary.duplicates = problems.len();
+    if summary.input_errors + summary.skipped.len() > 0 {
+        Diagnostic::warning(format!(
+            "{} of {} input(s) could not be used and were skipped; the analysis covers the other {} crate(s)",
+            summary.input_errors + summary.skipped.len(),
+            summary.files + summary.input_errors,
+            program.crates.len()
+        ))
+        .emit();
+    }
+    Some((program, summary))
+}
+
+/// What loading left out, and how long it took.
+#[derive(Debug, Default)]
+pub struct LoadSummary {
+    pub files: usize,
+    pub input_errors: usize,
+    pub skipped: Vec<PathBuf>,
+    pub duplicates: usize,
+    pub decode_time: std::time::Duration,
+    pub link_time: std::time::Duration,
+}

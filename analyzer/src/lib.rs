@@ -35,6 +35,7 @@ pub fn run() -> ExitCode {
     };
     let code = match &cli.command {
         cli::Command::Dump(args) => commands::dump::run(args),
+        cli::Command::Graph(args) => commands::graph::run(args),
     };
     ExitCode::from(code)
 }

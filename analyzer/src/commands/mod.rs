@@ -2,3 +2,4 @@
 //! returns the process exit code.
 
 pub mod dump;
+pub mod graph;

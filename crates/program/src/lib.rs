@@ -41,6 +41,9 @@ pub type CrateIdx = u32;
 pub struct LinkedCrate {
     pub path: PathBuf,
     pub dump: kmir::CrateDump,
+    /// When the file was last written, to prefer the newer of two
+    /// conflicting dumps of one crate.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

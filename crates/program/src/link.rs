@@ -16,7 +16,8 @@ use crate::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LinkProblem {
     /// Two dumps of the same crate (name and id) with different contents:
-    /// the first (in path order) was kept.
+    /// the more recently written one was kept (the first in path order if
+    /// neither time is known).
     ConflictingDuplicate {
         crate_name: String,
         kept: PathBuf,
@@ -39,9 +40,10 @@ impl std::fmt::Display for LinkProblem {
                 skipped,
             } => write!(
                 f,
-                "`{}` and `{}` both claim crate `{crate_name}` (same name and crate id) but differ; using the first, skipping the second (are they from two builds of the same tree?)",
+                "`{}` and `{}` both claim crate `{crate_name}` (same name and crate id) but differ; using the newer `{}` (are they from two builds of the same tree?)",
                 kept.display(),
-                skipped.display()
+                skipped.display(),
+                kept.display()
             ),
             LinkProblem::IdenticalDuplicate {
                 crate_name,
@@ -77,21 +79,27 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         );
         match seen.get(&key) {
             Some(&first) => {
-                keep[i] = false;
-                let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
                 let crate_name = key.0.clone();
-                problems.push(if crates[first].dump == crates[i].dump {
-                    LinkProblem::IdenticalDuplicate {
+                if crates[first].dump == crates[i].dump {
+                    keep[i] = false;
+                    let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
+                    problems.push(LinkProblem::IdenticalDuplicate {
                         crate_name,
                         kept,
                         skipped,
-                    }
-                } else {
-                    LinkProblem::ConflictingDuplicate {
-                        crate_name,
-                        kept,
-                        skipped,
-                    }
+                    });
+                    continue;
+                }
+                // Conflicting copies: a stale dump next to a fresh one is the
+                // usual cause, so the newer file wins.
+                let newer = crates[i].modified > crates[first].modified;
+                let (winner, loser) = if newer { (i, first) } else { (first, i) };
+                keep[loser] = false;
+                seen.insert(key, winner);
+                problems.push(LinkProblem::ConflictingDuplicate {
+                    crate_name,
+                    kept: crates[winner].path.clone(),
+                    skipped: crates[loser].path.clone(),
                 });
             }
             None => {

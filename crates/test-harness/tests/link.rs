@@ -10,6 +10,7 @@ fn linked(out: &Extracted) -> Program {
         .map(|path| LinkedCrate {
             dump: kmir::read_file(&path).unwrap(),
             path,
+            modified: None,
         })
         .collect();
     let (program, problems) = program::link(crates);
@@ -156,18 +157,22 @@ fn duplicate_dumps_are_reported_and_skipped() {
     let dump = kmir::read_file(&path).unwrap();
     let mut changed = dump.clone();
     changed.instances.pop();
+    let at = |s| Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
     let crates = vec![
         LinkedCrate {
             path: "a/graph.kmir".into(),
             dump: dump.clone(),
+            modified: at(10),
         },
         LinkedCrate {
             path: "b/graph.kmir".into(),
             dump: dump.clone(),
+            modified: at(20),
         },
         LinkedCrate {
             path: "c/graph.kmir".into(),
-            dump: changed,
+            dump: changed.clone(),
+            modified: at(30),
         },
     ];
     let (p, problems) = program::link(crates);
@@ -177,7 +182,10 @@ fn duplicate_dumps_are_reported_and_skipped() {
         text,
         [
             "`b/graph.kmir` is an identical copy of `a/graph.kmir` (crate `graph`); it is ignored",
-            "`a/graph.kmir` and `c/graph.kmir` both claim crate `graph` (same name and crate id) but differ; using the first, skipping the second (are they from two builds of the same tree?)",
+            "`c/graph.kmir` and `a/graph.kmir` both claim crate `graph` (same name and crate id) but differ; using the newer `c/graph.kmir` (are they from two builds of the same tree?)",
         ]
     );
+    // The newer dump is the one linked.
+    assert_eq!(p.crates[0].path, std::path::PathBuf::from("c/graph.kmir"));
+    assert_eq!(p.crates[0].dump, changed);
 }
