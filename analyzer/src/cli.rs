@@ -18,11 +18,64 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Analyse the program (the default: `kanalyze DIR` is `kanalyze check DIR`):
+    /// sleep in atomic context and preemption-count rule violations.
+    Check(CheckArgs),
+    /// Show the inferred summary of one function and why.
+    Summary(SummaryArgs),
     /// Print dumps in a readable, MIR-like form.
     Dump(DumpArgs),
     /// Link the dumps into one program and show its call graph: statistics,
     /// the callers or callees of a function, or a Graphviz subgraph.
     Graph(GraphArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// rustc-style diagnostics with source snippets.
+    Text,
+    /// One JSON document: `{"version", "findings": [...], "summary"}` (docs/output.md).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalysisArgs {
+    /// Spec files (TOML) describing C functions; they extend and override the
+    /// built-in kernel spec.
+    #[arg(long = "spec", value_name = "FILE")]
+    pub specs: Vec<PathBuf>,
+
+    /// Directories to resolve relative source file names against (for
+    /// snippets); the current directory is always tried.
+    #[arg(long = "source-root", value_name = "DIR")]
+    pub source_roots: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// `.kmir` files, or directories searched recursively for them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// A directory of dumps (or one dump).
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+
+    /// The function: a symbol, a full instance name, or part of one.
+    #[arg(value_name = "FN")]
+    pub function: String,
+
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 //! The binary is a thin shell over this library so that integration tests
 //! (and later subcommands) can reach the loader and the printer directly.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod diag;
@@ -24,7 +25,7 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// The entry point of the `kanalyze` binary.
 pub fn run() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_from(with_default_command(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             // `Error::exit` would print with `print!`, which panics on a
@@ -34,8 +35,23 @@ pub fn run() -> ExitCode {
         }
     };
     let code = match &cli.command {
+        cli::Command::Check(args) => commands::check::run(args),
+        cli::Command::Summary(args) => commands::summary::run(args),
         cli::Command::Dump(args) => commands::dump::run(args),
         cli::Command::Graph(args) => commands::graph::run(args),
     };
     ExitCode::from(code)
+}
+
+/// `kanalyze DIR…` means `kanalyze check DIR…`: insert the subcommand when
+/// the first argument is neither a subcommand nor an option.
+fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "help"];
+    if let Some(first) = args.get(1).and_then(|a| a.to_str())
+        && !first.starts_with('-')
+        && !COMMANDS.contains(&first)
+    {
+        args.insert(1, "check".into());
+    }
+    args
 }

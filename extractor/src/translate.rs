@@ -284,10 +284,18 @@ impl<'tcx> Translator<'tcx> {
             sty::AdtKind::Union => kmir::AdtKind::Union,
             sty::AdtKind::Struct => kmir::AdtKind::Struct,
         };
+        let internal = rustc_internal::internal(self.tcx, adt);
+        let discrs: Vec<u128> = if internal.is_enum() {
+            internal.discriminants(self.tcx).map(|(_, d)| d.val).collect()
+        } else {
+            vec![0]
+        };
         let variants = adt
             .variants_iter()
-            .map(|v| kmir::VariantDef {
+            .enumerate()
+            .map(|(i, v)| kmir::VariantDef {
                 name: v.name(),
+                discr: discrs.get(i).copied().unwrap_or(i as u128),
                 fields: v
                     .fields()
                     .into_iter()

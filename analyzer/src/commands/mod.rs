@@ -3,3 +3,5 @@
 
 pub mod dump;
 pub mod graph;
+pub mod check;
+pub mod summary;

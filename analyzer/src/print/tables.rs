@@ -132,8 +132,15 @@ impl Printer<'_> {
         };
         if adt.kind == AdtKind::Enum {
             writeln!(out, "enum {} {{  // at {at}", adt.path)?;
-            for v in &adt.variants {
-                writeln!(out, "    {}{},", v.name, variant_fields(v))?;
+            for (index, v) in adt.variants.iter().enumerate() {
+                // Only discriminants that are not the variant's index are
+                // worth a mention, as in the declaration they come from.
+                let discr = if v.discr == index as u128 {
+                    String::new()
+                } else {
+                    format!(" = {}", v.discr)
+                };
+                writeln!(out, "    {}{}{discr},", v.name, variant_fields(v))?;
             }
             return writeln!(out, "}}");
         }

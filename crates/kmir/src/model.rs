@@ -570,6 +570,9 @@ pub enum AdtKind {
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct VariantDef {
     pub name: String,
+    /// The value `Rvalue::Discriminant` yields for this variant (what
+    /// `SwitchInt` compares against); the variant index for structs/unions.
+    pub discr: u128,
     pub fields: Vec<FieldDef>,
 }
 

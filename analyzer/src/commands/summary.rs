@@ -1,0 +1,108 @@
+//! `kanalyze summary DIR FN`: the inferred summary of one instance and why.
+
+use std::io::{self, BufWriter, Write};
+
+use preempt::{CaseCond, Source};
+use program::FnKind;
+
+use crate::analysis::analyse;
+use crate::cli::SummaryArgs;
+use crate::diag::Diagnostic;
+use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
+
+pub fn run(args: &SummaryArgs) -> u8 {
+    let Some(a) = analyse(std::slice::from_ref(&args.path), &args.analysis) else {
+        return EXIT_BAD_INPUT;
+    };
+    let found = a.program.find(&args.function);
+    let id = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            Diagnostic::error(format!("no function matches `{}`", args.function))
+                .help("give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one")
+                .emit();
+            return EXIT_BAD_INPUT;
+        }
+        many => {
+            let mut d =
+                Diagnostic::error(format!("`{}` matches {} functions; be more specific", args.function, many.len()));
+            for f in many.iter().take(10) {
+                d = d.note(format!("`{}`", a.program.function(*f).name));
+            }
+            d.emit();
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = (|| -> io::Result<()> {
+        let f = a.program.function(id);
+        let s = &a.preempt.summaries[id.index()];
+        writeln!(out, "{}", f.name)?;
+        writeln!(out, "  symbol:      {}", f.symbol)?;
+        if !f.item_path.is_empty() {
+            writeln!(out, "  item:        {}", f.item_path)?;
+        }
+        let kind = match &f.kind {
+            FnKind::Body { krate, .. } => format!("body in crate `{}`", a.program.crates[*krate as usize].dump.header.crate_name),
+            FnKind::Foreign => "C function".into(),
+            FnKind::Upstream { krate } => format!("Rust function of crate `{krate}` (not extracted)"),
+            FnKind::Shim => "compiler shim without body".into(),
+            FnKind::Unknown(_) => "code outside the program".into(),
+        };
+        writeln!(out, "  kind:        {kind}")?;
+        writeln!(out, "  adjustment:  {}", s.adjust_text())?;
+        for c in &s.cases {
+            match c.cond {
+                CaseCond::Always => {}
+                CaseCond::ReturnDiscr(d) => writeln!(out, "    {:+} when it returns variant with discriminant {d}", c.adjust)?,
+                CaseCond::ArgDiscr(d) => {
+                    writeln!(out, "    {:+} when the value it is called on has discriminant {d}", c.adjust)?
+                }
+                CaseCond::ReturnIs(v) => writeln!(out, "    {:+} when it returns {v}", c.adjust)?,
+                CaseCond::ReturnIsNot(v) => writeln!(out, "    {:+} when it does not return {v}", c.adjust)?,
+            }
+        }
+        writeln!(out, "  expectation: {}", s.expect)?;
+        let source = match &s.source {
+            Source::Inferred => "inferred from its body".to_string(),
+            Source::Annotation { path, unchecked } => {
+                format!("annotation on `{path}`{}", if *unchecked { " (unchecked)" } else { " (checked against the body)" })
+            }
+            Source::Spec { name } => format!("the spec entry of `{name}`"),
+            Source::UnknownForeign => "default for C functions the spec does not describe: may sleep".into(),
+            Source::NotExtracted => "default for functions of crates that were not extracted: no constraint".into(),
+            Source::UnknownIndirect => "default for calls leaving the program through pointers: may sleep".into(),
+            Source::Builtin => "compiler built-in: no constraint".into(),
+            Source::Recursive => "recursion without a fixed point (reported as an error)".into(),
+        };
+        writeln!(out, "  from:        {source}")?;
+        if s.poisoned {
+            writeln!(out, "  note: inference failed for this function; see `kanalyze check`")?;
+        }
+        if let Some(cond) = &s.sleeps_if_flag {
+            writeln!(out, "  sleeps only if argument {} has a bit of {:#x} set (a GFP flag)", cond.arg, cond.mask)?;
+        }
+        if let Some(r) = &s.reason {
+            writeln!(
+                out,
+                "  why:         the {} of `{}` at {} (count offset {}) expects {}",
+                r.kind.name(),
+                a.program.function(r.callee).name,
+                a.program.span_text(id, r.span),
+                r.adj,
+                r.callee_expect
+            )?;
+        }
+        Ok(())
+    })()
+    .and_then(|()| out.flush());
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            Diagnostic::error(format!("cannot write the output: {e}")).emit();
+            EXIT_FAILURE
+        }
+    }
+}

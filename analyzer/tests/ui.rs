@@ -1,0 +1,81 @@
+//! UI tests: each `fixtures/ui/*.rs` is compiled through kextract and
+//! `kanalyze check` is run on its dump; the rendered diagnostics are a
+//! reviewed snapshot. Files named `fp_*` are false-positive traps: their
+//! snapshot must show no finding at all.
+
+use std::process::Command;
+
+use test_harness::{CrateSpec, extract, repo_root};
+
+fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
+    let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
+    let dir = out.dir.path();
+    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", "kmir", "--format", format])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let clean = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .replace(repo_root().to_str().unwrap(), "$ROOT")
+            .replace(dir.to_str().unwrap(), "$TMP")
+    };
+    (run.status.code().unwrap_or(-1), clean(&run.stdout), clean(&run.stderr))
+}
+
+macro_rules! ui {
+    ($($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            let fixture = stringify!($name);
+            for opt in ["0", "2"] {
+                let (code, stdout, stderr) = check(fixture, opt, "text");
+                assert!(stderr.is_empty(), "{fixture} at opt-level {opt}: {stderr}");
+                if fixture.starts_with("fp_") {
+                    assert_eq!(code, 0, "{fixture} at opt-level {opt} must be clean:\n{stdout}");
+                    assert!(stdout.starts_with("kanalyze: no errors or warnings"), "{fixture} at opt-level {opt} must be clean:\n{stdout}");
+                }
+                // The findings do not depend on the optimisation level: the
+                // bodies are taken before optimisation.
+                insta::assert_snapshot!(fixture, stdout);
+            }
+        }
+    )*};
+}
+
+ui!(
+    sleep_in_atomic,
+    calltrace,
+    adjustment,
+    annotations,
+    annotation_check,
+    indirect,
+    recursion,
+    drops,
+    gfp,
+    fp_guard_lifetimes,
+    fp_control_flow,
+);
+
+#[test]
+fn json_output_is_stable_and_complete() {
+    let (code, stdout, _) = check("sleep_in_atomic", "0", "json");
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["version"], 1);
+    let findings = v["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        assert!(f["id"].as_str().unwrap().starts_with("KA"));
+        assert_eq!(f["kind"], "sleep-in-atomic");
+        assert!(f["span"]["line"].as_u64().unwrap() > 0);
+    }
+    // Ids do not depend on the run.
+    let (_, again, _) = check("sleep_in_atomic", "2", "json");
+    let ids = |s: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        v["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(ids(&stdout), ids(&again));
+    insta::assert_snapshot!("sleep_in_atomic_json", stdout);
+}

@@ -1,0 +1,142 @@
+//! Typed annotations from the tool attributes the extractor records.
+//!
+//! The extractor keeps every `#[klint::…]` and `#[kanalyze::…]` attribute of
+//! every local item as text ([`kmir::ToolAttr`]); this crate turns them into
+//! [`Annotation`]s with klint's exact grammar, defaults and error texts, so
+//! that kernel code annotated for klint means the same here.
+//!
+//! # `klint::` attributes
+//!
+//! | attribute | annotation |
+//! |---|---|
+//! | `preempt_count(adjust = A, expect = R, unchecked)` | [`Annotation::PreemptCount`] |
+//! | `drop_preempt_count(...)` (ADTs and traits) | [`Annotation::DropPreemptCount`] |
+//! | `any_context`, `atomic_context` | `PreemptCount { expect: 0.. }` (no constraint) |
+//! | `atomic_context_only` | `PreemptCount { expect: 1.. }` |
+//! | `process_context` | `PreemptCount { expect: 0 }` |
+//! | `report_preempt_count`, `dump_mir` | debug aids |
+//! | `diagnostic_item = "name"` | [`Annotation::DiagnosticItem`] |
+//!
+//! Property grammar (klint's token parser): `adjust = [-]INT` (`i32`, no
+//! suffix), `expect = N | N.. | ..M | N..M | N..=M | ..` (`u32` bounds), the
+//! flag `unchecked`; any order, trailing comma allowed, a repeated property
+//! overwrites the earlier one; at least one of `adjust`/`expect`; the range
+//! must be non-empty; literals above 1024 are rejected (klint's later
+//! parser). Errors carry klint's messages and helps verbatim, including its
+//! `kint` and `exeeds` typos.
+//!
+//! # `kanalyze::` attributes
+//!
+//! Lock facts that a body cannot show (a function that returns with a lock
+//! held through a raw pointer, a C callback that runs in IRQ context, …),
+//! for the lock analysis. Register the tool with
+//! `#![register_tool(kanalyze)]` like klint's.
+//!
+//! | attribute | meaning |
+//! |---|---|
+//! | `#[kanalyze::acquires(N)]` | the function returns with the lock that argument `N` (0-based; `self` = 0) is or points to held, and did not hold it at entry; `acquires(return)`: the lock is the one the return value designates |
+//! | `#[kanalyze::releases(N)]` | the lock is held at entry and released before return (`return` allowed as for `acquires`) |
+//! | `#[kanalyze::must_hold(N)]` | the lock must be held at entry and still is at return |
+//! | `#[kanalyze::irq_handler]` | the function runs in hard-IRQ context (IRQs off): locks it takes must be IRQ-safe everywhere |
+//! | `#[kanalyze::lock_class("name")]` | names the lock class of a static, field, type or returned lock explicitly, instead of the class derived from its path |
+//! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
+//!
+//! Any other `kanalyze::` name is an error (`unrecognized kanalyze
+//! attribute`) listing the known ones.
+
+mod collect;
+mod parse;
+mod range;
+mod token;
+
+use std::fmt;
+
+pub use collect::{ItemAnnotations, collect};
+pub use parse::{KANALYZE_ATTRIBUTES, parse};
+pub use range::{ExpectRange, RangeError};
+
+/// klint's `PreemptionCount`: what a `preempt_count`-like attribute says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreemptCount {
+    /// Net change of the preemption count from entry to return.
+    pub adjust: Option<i32>,
+    /// The entry counts allowed.
+    pub expect: Option<ExpectRange>,
+    /// Trust the annotated properties without checking them against the body.
+    pub unchecked: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Annotation {
+    /// `preempt_count(...)` and the shorthands `any_context`/`atomic_context`
+    /// (expect `0..`), `atomic_context_only` (`1..`), `process_context` (`0`).
+    PreemptCount(PreemptCount),
+    /// `drop_preempt_count(...)` on ADTs and traits.
+    DropPreemptCount(PreemptCount),
+    ReportPreemptCount,
+    DumpMir,
+    DiagnosticItem(String),
+    /// A `kanalyze::…` attribute.
+    Kanalyze(KanalyzeAnnotation),
+}
+
+/// Which lock a `kanalyze::` attribute is about.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockRef {
+    /// The lock that argument `N` (0-based) is or points to.
+    Arg(u32),
+    /// The lock the return value designates.
+    Return,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KanalyzeAnnotation {
+    Acquires(LockRef),
+    Releases(LockRef),
+    MustHold(LockRef),
+    IrqHandler,
+    LockClass(String),
+    NestedLock { subclass: u32 },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    /// Something klint silently ignores (a second `preempt_count` on an item).
+    Warning,
+}
+
+/// A malformed or ignored annotation, as klint would report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotationError {
+    /// The attribute's span.
+    pub span: kmir::Span,
+    pub level: Level,
+    pub message: String,
+    pub help: Option<String>,
+    pub note: Option<String>,
+}
+
+/// rustc's layout, without the source snippet:
+/// `error: message` / `  = help: …` / `  = note: …`.
+impl fmt::Display for AnnotationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.level {
+            Level::Error => "error",
+            Level::Warning => "warning",
+        };
+        write!(f, "{level}: {}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\n  = help: {help}")?;
+        }
+        if let Some(note) = &self.note {
+            write!(f, "\n  = note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for AnnotationError {}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+//! One forward dataflow engine for every abstract domain, in the style of
+//! rustc's `rustc_mir_dataflow`: an [`Analysis`] says what a statement and a
+//! terminator do to its [`Domain`](Analysis::Domain), [`iterate`] runs it to a
+//! fixpoint over a body's CFG, and [`visit`] replays the fixed states so a
+//! client can inspect each terminator once, with the final state before it.
+//!
+//! The engine knows nothing about preemption counts or locks; those are
+//! domains (`preempt`, and later the lock-state domain) plugged in here.
+
+use kmir::{Block, BlockId, Body, Statement, Terminator};
+
+/// A join-semilattice: `join` moves `self` up to the least upper bound of
+/// `self` and `other` and says whether `self` changed.
+pub trait JoinSemiLattice: Clone {
+    fn join(&mut self, other: &Self) -> bool;
+}
+
+pub trait Analysis {
+    type Domain: JoinSemiLattice;
+
+    /// The state of a block not reached yet (the lattice's bottom).
+    fn bottom(&self) -> Self::Domain;
+
+    /// The state on entry to the body.
+    fn entry_state(&self) -> Self::Domain;
+
+    fn apply_statement(&self, state: &mut Self::Domain, statement: &Statement, block: BlockId, index: usize);
+
+    /// Applies the terminator of `block` to `state` (the state right before
+    /// it) and hands the state of each outgoing edge to `propagate`. An edge
+    /// the domain proves infeasible is simply not propagated.
+    fn apply_terminator(
+        &self,
+        state: Self::Domain,
+        terminator: &Terminator,
+        block: BlockId,
+        propagate: &mut dyn FnMut(BlockId, Self::Domain),
+    );
+
+    /// Whether unwind edges and cleanup blocks take part. The preemption
+    /// analysis follows klint and ignores them.
+    fn follows_unwind(&self) -> bool {
+        false
+    }
+}
+
+/// Fixed-point states at block entry.
+pub struct Results<D> {
+    pub entry: Vec<D>,
+    /// Blocks the iteration reached at least once.
+    pub reached: Vec<bool>,
+}
+
+/// Reverse postorder of the blocks reachable from the entry.
+pub fn reverse_postorder(body: &Body, follow_unwind: bool) -> Vec<BlockId> {
+    let n = body.blocks.len();
+    let mut order = Vec::with_capacity(n);
+    let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
+    let mut stack: Vec<(BlockId, usize)> = Vec::new();
+    if n == 0 {
+        return order;
+    }
+    stack.push((0, 0));
+    state[0] = 1;
+    while let Some((block, next)) = stack.pop() {
+        let succs = successors(&body.blocks[block as usize], follow_unwind);
+        if let Some(&s) = succs.get(next) {
+            stack.push((block, next + 1));
+            if (s as usize) < n && state[s as usize] == 0 {
+                state[s as usize] = 1;
+                stack.push((s, 0));
+            }
+        } else {
+            state[block as usize] = 2;
+            order.push(block);
+        }
+    }
+    order.reverse();
+    order
+}
+
+/// Successor blocks, without unwind edges unless asked for.
+pub fn successors(block: &Block, follow_unwind: bool) -> Vec<BlockId> {
+    use kmir::{TerminatorKind as T, Unwind};
+    let mut v = match &block.terminator.kind {
+        T::Goto { target } => vec![*target],
+        T::SwitchInt { targets, otherwise, .. } => targets.iter().map(|t| t.target).chain([*otherwise]).collect(),
+        T::Resume | T::Abort | T::Return | T::Unreachable => vec![],
+        T::Drop { target, .. } | T::Assert { target, .. } => vec![*target],
+        T::Call { target, .. } | T::InlineAsm { target, .. } => target.iter().copied().collect(),
+    };
+    if follow_unwind {
+        let unwind = match &block.terminator.kind {
+            T::Drop { unwind, .. } | T::Assert { unwind, .. } | T::Call { unwind, .. } | T::InlineAsm { unwind, .. } => {
+                Some(unwind)
+            }
+            _ => None,
+        };
+        if let Some(Unwind::Cleanup(b)) = unwind {
+            v.push(*b);
+        }
+    }
+    v
+}
+
+/// Runs `analysis` to a fixed point over `body`.
+///
+/// Blocks are processed in reverse postorder from a work set, so a loop
+/// body is revisited only when its header's state grew. Termination is the
+/// domain's business: its `join` must not ascend forever (bounded height or
+/// widening inside `join`).
+pub fn iterate<A: Analysis>(analysis: &A, body: &Body) -> Results<A::Domain> {
+    let n = body.blocks.len();
+    let follow = analysis.follows_unwind();
+    let rpo = reverse_postorder(body, follow);
+    let mut rank = vec![usize::MAX; n];
+    for (i, b) in rpo.iter().enumerate() {
+        rank[*b as usize] = i;
+    }
+    let mut entry: Vec<A::Domain> = (0..n).map(|_| analysis.bottom()).collect();
+    let mut reached = vec![false; n];
+    if n == 0 {
+        return Results { entry, reached };
+    }
+    entry[0] = analysis.entry_state();
+    reached[0] = true;
+    // Dirty blocks by RPO rank: always take the earliest.
+    let mut dirty = std::collections::BTreeSet::from([0usize]);
+    while let Some(r) = dirty.pop_first() {
+        let b = rpo[r];
+        let block = &body.blocks[b as usize];
+        if block.is_cleanup && !follow {
+            continue;
+        }
+        let mut state = entry[b as usize].clone();
+        for (i, s) in block.statements.iter().enumerate() {
+            analysis.apply_statement(&mut state, s, b, i);
+        }
+        analysis.apply_terminator(state, &block.terminator, b, &mut |target, out| {
+            let t = target as usize;
+            if t >= n || rank[t] == usize::MAX {
+                return;
+            }
+            if body.blocks[t].is_cleanup && !follow {
+                return;
+            }
+            let changed = if reached[t] {
+                entry[t].join(&out)
+            } else {
+                reached[t] = true;
+                entry[t] = out;
+                true
+            };
+            if changed {
+                dirty.insert(rank[t]);
+            }
+        });
+    }
+    Results { entry, reached }
+}
+
+/// Replays the fixed point: for every reached block in reverse postorder,
+/// calls `at_terminator` with the state right before its terminator.
+pub fn visit<A: Analysis>(
+    analysis: &A,
+    body: &Body,
+    results: &Results<A::Domain>,
+    mut at_terminator: impl FnMut(BlockId, &A::Domain, &Terminator),
+) {
+    for b in reverse_postorder(body, analysis.follows_unwind()) {
+        if !results.reached[b as usize] {
+            continue;
+        }
+        let block = &body.blocks[b as usize];
+        if block.is_cleanup && !analysis.follows_unwind() {
+            continue;
+        }
+        let mut state = results.entry[b as usize].clone();
+        for (i, s) in block.statements.iter().enumerate() {
+            analysis.apply_statement(&mut state, s, b, i);
+        }
+        at_terminator(b, &state, &block.terminator);
+    }
+}

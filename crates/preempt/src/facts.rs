@@ -1,0 +1,546 @@
+//! Value facts: the little an analysis needs to know about values to follow
+//! drop elaboration and correlated branches precisely.
+//!
+//! * drop flags are booleans set from constants and tested by `switchInt`;
+//! * enum discriminants are learnt from aggregates, `SetDiscriminant`,
+//!   `switchInt` on `discriminant(_x)`, and from callee summaries whose
+//!   adjustment depends on the returned variant (`try_lock`);
+//! * a local copied into a temporary and tested twice (`if c { lock }`,
+//!   `if c { unlock }`) gives both tests the same answer.
+//!
+//! Facts are keyed by *places* rooted at locals. A local may alias another
+//! place (`_4 = copy _2`), hold the discriminant of one (`_5 =
+//! discriminant(_3)`), or point to one (`_6 = &mut _3`). Every write to a
+//! place first hands its facts to the aliases that still hold the old value,
+//! then forgets them, so no fact ever outlives the value it describes.
+//! Memory behind pointers and locals whose address escapes (`&mut`, raw
+//! pointers) are forgotten at every call and every write through a pointer.
+
+use std::collections::BTreeMap;
+
+use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue};
+
+/// A place facts can follow: a local and field/downcast/deref projections.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PlaceKey {
+    pub local: LocalId,
+    pub proj: Vec<ProjKey>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProjKey {
+    Deref,
+    Field(u32),
+    Downcast(u32),
+}
+
+impl PlaceKey {
+    pub fn local(local: LocalId) -> Self {
+        PlaceKey { local, proj: Vec::new() }
+    }
+
+    /// `None` for places through indices or slices: facts never name them.
+    pub fn of(place: &Place) -> Option<Self> {
+        let mut proj = Vec::with_capacity(place.projection.len());
+        for p in &place.projection {
+            proj.push(match p {
+                Projection::Deref => ProjKey::Deref,
+                Projection::Field { index, .. } => ProjKey::Field(*index),
+                Projection::Downcast { variant } => ProjKey::Downcast(*variant),
+                // A cast of an opaque type is the same memory.
+                Projection::OpaqueCast(_) => continue,
+                Projection::Index(_) | Projection::ConstantIndex { .. } | Projection::Subslice { .. } => {
+                    return None;
+                }
+            });
+        }
+        Some(PlaceKey { local: place.local, proj })
+    }
+
+    fn has_deref(&self) -> bool {
+        self.proj.contains(&ProjKey::Deref)
+    }
+
+    fn starts_with(&self, prefix: &PlaceKey) -> bool {
+        self.local == prefix.local && self.proj.starts_with(&prefix.proj)
+    }
+
+    fn with_suffix(&self, suffix: &[ProjKey]) -> PlaceKey {
+        let mut proj = self.proj.clone();
+        proj.extend_from_slice(suffix);
+        PlaceKey { local: self.local, proj }
+    }
+}
+
+/// What a local holds, as far as facts go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    Const(u128),
+    /// The current value of another place.
+    Copy(PlaceKey),
+    /// The discriminant of another place.
+    Discr(PlaceKey),
+    /// The address of another place.
+    Ref(PlaceKey),
+    /// The boolean `(key.aspect == c) == eq`: a comparison with a constant,
+    /// so that testing it teaches something about `key`.
+    Cmp { key: PlaceKey, aspect: Aspect, c: u128, eq: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Aspect {
+    /// The place's own (integer, bool) value.
+    Value,
+    /// The discriminant of the enum stored there.
+    Discr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Known {
+    Is(u128),
+    /// Sorted, deduplicated.
+    IsNot(Vec<u128>),
+}
+
+/// What an operand or place is, once aliases are followed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    Const(u128),
+    Key(PlaceKey, Aspect),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    vals: BTreeMap<LocalId, Val>,
+    known: BTreeMap<(PlaceKey, Aspect), Known>,
+    /// The discriminants an enum place can have (from its type): lets
+    /// "not `None`" become "`Some`".
+    domains: BTreeMap<PlaceKey, Vec<u128>>,
+}
+
+impl Facts {
+    /// Follows a local's alias through the first projection of `place`.
+    fn normalize(&self, place: &PlaceKey) -> PlaceKey {
+        match (self.vals.get(&place.local), place.proj.first()) {
+            (Some(Val::Ref(target)), Some(ProjKey::Deref)) => target.with_suffix(&place.proj[1..]),
+            (Some(Val::Copy(source)), Some(_)) => source.with_suffix(&place.proj),
+            _ => place.clone(),
+        }
+    }
+
+    pub fn resolve(&self, place: &PlaceKey, aspect: Aspect) -> Resolved {
+        if place.proj.is_empty() {
+            match (self.vals.get(&place.local), aspect) {
+                (Some(Val::Const(c)), Aspect::Value) => return Resolved::Const(*c),
+                (Some(Val::Copy(source)), _) => return Resolved::Key(source.clone(), aspect),
+                (Some(Val::Discr(of)), Aspect::Value) => return Resolved::Key(of.clone(), Aspect::Discr),
+                _ => {}
+            }
+            return Resolved::Key(place.clone(), aspect);
+        }
+        Resolved::Key(self.normalize(place), aspect)
+    }
+
+    pub fn resolve_operand(&self, op: &Operand) -> Option<Resolved> {
+        match op {
+            Operand::Constant(c) => match c.value {
+                ConstValue::Scalar(v) => Some(Resolved::Const(v)),
+                _ => None,
+            },
+            Operand::Copy(p) | Operand::Move(p) => PlaceKey::of(p).map(|k| self.resolve(&k, Aspect::Value)),
+            Operand::RuntimeChecks(_) => None,
+        }
+    }
+
+    /// The place an operand points to, if it is a tracked reference.
+    pub fn pointee(&self, op: &Operand) -> Option<PlaceKey> {
+        let (Operand::Copy(p) | Operand::Move(p)) = op else { return None };
+        let key = PlaceKey::of(p)?;
+        if !key.proj.is_empty() {
+            return None;
+        }
+        match self.vals.get(&key.local) {
+            Some(Val::Ref(target)) => Some(target.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn known(&self, key: &PlaceKey, aspect: Aspect) -> Option<&Known> {
+        self.known.get(&(key.clone(), aspect))
+    }
+
+    /// What `resolved` is known to be: a constant, or a fact.
+    pub fn value_of(&self, resolved: &Resolved) -> Option<Known> {
+        match resolved {
+            Resolved::Const(c) => Some(Known::Is(*c)),
+            Resolved::Key(k, a) => {
+                if let Some(known) = self.known.get(&(k.clone(), *a)) {
+                    return Some(known.clone());
+                }
+                // A comparison whose operand is known.
+                if *a == Aspect::Value
+                    && k.proj.is_empty()
+                    && let Some(Val::Cmp { key, aspect, c, eq }) = self.vals.get(&k.local)
+                {
+                    return match self.known.get(&(key.clone(), *aspect)) {
+                        Some(Known::Is(x)) => Some(Known::Is(u128::from((x == c) == *eq))),
+                        Some(Known::IsNot(not)) if not.contains(c) => Some(Known::Is(u128::from(!*eq))),
+                        _ => None,
+                    };
+                }
+                None
+            }
+        }
+    }
+
+    /// Records that `resolved` equals `value` (or is none of `values` when
+    /// `value` is `None`); returns false when that contradicts what is known.
+    pub fn assume(&mut self, resolved: &Resolved, value: Option<u128>, values: &[u128]) -> bool {
+        // A tested comparison says something about what was compared.
+        if let Resolved::Key(key, Aspect::Value) = resolved
+            && key.proj.is_empty()
+            && let Some(Val::Cmp { key: of, aspect, c, eq }) = self.vals.get(&key.local).cloned()
+        {
+            let truth = match value {
+                Some(v) => Some(v != 0),
+                None if values.contains(&0) => Some(true),
+                None => None,
+            };
+            if let Some(t) = truth {
+                let target = Resolved::Key(of, aspect);
+                let feasible =
+                    if t == eq { self.assume(&target, Some(c), &[]) } else { self.assume(&target, None, &[c]) };
+                if !feasible {
+                    return false;
+                }
+            }
+        }
+        let consistent = |k: &Known| match (k, value) {
+            (Known::Is(x), Some(v)) => *x == v,
+            (Known::Is(x), None) => !values.contains(x),
+            (Known::IsNot(not), Some(v)) => !not.contains(&v),
+            (Known::IsNot(_), None) => true,
+        };
+        match resolved {
+            Resolved::Const(c) => consistent(&Known::Is(*c)),
+            Resolved::Key(key, aspect) => {
+                let slot = (key.clone(), *aspect);
+                if let Some(k) = self.known.get(&slot)
+                    && !consistent(k)
+                {
+                    return false;
+                }
+                let mut new = match (value, self.known.get(&slot)) {
+                    (Some(v), _) => Known::Is(v),
+                    (None, Some(Known::Is(x))) => Known::Is(*x),
+                    (None, Some(Known::IsNot(not))) => {
+                        let mut all: Vec<u128> = not.iter().chain(values).copied().collect();
+                        all.sort_unstable();
+                        all.dedup();
+                        Known::IsNot(all)
+                    }
+                    (None, None) => {
+                        let mut all = values.to_vec();
+                        all.sort_unstable();
+                        all.dedup();
+                        Known::IsNot(all)
+                    }
+                };
+                if let (Known::IsNot(not), Aspect::Discr, Some(domain)) = (&new, aspect, self.domains.get(key)) {
+                    let left: Vec<u128> = domain.iter().filter(|d| !not.contains(d)).copied().collect();
+                    match left.as_slice() {
+                        [] => return false,
+                        [only] => new = Known::Is(*only),
+                        _ => {}
+                    }
+                }
+                self.known.insert(slot, new);
+                true
+            }
+        }
+    }
+
+    /// Records the discriminants the enum at `key` can have.
+    pub fn set_domain(&mut self, key: &PlaceKey, discrs: Vec<u128>) {
+        let key = self.normalize(key);
+        if !self.domains.contains_key(&key) {
+            self.domains.insert(key, discrs);
+        }
+    }
+
+    /// Makes pseudo-local `pseudo` an alias from the start (see
+    /// `body::ENTRY_ARG0`).
+    pub fn alias_entry(&mut self, pseudo: LocalId, val: Val) {
+        self.vals.insert(pseudo, val);
+    }
+
+    pub fn set_known(&mut self, key: PlaceKey, aspect: Aspect, value: u128) {
+        self.known.insert((key, aspect), Known::Is(value));
+    }
+
+    /// Before `place` changes: aliases holding its old value (or the old
+    /// value of something inside it) become independent and keep its facts;
+    /// then every fact about `place` and what is inside it is forgotten.
+    fn forget(&mut self, place: &PlaceKey) {
+        let aliases: Vec<(LocalId, Val)> = self
+            .vals
+            .iter()
+            .filter(|(l, v)| {
+                **l != place.local
+                    && match v {
+                        Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } => {
+                            k.starts_with(place) || place.starts_with(k)
+                        }
+                        Val::Const(_) | Val::Ref(_) => false,
+                    }
+            })
+            .map(|(l, v)| (*l, v.clone()))
+            .collect();
+        for (alias, val) in aliases {
+            self.vals.remove(&alias);
+            let root = PlaceKey::local(alias);
+            match val {
+                Val::Copy(source) => {
+                    let moved: Vec<((PlaceKey, Aspect), Known)> = self
+                        .known
+                        .iter()
+                        .filter(|((k, _), _)| k.starts_with(&source))
+                        .map(|((k, a), v)| ((root.with_suffix(&k.proj[source.proj.len()..]), *a), v.clone()))
+                        .collect();
+                    self.known.extend(moved);
+                    let domains: Vec<(PlaceKey, Vec<u128>)> = self
+                        .domains
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&source))
+                        .map(|(k, d)| (root.with_suffix(&k.proj[source.proj.len()..]), d.clone()))
+                        .collect();
+                    self.domains.extend(domains);
+                }
+                Val::Discr(of) => {
+                    if let Some(k) = self.known.get(&(of, Aspect::Discr)).cloned() {
+                        self.known.insert((root, Aspect::Value), k);
+                    }
+                }
+                Val::Cmp { key, aspect, c, eq } => {
+                    let truth = match self.known.get(&(key, aspect)) {
+                        Some(Known::Is(x)) => Some((*x == c) == eq),
+                        Some(Known::IsNot(not)) if not.contains(&c) => Some(!eq),
+                        _ => None,
+                    };
+                    if let Some(t) = truth {
+                        self.known.insert((root, Aspect::Value), Known::Is(u128::from(t)));
+                    }
+                }
+                Val::Const(_) | Val::Ref(_) => {}
+            }
+        }
+        self.known.retain(|(k, _), _| !k.starts_with(place));
+        if place.proj.is_empty() {
+            self.vals.remove(&place.local);
+        }
+    }
+
+    /// Memory behind pointers, and the locals whose address escaped, may
+    /// have changed (a call, a write through a pointer).
+    pub fn forget_memory(&mut self, escaped: &[LocalId]) {
+        // Facts about memory behind pointers, and aliases that read it.
+        let mut behind: Vec<PlaceKey> =
+            self.known.keys().filter(|(k, _)| k.has_deref()).map(|(k, _)| k.clone()).collect();
+        behind.extend(self.vals.values().filter_map(|v| match v {
+            Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => Some(k.clone()),
+            _ => None,
+        }));
+        behind.sort();
+        behind.dedup();
+        for k in behind {
+            self.forget(&k);
+        }
+        for &l in escaped {
+            self.forget(&PlaceKey::local(l));
+        }
+    }
+
+    /// `place` gets a value nothing is known about (a call's destination,
+    /// `StorageDead`, a drop).
+    pub fn write_unknown(&mut self, place: &Place, escaped: &[LocalId]) {
+        match PlaceKey::of(place) {
+            Some(key) if !key.has_deref() => self.forget(&self.normalize(&key)),
+            _ => self.forget_memory(escaped),
+        }
+    }
+
+    pub fn set_discriminant(&mut self, place: &Place, discr: Option<u128>, escaped: &[LocalId]) {
+        let Some(key) = PlaceKey::of(place) else {
+            self.forget_memory(escaped);
+            return;
+        };
+        let key = self.normalize(&key);
+        if key.has_deref() {
+            self.forget_memory(escaped);
+        }
+        self.forget(&key);
+        if let Some(d) = discr {
+            self.set_known(key, Aspect::Discr, d);
+        }
+    }
+
+    /// `place = rvalue`. `adt_discr` gives the discriminant value of an
+    /// aggregate's variant.
+    pub fn assign(&mut self, place: &Place, rvalue: &Rvalue, adt_discr: impl Fn(&Rvalue) -> Option<u128>, escaped: &[LocalId]) {
+        // What the new value is, read before the place is forgotten (the
+        // right side may mention it).
+        let new = match rvalue {
+            Rvalue::Use(Operand::Constant(c)) => match c.value {
+                ConstValue::Scalar(v) => Some(Val::Const(v)),
+                _ => None,
+            },
+            Rvalue::Use(Operand::Copy(p) | Operand::Move(p)) | Rvalue::CopyForDeref(p) => {
+                PlaceKey::of(p).map(|k| self.resolve(&k, Aspect::Value)).map(|r| match r {
+                    Resolved::Const(c) => Val::Const(c),
+                    Resolved::Key(k, Aspect::Value) => Val::Copy(k),
+                    Resolved::Key(k, Aspect::Discr) => Val::Discr(k),
+                })
+            }
+            Rvalue::Discriminant(p) => PlaceKey::of(p).and_then(|k| match self.resolve(&k, Aspect::Discr) {
+                Resolved::Key(k, Aspect::Discr) => Some(Val::Discr(k)),
+                _ => None,
+            }),
+            Rvalue::Ref { place: p, .. } | Rvalue::AddressOf { place: p, .. } => {
+                PlaceKey::of(p).map(|k| Val::Ref(self.normalize(&k)))
+            }
+            Rvalue::BinaryOp { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } => {
+                match (self.resolve_operand(lhs), self.resolve_operand(rhs)) {
+                    (Some(Resolved::Key(key, aspect)), Some(Resolved::Const(c)))
+                    | (Some(Resolved::Const(c)), Some(Resolved::Key(key, aspect))) => {
+                        Some(Val::Cmp { key, aspect, c, eq: *op == BinOp::Eq })
+                    }
+                    (Some(Resolved::Const(a)), Some(Resolved::Const(b))) => {
+                        Some(Val::Const(u128::from((a == b) == (*op == BinOp::Eq))))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let discr = match rvalue {
+            Rvalue::Aggregate { .. } => adt_discr(rvalue),
+            _ => None,
+        };
+        let Some(key) = PlaceKey::of(place) else {
+            self.forget_memory(escaped);
+            return;
+        };
+        let key = self.normalize(&key);
+        if key.has_deref() {
+            self.forget_memory(escaped);
+            return;
+        }
+        self.forget(&key);
+        if key.proj.is_empty() {
+            if let Some(v) = new {
+                // A copy of a copy names the original; never an alias chain.
+                self.vals.insert(key.local, v);
+            }
+            if let Some(d) = discr {
+                self.set_known(key, Aspect::Discr, d);
+            }
+        } else if let Some(d) = discr {
+            self.set_known(key, Aspect::Discr, d);
+        } else if let Some(Val::Const(c)) = new {
+            self.set_known(key, Aspect::Value, c);
+        }
+    }
+
+    /// Keeps only what both sides know; says whether `self` lost anything.
+    pub fn intersect(&mut self, other: &Facts) -> bool {
+        let before = (self.vals.len(), self.known.len());
+        self.vals.retain(|l, v| other.vals.get(l) == Some(v));
+        let mut changed = false;
+        self.known.retain(|slot, k| match (&*k, other.known.get(slot)) {
+            (a, Some(b)) if a == b => true,
+            (Known::IsNot(a), Some(Known::IsNot(b))) => {
+                let common: Vec<u128> = a.iter().filter(|x| b.contains(x)).copied().collect();
+                if common.is_empty() {
+                    false
+                } else {
+                    changed |= common.len() != a.len();
+                    *k = Known::IsNot(common);
+                    true
+                }
+            }
+            _ => false,
+        });
+        changed || before != (self.vals.len(), self.known.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kmir::{Constant, TyId};
+
+    fn local(l: LocalId) -> Place {
+        Place { local: l, projection: vec![] }
+    }
+    fn konst(v: u128) -> Rvalue {
+        Rvalue::Use(Operand::Constant(Constant { ty: 0 as TyId, value: ConstValue::Scalar(v) }))
+    }
+    fn copy(l: LocalId) -> Rvalue {
+        Rvalue::Use(Operand::Copy(local(l)))
+    }
+    fn none(_: &Rvalue) -> Option<u128> {
+        None
+    }
+
+    #[test]
+    fn copies_share_what_is_learnt() {
+        let mut f = Facts::default();
+        f.assign(&local(4), &copy(2), none, &[]);
+        let r = f.resolve_operand(&Operand::Move(local(4))).unwrap();
+        assert!(f.assume(&r, Some(1), &[]));
+        f.assign(&local(7), &copy(2), none, &[]);
+        let r7 = f.resolve_operand(&Operand::Copy(local(7))).unwrap();
+        assert_eq!(f.value_of(&r7), Some(Known::Is(1)));
+        assert!(!f.clone().assume(&r7, Some(0), &[]));
+    }
+
+    #[test]
+    fn overwriting_the_source_keeps_the_alias_facts() {
+        let mut f = Facts::default();
+        f.assign(&local(4), &copy(2), none, &[]);
+        let r = f.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        assert!(f.assume(&r, Some(3), &[]));
+        f.assign(&local(2), &konst(9), none, &[]);
+        let r4 = f.resolve_operand(&Operand::Copy(local(4))).unwrap();
+        assert_eq!(f.value_of(&r4), Some(Known::Is(3)));
+        let r2 = f.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        assert_eq!(f.value_of(&r2), Some(Known::Is(9)));
+    }
+
+    #[test]
+    fn discriminant_tests_and_escapes() {
+        let mut f = Facts::default();
+        f.assign(&local(5), &Rvalue::Discriminant(local(3)), none, &[]);
+        let r = f.resolve_operand(&Operand::Move(local(5))).unwrap();
+        assert_eq!(r, Resolved::Key(PlaceKey::local(3), Aspect::Discr));
+        assert!(f.assume(&r, None, &[1]));
+        assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), Some(&Known::IsNot(vec![1])));
+        // `_3` escapes through `&mut`: a call forgets it.
+        f.forget_memory(&[3]);
+        assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), None);
+    }
+
+    #[test]
+    fn intersection_keeps_agreement() {
+        let mut a = Facts::default();
+        a.assign(&local(1), &konst(1), none, &[]);
+        a.assign(&local(2), &konst(0), none, &[]);
+        let mut b = Facts::default();
+        b.assign(&local(1), &konst(1), none, &[]);
+        b.assign(&local(2), &konst(1), none, &[]);
+        assert!(a.intersect(&b));
+        assert_eq!(a.resolve_operand(&Operand::Copy(local(1))), Some(Resolved::Const(1)));
+        assert_eq!(a.value_of(&a.resolve_operand(&Operand::Copy(local(2))).unwrap()), None);
+        assert!(!a.intersect(&b));
+    }
+}

@@ -1,0 +1,327 @@
+//! The wording of the preemption findings: klint's messages, plus the
+//! explanation chain of why a callee expects what it expects.
+
+use annotations::ExpectRange;
+use findings::{Finding, Loc, Note, Severity};
+use program::{EdgeKind, FnId, FnKind};
+
+use crate::body::{AdjustFailure, Violation};
+use crate::state::Adj;
+use crate::summary::{Source, Summary};
+use crate::{DeclaredView, Input, krate_index};
+
+/// How deep the "because it calls …" chain goes.
+const MAX_CHAIN: usize = 12;
+
+pub(crate) struct Texts<'a, 'b> {
+    pub input: &'a Input<'b>,
+    pub lookup: &'a (dyn Fn(FnId) -> Summary + Sync),
+    pub f: FnId,
+}
+
+fn name(input: &Input<'_>, f: FnId) -> String {
+    input.program.function(f).name.clone()
+}
+
+fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
+    Loc { krate: krate_index(input.program, f), span }
+}
+
+/// Notes explaining why `f` has the expectation it has, down to where it
+/// comes from: a spec entry, an annotation, a default.
+pub(crate) fn why_expects(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f: FnId) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let mut current = f;
+    let mut seen = vec![f];
+    for _ in 0..MAX_CHAIN {
+        let s = lookup(current);
+        let who = name(input, current);
+        match &s.source {
+            Source::Inferred | Source::Recursive => {
+                let Some(r) = &s.reason else { break };
+                let callee = name(input, r.callee);
+                let verb = match r.kind {
+                    EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
+                    EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
+                    EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
+                    EdgeKind::Call => format!("calls `{callee}`"),
+                };
+                let at = if r.adj == 0 {
+                    String::new()
+                } else {
+                    format!(" with the preemption count raised by {} since its entry", r.adj)
+                };
+                notes.push(Note::at(
+                    loc(input, current, r.span),
+                    format!("`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}", s.expect, r.callee_expect),
+                ));
+                if seen.contains(&r.callee) {
+                    break;
+                }
+                seen.push(r.callee);
+                current = r.callee;
+            }
+            Source::Annotation { path, .. } => {
+                let span = input.annotations.get(path).and_then(|a| a.preempt.as_ref().or(a.drop_preempt.as_ref())).map(|(_, s)| *s);
+                let text = format!("`{who}` is annotated to expect the preemption count to be {}", s.expect);
+                notes.push(match span {
+                    Some(sp) => Note::at(annotation_loc(input, path, sp), text),
+                    None => Note::text(text),
+                });
+                break;
+            }
+            Source::Spec { name: c } => {
+                let why = input.spec.lookup(c).and_then(|s| s.note.clone()).unwrap_or_default();
+                let why = if why.is_empty() { String::new() } else { format!(": {why}") };
+                notes.push(Note::text(format!(
+                    "`{c}` is a C function that expects the preemption count to be {} (kernel spec{why})",
+                    s.expect
+                )));
+                break;
+            }
+            Source::UnknownForeign => {
+                notes.push(Note::text(format!(
+                    "`{}` is a C function the spec does not describe, so it is assumed to sleep",
+                    input.program.function(current).symbol
+                )));
+                notes.push(Note::help("describe it in a spec file (`--spec FILE`) or annotate its `extern` declaration with `#[klint::preempt_count(...)]`"));
+                break;
+            }
+            Source::UnknownIndirect => {
+                notes.push(Note::text(format!(
+                    "`{who}` stands for code reached through a pointer or vtable from outside the program; it is assumed to sleep"
+                )));
+                break;
+            }
+            Source::NotExtracted | Source::Builtin => break,
+        }
+    }
+    notes
+}
+
+/// The crate whose file table holds an annotation's span: the first crate
+/// that has an item with that path.
+fn annotation_loc(input: &Input<'_>, path: &str, span: kmir::Span) -> Loc {
+    let krate = input
+        .program
+        .crates
+        .iter()
+        .position(|c| c.dump.items.iter().any(|i| i.path == path))
+        .unwrap_or(0) as u32;
+    Loc { krate, span }
+}
+
+impl Texts<'_, '_> {
+    pub fn violation(&self, v: &Violation) -> Finding {
+        let input = self.input;
+        let callee = name(input, v.target.callee);
+        let what = if v.target.kind == EdgeKind::Drop { "drop" } else { "call" };
+        let mut finding = Finding::new(
+            "sleep-in-atomic",
+            Severity::Error,
+            format!("this {what} expects the preemption count to be {}", v.callee_expect),
+        )
+        .at(loc(input, self.f, v.span))
+        .label(match v.target.kind {
+            EdgeKind::Drop => format!("`{callee}` runs here"),
+            EdgeKind::Virtual => format!("this dynamic call may reach `{callee}`"),
+            EdgeKind::Indirect => format!("this call through a pointer may reach `{callee}`"),
+            EdgeKind::Call => format!("`{callee}` is called here"),
+        })
+        .in_function(self.f)
+        .subject(callee);
+        finding = finding.note(Note::text(if v.unknown_adjustment {
+            "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
+        } else {
+            format!("but the possible preemption count at this point is {}", v.possible)
+        }));
+        // Where the count was raised in this function.
+        let raised: Vec<Note> = input
+            .program
+            .callees(self.f)
+            .into_iter()
+            .filter(|(g, e)| e.block != v.block && (self.lookup)(*g).uniform_adjust().is_some_and(|a| a > 0))
+            .filter(|(_, e)| (e.span.lo_line, e.span.lo_col) <= (v.span.lo_line, v.span.lo_col))
+            .take(3)
+            .map(|(g, e)| {
+                Note::at(
+                    loc(input, self.f, e.span),
+                    format!("the preemption count is raised by {} here by `{}`", (self.lookup)(g).adjust_text(), name(input, g)),
+                )
+            })
+            .collect();
+        for n in raised {
+            finding = finding.note(n);
+        }
+        for n in why_expects(input, self.lookup, v.target.callee) {
+            finding = finding.note(n);
+        }
+        finding
+    }
+
+    pub fn adjust_failure(&self, failure: &AdjustFailure) -> Finding {
+        let input = self.input;
+        let primary = failure.returns.first().map(|(_, s)| *s).unwrap_or_default();
+        let mut finding = Finding::new(
+            "cannot-infer-adjustment",
+            Severity::Error,
+            "cannot infer preemption count adjustment at this point",
+        )
+        .at(loc(input, self.f, primary))
+        .label("the function returns here with different preemption counts")
+        .in_function(self.f)
+        .subject(name(input, self.f));
+        for (i, (adj, span)) in failure.returns.iter().enumerate() {
+            let lead = match i {
+                0 => "",
+                1 => "while ",
+                _ => "and ",
+            };
+            let text = match adj {
+                Adj::Known(a) => format!("{lead}preemption count adjustment is {a} on a path reaching this return"),
+                Adj::Top => format!("{lead}preemption count adjustment is changed in the previous iteration of the loop"),
+            };
+            finding = finding.note(Note::at(loc(input, self.f, *span), text));
+        }
+        for (span, g, adj) in failure.changes.iter().take(6) {
+            finding = finding.note(Note::at(loc(input, self.f, *span), format!("`{}` adjusts the count by {adj}", name(input, *g))));
+        }
+        finding.note(Note::help(
+            "release what is acquired on every path, or annotate the function with `#[klint::preempt_count(adjust = N, unchecked)]` if the imbalance is intended",
+        ))
+    }
+
+    pub fn annotation_mismatch(&self, d: &DeclaredView, inferred: &Summary) -> Vec<Finding> {
+        let input = self.input;
+        let mut out = Vec::new();
+        let subject = if d.on_trait { "trait method" } else { "function" };
+        let primary = if d.on_trait {
+            input.program.body_of(self.f).map(|(_, i)| i.span).unwrap_or_default()
+        } else {
+            d.span
+        };
+        let primary_loc = if d.on_trait { loc(input, self.f, primary) } else { annotation_loc(input, &d.path, primary) };
+        if let Some(a) = d.adjust
+            && !inferred.poisoned
+            && inferred.uniform_adjust() != Some(a)
+        {
+            let but = if d.on_trait {
+                format!("but the adjustment of this implementing function is {}", inferred.adjust_text())
+            } else {
+                format!("but the adjustment inferred is {}", inferred.adjust_text())
+            };
+            let mut f = Finding::new(
+                "annotation-mismatch",
+                Severity::Error,
+                format!("{subject} annotated to have preemption count adjustment of {a}"),
+            )
+            .at(primary_loc)
+            .note(Note::text(but))
+            .in_function(self.f)
+            .subject(format!("{} adjust", d.path));
+            if d.on_trait {
+                f = f.note(Note::at(annotation_loc(input, &d.path, d.span), "the trait method is defined here"));
+            }
+            out.push(f);
+        }
+        if let Some(e) = d.expect
+            && !inferred.expect.contains(&e)
+        {
+            let but = if d.on_trait {
+                format!("but the expectation of this implementing function is {}", inferred.expect)
+            } else {
+                format!("but the expectation inferred is {}", inferred.expect)
+            };
+            let mut f = Finding::new(
+                "annotation-mismatch",
+                Severity::Error,
+                format!("{subject} annotated to have preemption count expectation of {e}"),
+            )
+            .at(primary_loc)
+            .note(Note::text(but))
+            .in_function(self.f)
+            .subject(format!("{} expect", d.path));
+            if d.on_trait {
+                f = f.note(Note::at(annotation_loc(input, &d.path, d.span), "the trait method is defined here"));
+            }
+            let lookup = |g: FnId| if g == self.f { inferred.clone() } else { (self.lookup)(g) };
+            for n in why_expects(input, &lookup, self.f) {
+                f = f.note(n);
+            }
+            out.push(f);
+        }
+        out
+    }
+}
+
+pub(crate) fn recursion_failure(input: &Input<'_>, f: FnId, s: &Summary) -> Finding {
+    let span = input.program.body_of(f).map(|(_, i)| i.span).unwrap_or_default();
+    Finding::new(
+        "recursion",
+        Severity::Error,
+        "this function is recursive but its preemption count adjustment does not reach a fixed point",
+    )
+    .at(loc(input, f, span))
+    .note(Note::text(format!("the adjustment is {} after the last round of inference", s.adjust_text())))
+    .note(Note::text(format!("instance being checked is `{}`", name(input, f))))
+    .note(Note::help(format!(
+        "if the recursion is bounded, annotate the function with `#[klint::preempt_count(adjust = {}, unchecked)]`",
+        s.uniform_adjust().unwrap_or(0)
+    )))
+    .in_function(f)
+    .subject(name(input, f))
+}
+
+pub(crate) fn fn_pointer(input: &Input<'_>, user: FnId, target: FnId, s: &Summary, at: Loc) -> Finding {
+    Finding::new(
+        "fn-pointer",
+        Severity::Warning,
+        "converting this function to pointer may result in preemption count rule violation",
+    )
+    .at(at)
+    .label(format!("`{}` is being converted to a pointer", name(input, target)))
+    .note(Note::text(format!(
+        "adjustment of this function is inferred to be {} and expectation is inferred to be {}",
+        s.adjust_text(),
+        s.expect
+    )))
+    .note(Note::text("while the adjustment for function pointers is assumed to be 0 and the expectation be 0"))
+    .in_function(user)
+    .subject(name(input, target))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn vtable(
+    input: &Input<'_>,
+    user: FnId,
+    target: FnId,
+    s: &Summary,
+    expected: (i32, ExpectRange),
+    trait_path: &str,
+    drop_of: Option<&str>,
+    at: Loc,
+) -> Finding {
+    let part = match drop_of {
+        Some(ty) => format!("drop glue of `{ty}` is constructed as part of `dyn {trait_path}`"),
+        None => format!("`{}` is constructed as part of `dyn {trait_path}`", name(input, target)),
+    };
+    let _ = FnKind::Shim;
+    Finding::new(
+        "vtable",
+        Severity::Warning,
+        "constructing this vtable may result in preemption count rule violation",
+    )
+    .at(at)
+    .label(part)
+    .note(Note::text(format!(
+        "adjustment is inferred to be {} and expectation is inferred to be {}",
+        s.adjust_text(),
+        s.expect
+    )))
+    .note(Note::text(format!(
+        "while the expected adjustment for vtable is {} and the expectation is {}",
+        expected.0, expected.1
+    )))
+    .in_function(user)
+    .subject(format!("{} as dyn {trait_path}", name(input, target)))
+}

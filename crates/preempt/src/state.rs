@@ -1,0 +1,129 @@
+//! The abstract state of the preemption-count analysis inside one body: a
+//! small set of paths, each with the adjustment since entry and the value
+//! facts that hold on it.
+//!
+//! Keeping one path per distinct adjustment (instead of joining them into an
+//! interval or `Top`, as klint does) is what makes locks taken and released
+//! under the same condition, and a checked `try_lock`, come out exact: the
+//! facts of each path say which branch it took.
+
+use dataflow::JoinSemiLattice;
+
+use crate::facts::Facts;
+
+/// How far the preemption count moved since the function's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Adj {
+    Known(i32),
+    /// Different on different iterations or paths that could not be kept
+    /// apart (too many distinct values).
+    Top,
+}
+
+impl Adj {
+    pub fn add(self, delta: i32) -> Adj {
+        match self {
+            Adj::Known(a) => a.checked_add(delta).map_or(Adj::Top, Adj::Known),
+            Adj::Top => Adj::Top,
+        }
+    }
+}
+
+impl std::fmt::Display for Adj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Adj::Known(a) => write!(f, "{a}"),
+            Adj::Top => write!(f, "unknown"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Path {
+    pub adj: Adj,
+    pub facts: Facts,
+}
+
+/// Distinct adjustments kept apart at one program point; beyond this the
+/// paths collapse into one `Top` path (this also bounds loops whose every
+/// iteration changes the count).
+pub const MAX_PATHS: usize = 8;
+
+/// Paths sorted by adjustment, at most one per adjustment; empty means the
+/// point is unreachable.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PcState {
+    pub paths: Vec<Path>,
+}
+
+impl PcState {
+    pub fn single(adj: Adj, facts: Facts) -> Self {
+        PcState { paths: vec![Path { adj, facts }] }
+    }
+
+    pub fn is_unreachable(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Adds a path, merging it with the path of the same adjustment.
+    pub fn add(&mut self, path: Path) -> bool {
+        // A `Top` path absorbs every other: once the count is unknown here,
+        // distinguishing known values again would not terminate in loops.
+        let target = if self.paths.iter().any(|p| p.adj == Adj::Top) { Adj::Top } else { path.adj };
+        let changed = match self.paths.binary_search_by(|p| p.adj.cmp(&target)) {
+            Ok(i) => self.paths[i].facts.intersect(&path.facts),
+            Err(i) => {
+                self.paths.insert(i, Path { adj: target, facts: path.facts });
+                true
+            }
+        };
+        if self.paths.len() > MAX_PATHS || (target == Adj::Top && self.paths.len() > 1) {
+            self.collapse();
+        }
+        changed
+    }
+
+    fn collapse(&mut self) {
+        let mut paths = std::mem::take(&mut self.paths).into_iter();
+        let Some(first) = paths.next() else { return };
+        let mut facts = first.facts;
+        for p in paths {
+            facts.intersect(&p.facts);
+        }
+        self.paths = vec![Path { adj: Adj::Top, facts }];
+    }
+}
+
+impl JoinSemiLattice for PcState {
+    fn join(&mut self, other: &Self) -> bool {
+        let mut changed = false;
+        for p in &other.paths {
+            changed |= self.add(p.clone());
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(a: i32) -> Path {
+        Path { adj: Adj::Known(a), facts: Facts::default() }
+    }
+
+    #[test]
+    fn keeps_distinct_adjustments_apart_up_to_the_bound() {
+        let mut s = PcState::default();
+        for a in 0..MAX_PATHS as i32 {
+            assert!(s.add(path(a)));
+        }
+        assert_eq!(s.paths.len(), MAX_PATHS);
+        assert!(!s.add(path(3)));
+        assert!(s.add(path(100)));
+        assert_eq!(s.paths, vec![Path { adj: Adj::Top, facts: Facts::default() }]);
+        // Top absorbs.
+        assert!(!s.add(path(1)));
+        assert_eq!(s.paths.len(), 1);
+    }
+}

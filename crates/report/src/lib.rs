@@ -1,0 +1,353 @@
+//! Rendering findings for people (rustc-style text with source snippets,
+//! notes and the call trace from a root) and for machines (JSON, with a
+//! stable identity per finding).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt::Write as _;
+
+use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+use findings::{Finding, Loc, Severity};
+use program::{Edge, EdgeKind, FnId, Program};
+use serde::Serialize;
+
+/// How many frames of call trace a finding shows.
+pub const MAX_TRACE: usize = 8;
+
+/// Source files, read once, by the name the dump gives them.
+#[derive(Default)]
+pub struct Sources {
+    files: HashMap<String, Option<String>>,
+    /// Tried, in order, for relative file names.
+    pub roots: Vec<std::path::PathBuf>,
+}
+
+impl Sources {
+    fn get(&mut self, name: &str) -> Option<&str> {
+        if !self.files.contains_key(name) {
+            let path = std::path::Path::new(name);
+            let text = if path.is_absolute() {
+                std::fs::read_to_string(path).ok()
+            } else {
+                self.roots.iter().find_map(|r| std::fs::read_to_string(r.join(path)).ok())
+            };
+            self.files.insert(name.to_string(), text);
+        }
+        self.files.get(name).and_then(|t| t.as_deref())
+    }
+}
+
+/// One step of a call trace: `caller` reaches `callee` at `edge`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceStep {
+    pub caller: FnId,
+    pub callee: FnId,
+    pub edge: Edge,
+}
+
+/// A shortest chain of calls from a root (a function C may call, or one
+/// nothing in the program calls) down to `f`, outermost first.
+pub fn call_trace(program: &Program, f: FnId) -> Vec<TraceStep> {
+    let roots: HashSet<FnId> = program.roots.iter().map(|(r, _)| *r).collect();
+    let mut prev: HashMap<FnId, TraceStep> = HashMap::new();
+    let mut queue = VecDeque::from([f]);
+    let mut seen = HashSet::from([f]);
+    let mut top = f;
+    while let Some(g) = queue.pop_front() {
+        top = g;
+        if roots.contains(&g) && g != f {
+            break;
+        }
+        let callers = program.callers(g);
+        if callers.is_empty() && g != f {
+            break;
+        }
+        for (caller, edge) in callers {
+            if seen.insert(caller) {
+                prev.insert(caller, TraceStep { caller, callee: g, edge });
+                queue.push_back(caller);
+            }
+        }
+    }
+    let mut steps = Vec::new();
+    let mut at = top;
+    while let Some(step) = prev.get(&at) {
+        steps.push(*step);
+        at = step.callee;
+        if steps.len() > program.functions.len() {
+            break;
+        }
+    }
+    steps
+}
+
+/// A finding's identity across runs: its kind, the instance it is in and
+/// its subject, never spans or internal ids.
+pub fn stable_id(program: &Program, finding: &Finding) -> String {
+    let function = finding.function.map(|f| program.function(f).name.as_str()).unwrap_or("");
+    // FNV-1a: tiny, dependency-free and fixed forever.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in [finding.kind, function, finding.subject.as_str()] {
+        for b in part.bytes().chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("KA{:016x}", h)
+}
+
+struct Located {
+    path: String,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+}
+
+fn locate(program: &Program, loc: Loc) -> Option<Located> {
+    if loc.span.is_dummy() {
+        return None;
+    }
+    let dump = &program.crates.get(loc.krate as usize)?.dump;
+    Some(Located {
+        path: dump.file(loc.span.file)?.to_string(),
+        line: loc.span.lo_line as usize,
+        column: loc.span.lo_col as usize,
+        end_line: loc.span.hi_line as usize,
+        end_column: loc.span.hi_col as usize,
+    })
+}
+
+/// Byte offset of 1-based char column `col` in `line`.
+fn byte_of_column(line: &str, col: usize) -> usize {
+    line.char_indices().nth(col.saturating_sub(1)).map_or(line.len(), |(i, _)| i)
+}
+
+enum SnippetOrOrigin<'a> {
+    Snippet(Snippet<'a, annotate_snippets::Annotation<'a>>),
+    Origin(Origin<'a>),
+}
+
+fn level(sev: Severity) -> Level<'static> {
+    match sev {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
+        Severity::Note => Level::NOTE,
+    }
+}
+
+/// Renders one finding like rustc: the message, the primary snippet, plain
+/// notes, located notes as their own snippets, then the call trace.
+pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> String {
+    let trace = finding.function.map(|f| call_trace(program, f)).unwrap_or_default();
+    let primary = finding.primary.and_then(|l| locate(program, l));
+    let located_notes: Vec<(Option<Located>, &findings::Note)> =
+        finding.notes.iter().map(|n| (n.loc.and_then(|l| locate(program, l)), n)).collect();
+    let trace_locs: Vec<(Located, String)> = trace
+        .iter()
+        .rev()
+        .take(MAX_TRACE)
+        .filter_map(|s| {
+            let loc = Loc { krate: krate_of(program, s.caller)?, span: s.edge.span };
+            let what = match s.edge.kind {
+                EdgeKind::Drop => "which is dropped here",
+                EdgeKind::Virtual => "which is called through a vtable here",
+                EdgeKind::Indirect => "which is called through a function pointer here",
+                EdgeKind::Call => "which is called from here",
+            };
+            Some((locate(program, loc)?, format!("{what}, in `{}`", program.function(s.caller).name)))
+        })
+        .collect();
+
+    // The source texts must outlive the groups: read them all first.
+    let mut keep = Vec::new();
+    if let Some(p) = &primary {
+        keep.push(p.path.clone());
+    }
+    keep.extend(located_notes.iter().filter_map(|(l, _)| l.as_ref().map(|l| l.path.clone())));
+    keep.extend(trace_locs.iter().map(|(l, _)| l.path.clone()));
+    for k in &keep {
+        sources.get(k);
+    }
+    let sources: &Sources = sources;
+    let mut ro = ReadOnly { sources };
+
+    let mut main = Group::with_title(level(finding.severity).primary_title(finding.message.as_str()));
+    if let Some(p) = &primary {
+        main = match ro.snippet(p, finding.label.as_deref(), AnnotationKind::Primary) {
+            SnippetOrOrigin::Snippet(s) => main.element(s),
+            SnippetOrOrigin::Origin(o) => main.element(o),
+        };
+    }
+    let mut groups = Vec::new();
+    for (l, n) in &located_notes {
+        if l.is_none() {
+            let lvl = if n.is_help { Level::HELP } else { Level::NOTE };
+            main = main.element(lvl.message(n.text.as_str()));
+        }
+    }
+    if let Some(f) = finding.function {
+        main = main.element(Level::NOTE.message(format!("inside instance `{}`", program.function(f).name)));
+    }
+    groups.push(main);
+    for (l, n) in &located_notes {
+        if let Some(l) = l {
+            let lvl = if n.is_help { Level::HELP } else { Level::NOTE };
+            let g = Group::with_title(lvl.secondary_title(n.text.as_str()));
+            groups.push(match ro.snippet(l, None, AnnotationKind::Context) {
+                SnippetOrOrigin::Snippet(s) => g.element(s),
+                SnippetOrOrigin::Origin(o) => g.element(o),
+            });
+        }
+    }
+    for (l, text) in &trace_locs {
+        let g = Group::with_title(Level::NOTE.secondary_title(text.as_str()));
+        groups.push(match ro.snippet(l, None, AnnotationKind::Context) {
+            SnippetOrOrigin::Snippet(s) => g.element(s),
+            SnippetOrOrigin::Origin(o) => g.element(o),
+        });
+    }
+    if trace.len() > MAX_TRACE {
+        groups.push(Group::with_title(
+            Level::NOTE.secondary_title(format!("… {} more callers up to the root", trace.len() - MAX_TRACE)),
+        ));
+    }
+    let mut out = Renderer::plain().render(&groups);
+    out.push('\n');
+    out
+}
+
+struct ReadOnly<'s> {
+    sources: &'s Sources,
+}
+
+impl<'s> ReadOnly<'s> {
+    fn snippet<'a>(&mut self, at: &'a Located, label: Option<&'a str>, kind: AnnotationKind) -> SnippetOrOrigin<'a>
+    where
+        's: 'a,
+    {
+        let path = at.path.as_str();
+        if let Some(Some(text)) = self.sources.files.get(path) {
+            let text: &'a str = text.as_str();
+            let lines: Vec<&'a str> = text.split_inclusive('\n').collect();
+            if at.line >= 1 && at.end_line >= at.line && at.end_line <= lines.len() {
+                let first = lines[at.line - 1];
+                let chunk_start = first.as_ptr() as usize - text.as_ptr() as usize;
+                let last = lines[at.end_line - 1];
+                let chunk_end = last.as_ptr() as usize - text.as_ptr() as usize + last.len();
+                let chunk = &text[chunk_start..chunk_end];
+                let start = byte_of_column(first, at.column);
+                let last_offset = last.as_ptr() as usize - first.as_ptr() as usize;
+                let end = (last_offset + byte_of_column(last, at.end_column)).min(chunk.trim_end().len());
+                let end = if end <= start { (start + 1).min(chunk.len()) } else { end };
+                let mut ann = kind.span(start..end);
+                if let Some(l) = label {
+                    ann = ann.label(l);
+                }
+                return SnippetOrOrigin::Snippet(
+                    Snippet::source(chunk).line_start(at.line).path(path).fold(true).annotation(ann),
+                );
+            }
+        }
+        SnippetOrOrigin::Origin(Origin::path(path).line(at.line).char_column(at.column))
+    }
+}
+
+fn krate_of(program: &Program, f: FnId) -> Option<u32> {
+    match program.function(f).kind {
+        program::FnKind::Body { krate, .. } => Some(krate),
+        _ => None,
+    }
+}
+
+// ------------------------------------------------------------------ JSON
+
+#[derive(Serialize)]
+pub struct JsonSpan {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+}
+
+#[derive(Serialize)]
+pub struct JsonNote {
+    pub kind: &'static str,
+    pub message: String,
+    pub span: Option<JsonSpan>,
+}
+
+#[derive(Serialize)]
+pub struct JsonFrame {
+    pub caller: String,
+    pub callee: String,
+    pub edge: &'static str,
+    pub span: Option<JsonSpan>,
+}
+
+#[derive(Serialize)]
+pub struct JsonFinding {
+    pub id: String,
+    pub kind: &'static str,
+    pub severity: &'static str,
+    pub message: String,
+    pub span: Option<JsonSpan>,
+    pub label: Option<String>,
+    pub function: Option<String>,
+    pub notes: Vec<JsonNote>,
+    /// From the outermost caller down to `function`.
+    pub trace: Vec<JsonFrame>,
+}
+
+fn json_span(program: &Program, loc: Option<Loc>) -> Option<JsonSpan> {
+    let l = locate(program, loc?)?;
+    Some(JsonSpan { file: l.path, line: l.line, column: l.column, end_line: l.end_line, end_column: l.end_column })
+}
+
+pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
+    let trace = finding.function.map(|f| call_trace(program, f)).unwrap_or_default();
+    JsonFinding {
+        id: stable_id(program, finding),
+        kind: finding.kind,
+        severity: finding.severity.as_str(),
+        message: finding.message.clone(),
+        span: json_span(program, finding.primary),
+        label: finding.label.clone(),
+        function: finding.function.map(|f| program.function(f).name.clone()),
+        notes: finding
+            .notes
+            .iter()
+            .map(|n| JsonNote {
+                kind: if n.is_help { "help" } else { "note" },
+                message: n.text.clone(),
+                span: json_span(program, n.loc),
+            })
+            .collect(),
+        trace: trace
+            .iter()
+            .map(|s| JsonFrame {
+                caller: program.function(s.caller).name.clone(),
+                callee: program.function(s.callee).name.clone(),
+                edge: s.edge.kind.name(),
+                span: json_span(program, krate_of(program, s.caller).map(|krate| Loc { krate, span: s.edge.span })),
+            })
+            .collect(),
+    }
+}
+
+/// `N errors, M warnings` in rustc's words.
+pub fn summary_line(findings: &[Finding]) -> String {
+    let count = |s| findings.iter().filter(|f| f.severity == s).count();
+    let (e, w) = (count(Severity::Error), count(Severity::Warning));
+    let mut out = String::new();
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match (e, w) {
+        (0, 0) => out.push_str("no errors or warnings"),
+        (e, 0) => out.push_str(&plural(e, "error")),
+        (0, w) => out.push_str(&plural(w, "warning")),
+        (e, w) => {
+            let _ = write!(out, "{}, {}", plural(e, "error"), plural(w, "warning"));
+        }
+    }
+    out
+}

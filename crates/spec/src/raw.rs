@@ -1,0 +1,325 @@
+//! The TOML layer: strict deserialisation (unknown keys are errors) and
+//! validation with positions.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use annotations::ExpectRange;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::{FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecError, TrySuccess};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(rename = "fn", default)]
+    functions: BTreeMap<Spanned<String>, Spanned<RawFn>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table of function properties")]
+struct RawFn {
+    adjust: Option<Spanned<i32>>,
+    expect: Option<Spanned<String>>,
+    sleeps_if_flag: Option<Spanned<RawFlag>>,
+    sleeps_if_zero: Option<u32>,
+    lock: Option<Spanned<RawLock>>,
+    note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table `{ arg = N, mask = M }`")]
+struct RawFlag {
+    arg: u32,
+    mask: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"spin\" }`"
+)]
+struct RawLock {
+    op: RawOp,
+    arg: Option<u32>,
+    kind: Spanned<String>,
+    success: Option<RawSuccess>,
+}
+
+#[derive(Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum RawOp {
+    Acquire,
+    Release,
+    TryAcquire,
+}
+
+#[derive(Deserialize)]
+enum RawSuccess {
+    #[serde(rename = "nonzero")]
+    NonZero,
+    #[serde(rename = "zero")]
+    Zero,
+}
+
+/// Preemption counts never get near this; a larger adjustment is a typo.
+const MAX_ADJUST: i32 = 1024;
+
+struct Ctx<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn error(&self, span: Option<Range<usize>>, message: String) -> SpecError {
+        let (line, col) = match span {
+            Some(span) => line_col(self.text, span.start),
+            None => (0, 0),
+        };
+        SpecError {
+            origin: self.origin.to_string(),
+            line,
+            col,
+            message,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// A TOML or serde error, with the function it is about when the text
+    /// around its position says so (serde's messages never name it).
+    fn toml_error(&self, e: &toml::de::Error) -> SpecError {
+        let message = e.message().trim();
+        let Some(span) = e.span() else {
+            return self.error(None, message.to_string());
+        };
+        let function = function_at(self.text, span.start);
+        let message = if message == "duplicate key" {
+            let key = self.text.get(span.clone()).unwrap_or_default().trim();
+            let key = key.trim_matches(|c| c == '"' || c == '\'');
+            match function {
+                Some(f) if f == key => format!("duplicate function `{f}`"),
+                Some(f) => format!("function `{f}`: duplicate key `{key}`"),
+                None => format!("duplicate key `{key}`"),
+            }
+        } else {
+            match function {
+                Some(f) => format!("function `{f}`: {message}"),
+                None => message.to_string(),
+            }
+        };
+        self.error(Some(span), message)
+    }
+}
+
+/// The function whose entry contains byte `offset`, judged from the text:
+/// the last `[fn.NAME…]` header before it, or inside `[fn]` the key that
+/// starts the line (`NAME = { … }`, `NAME.adjust = 1`). Good enough for
+/// messages; the parse itself never depends on it.
+fn function_at(text: &str, offset: usize) -> Option<String> {
+    enum Table {
+        Other,
+        Fn,
+        Function(String),
+    }
+    let mut table = Table::Other;
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        let is_header = trimmed.starts_with('[');
+        if is_header {
+            let inner = trimmed.trim_start_matches('[');
+            let inner = inner.split(']').next().unwrap_or_default();
+            let segments = key_segments(inner);
+            table = match segments.as_slice() {
+                [first] if first == "fn" => Table::Fn,
+                [first, name, ..] if first == "fn" => Table::Function(name.clone()),
+                _ => Table::Other,
+            };
+        }
+        let line_end = line_start + line.len();
+        if offset < line_end {
+            return match table {
+                Table::Function(name) => Some(name),
+                Table::Fn if !is_header => {
+                    let key = line.split('=').next().unwrap_or_default();
+                    key_segments(key)
+                        .into_iter()
+                        .next()
+                        .filter(|k| !k.is_empty())
+                }
+                _ => None,
+            };
+        }
+        line_start = line_end;
+    }
+    None
+}
+
+/// `a."b.c" . d` → `["a", "b.c", "d"]`.
+fn key_segments(key: &str) -> Vec<String> {
+    let mut segments = vec![String::new()];
+    let mut quote: Option<char> = None;
+    for c in key.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '.') => segments.push(String::new()),
+            (None, c) if c.is_whitespace() => {}
+            (_, c) => {
+                if let Some(last) = segments.last_mut() {
+                    last.push(c);
+                }
+            }
+        }
+    }
+    segments
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Vec<(String, FnSpec)>, SpecError> {
+    let ctx = Ctx { text, origin };
+    let file: RawFile = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    let mut out = Vec::with_capacity(file.functions.len());
+    for (name, raw) in file.functions {
+        let name_span = name.span();
+        let name = name.into_inner();
+        validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
+        let raw = raw.into_inner();
+        out.push((name.clone(), convert(&ctx, &name, raw)?));
+    }
+    Ok(out)
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("empty function name".into());
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "invalid function name `{name}`: a link name or a glob pattern with `*` has no whitespace"
+        ));
+    }
+    if name.chars().all(|c| c == '*') {
+        return Err(format!(
+            "invalid function name `{name}`: a glob must have a literal part"
+        ));
+    }
+    Ok(())
+}
+
+fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
+    let mut spec = FnSpec {
+        note: raw.note,
+        sleeps_if_zero: raw.sleeps_if_zero,
+        ..FnSpec::default()
+    };
+    if let Some(adjust) = raw.adjust {
+        if adjust.get_ref().abs() > MAX_ADJUST {
+            return Err(ctx.error(
+                Some(adjust.span()),
+                format!(
+                    "function `{name}`: `adjust` must be between -{MAX_ADJUST} and {MAX_ADJUST}"
+                ),
+            ));
+        }
+        spec.adjust = *adjust.get_ref();
+    }
+    if let Some(expect) = raw.expect {
+        spec.expect = expect.get_ref().parse::<ExpectRange>().map_err(|e| {
+            ctx.error(
+                Some(expect.span()),
+                format!(
+                    "function `{name}`: bad `expect` range `{}`: {e}",
+                    expect.get_ref()
+                ),
+            )
+        })?;
+        // `unsatisfiable` parses (it is how empty ranges display) but no
+        // function can expect nothing.
+        if spec.expect.is_empty() {
+            return Err(ctx.error(
+                Some(expect.span()),
+                format!(
+                    "function `{name}`: bad `expect` range `{}`: the preemption count expectation range must be non-empty",
+                    expect.get_ref()
+                ),
+            ));
+        }
+    }
+    if let Some(flag) = raw.sleeps_if_flag {
+        let span = flag.span();
+        let flag = flag.into_inner();
+        if flag.mask == 0 {
+            return Err(ctx.error(
+                Some(span),
+                format!("function `{name}`: `sleeps_if_flag.mask` must be non-zero"),
+            ));
+        }
+        spec.sleeps_if_flag = Some(FlagCondition {
+            arg: flag.arg,
+            mask: flag.mask,
+        });
+    }
+    if let Some(lock) = raw.lock {
+        let span = lock.span();
+        let lock = lock.into_inner();
+        let kind = LockKind::from_name(lock.kind.get_ref()).ok_or_else(|| {
+            ctx.error(
+                Some(lock.kind.span()),
+                format!(
+                    "function `{name}`: unknown lock kind `{}`, expected one of {}",
+                    lock.kind.get_ref(),
+                    LockKind::ALL.map(|k| format!("`{k}`")).join(", ")
+                ),
+            )
+        })?;
+        let fail = |message: String| {
+            Err(ctx.error(Some(span.clone()), format!("function `{name}`: {message}")))
+        };
+        match (kind.is_global(), lock.arg) {
+            (true, Some(_)) => {
+                return fail(format!(
+                    "lock kind `{kind}` is a global context and takes no `arg`"
+                ));
+            }
+            (false, None) => {
+                return fail(format!(
+                    "lock kind `{kind}` needs `arg`, the 0-based index of the lock argument"
+                ));
+            }
+            _ => {}
+        }
+        let op = match (lock.op, lock.success) {
+            (RawOp::Acquire, None) => LockOp::Acquire,
+            (RawOp::Release, None) => LockOp::Release,
+            (RawOp::TryAcquire, success) => LockOp::TryAcquire {
+                success: match success {
+                    None | Some(RawSuccess::NonZero) => TrySuccess::ReturnsNonZero,
+                    Some(RawSuccess::Zero) => TrySuccess::ReturnsZero,
+                },
+            },
+            (_, Some(_)) => {
+                return fail("`success` is only meaningful with op `try_acquire`".into());
+            }
+        };
+        spec.lock = Some(LockEffect {
+            op,
+            arg: lock.arg,
+            kind,
+        });
+    }
+    Ok(spec)
+}

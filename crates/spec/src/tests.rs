@@ -1,0 +1,812 @@
+use super::*;
+
+fn range(s: &str) -> ExpectRange {
+    s.parse().unwrap()
+}
+
+fn parse_err(text: &str) -> String {
+    Spec::parse(text, "test.toml").unwrap_err().to_string()
+}
+
+#[test]
+fn builtin_parses() {
+    let parsed = Spec::parse(Spec::builtin_kernel_text(), "kernel.toml");
+    let spec = parsed.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.len(), Spec::builtin_kernel().len());
+    assert!(spec.len() > 400, "{}", spec.len());
+    // Every entry explains itself (shown by `kanalyze summary`).
+    for (name, s) in spec.iter() {
+        assert!(
+            s.note.as_deref().is_some_and(|n| !n.is_empty()),
+            "{name} has no note"
+        );
+    }
+}
+
+/// The shape of an entry, for the coverage table below.
+#[derive(Debug, PartialEq)]
+enum Class {
+    /// adjust +1, any entry count.
+    Enter,
+    /// adjust −1, expects 1...
+    Leave,
+    /// expects 0.
+    Sleeps,
+    /// adjust 0, any entry count, no flag condition.
+    Any,
+    /// adjust 0, `0..` unless the GFP flag allows reclaim.
+    Gfp,
+    /// adjust 0, `0..`, conditional acquire in `lock`.
+    Try,
+}
+
+fn class(s: &FnSpec) -> Class {
+    let top = s.expect == ExpectRange::TOP;
+    match (s.adjust, &s.lock) {
+        (1, _) if top => Class::Enter,
+        (-1, _) if s.expect == range("1..") => Class::Leave,
+        (0, _) if s.expect == range("0") => Class::Sleeps,
+        (0, _) if top && s.sleeps_if_flag.is_some() => Class::Gfp,
+        (
+            0,
+            Some(LockEffect {
+                op: LockOp::TryAcquire { .. },
+                ..
+            }),
+        ) if top => Class::Try,
+        (0, _) if top => Class::Any,
+        _ => panic!("unexpected entry {s:?}"),
+    }
+}
+
+/// Every row of kernel-api.md §2 (103 rows), with every named variant, has
+/// an entry of the right shape.
+#[test]
+fn every_row_of_kernel_api_is_covered() {
+    use Class::*;
+    let rows: &[(u32, &[&str], Class)] = &[
+        (1, &["preempt_disable"], Enter),
+        (2, &["preempt_enable"], Leave),
+        (3, &["preempt_enable_no_resched"], Leave),
+        (4, &["get_cpu"], Enter),
+        (4, &["put_cpu"], Leave),
+        (5, &["get_cpu_ptr", "get_cpu_var"], Enter),
+        (5, &["put_cpu_ptr", "put_cpu_var"], Leave),
+        (6, &["migrate_disable", "migrate_enable"], Any),
+        (7, &["local_bh_disable"], Enter),
+        (7, &["local_bh_enable"], Leave),
+        (8, &["local_irq_disable"], Enter),
+        (8, &["local_irq_enable"], Leave),
+        (9, &["local_irq_save"], Enter),
+        (9, &["local_irq_restore"], Leave),
+        (10, &["local_interrupt_disable"], Enter),
+        (10, &["local_interrupt_enable"], Leave),
+        (11, &["rcu_read_lock"], Enter),
+        (11, &["rcu_read_unlock"], Leave),
+        (12, &["rcu_read_lock_bh"], Enter),
+        (12, &["rcu_read_unlock_bh"], Leave),
+        (13, &["rcu_read_lock_sched"], Enter),
+        (13, &["rcu_read_unlock_sched"], Leave),
+        (14, &["srcu_read_lock", "srcu_read_unlock"], Any),
+        (15, &["local_lock"], Enter),
+        (15, &["local_unlock"], Leave),
+        (16, &["local_lock_irqsave"], Enter),
+        (16, &["local_unlock_irqrestore"], Leave),
+        (17, &["kmap_atomic"], Enter),
+        (17, &["kunmap_atomic"], Leave),
+        (18, &["pagefault_disable", "pagefault_enable"], Any),
+        (19, &["in_atomic", "irqs_disabled", "preempt_count"], Any),
+        (20, &["might_sleep"], Sleeps),
+        (21, &["__might_sleep", "__might_resched"], Sleeps),
+        (22, &["might_fault"], Sleeps),
+        (24, &["spin_lock"], Enter),
+        (24, &["spin_unlock"], Leave),
+        (25, &["spin_lock_irq"], Enter),
+        (25, &["spin_unlock_irq"], Leave),
+        (26, &["spin_lock_irqsave"], Enter),
+        (26, &["spin_unlock_irqrestore"], Leave),
+        (27, &["spin_lock_bh"], Enter),
+        (27, &["spin_unlock_bh"], Leave),
+        (28, &["spin_trylock"], Try),
+        (
+            29,
+            &[
+                "spin_trylock_irqsave",
+                "spin_trylock_irq",
+                "spin_trylock_bh",
+            ],
+            Try,
+        ),
+        (30, &["spin_lock_nested", "spin_lock_irqsave_nested"], Enter),
+        (31, &["spin_lock_irq_disable"], Enter),
+        (31, &["spin_unlock_irq_enable"], Leave),
+        (32, &["spin_trylock_irq_disable"], Try),
+        (33, &["raw_spin_lock"], Enter),
+        (33, &["raw_spin_unlock"], Leave),
+        (34, &["raw_spin_lock_irqsave", "raw_spin_lock_irq"], Enter),
+        (
+            34,
+            &["raw_spin_unlock_irqrestore", "raw_spin_unlock_irq"],
+            Leave,
+        ),
+        (35, &["read_lock", "write_lock"], Enter),
+        (35, &["read_unlock", "write_unlock"], Leave),
+        (
+            36,
+            &[
+                "read_lock_irqsave",
+                "read_lock_irq",
+                "read_lock_bh",
+                "write_lock_irqsave",
+                "write_lock_irq",
+                "write_lock_bh",
+            ],
+            Enter,
+        ),
+        (
+            36,
+            &[
+                "read_unlock_irqrestore",
+                "read_unlock_irq",
+                "read_unlock_bh",
+                "write_unlock_irqrestore",
+                "write_unlock_irq",
+                "write_unlock_bh",
+            ],
+            Leave,
+        ),
+        (
+            37,
+            &["write_seqlock", "write_seqlock_irqsave", "write_seqlock_bh"],
+            Enter,
+        ),
+        (
+            37,
+            &[
+                "write_sequnlock",
+                "write_sequnlock_irqrestore",
+                "write_sequnlock_bh",
+            ],
+            Leave,
+        ),
+        (38, &["bit_spin_lock"], Enter),
+        (38, &["bit_spin_unlock"], Leave),
+        (39, &["xa_lock", "xa_lock_irq", "xa_lock_bh"], Enter),
+        (39, &["xa_unlock", "xa_unlock_irq", "xa_unlock_bh"], Leave),
+        (40, &["atomic_dec_and_lock", "refcount_dec_and_lock"], Try),
+        (41, &["lockdep_assert_held"], Any),
+        (42, &["mutex_lock", "mutex_unlock"], Sleeps),
+        (
+            43,
+            &["mutex_lock_interruptible", "mutex_lock_killable"],
+            Sleeps,
+        ),
+        (44, &["mutex_trylock"], Try),
+        (45, &["mutex_lock_nested", "mutex_lock_io"], Sleeps),
+        (46, &["down"], Sleeps),
+        (46, &["up"], Any),
+        (
+            47,
+            &["down_interruptible", "down_killable", "down_timeout"],
+            Sleeps,
+        ),
+        (47, &["down_trylock"], Try),
+        (
+            48,
+            &["down_read", "up_read", "down_write", "up_write"],
+            Sleeps,
+        ),
+        (49, &["down_read_trylock", "down_write_trylock"], Try),
+        (50, &["rt_mutex_lock", "rt_mutex_unlock"], Sleeps),
+        (51, &["ww_mutex_lock", "ww_mutex_unlock"], Sleeps),
+        (
+            52,
+            &["percpu_down_read", "percpu_up_read", "percpu_down_write"],
+            Sleeps,
+        ),
+        (
+            53,
+            &["mmap_read_lock", "mmap_read_unlock", "mmap_write_lock"],
+            Sleeps,
+        ),
+        (54, &["lock_sock", "release_sock"], Sleeps),
+        (55, &["i2c_transfer"], Sleeps),
+        (56, &["schedule"], Sleeps),
+        (
+            57,
+            &[
+                "schedule_timeout",
+                "schedule_timeout_interruptible",
+                "schedule_timeout_uninterruptible",
+                "schedule_timeout_killable",
+            ],
+            Sleeps,
+        ),
+        (58, &["io_schedule", "io_schedule_timeout"], Sleeps),
+        (59, &["cond_resched", "__cond_resched"], Sleeps),
+        (60, &["msleep", "msleep_interruptible", "ssleep"], Sleeps),
+        (61, &["usleep_range", "usleep_range_state"], Sleeps),
+        (62, &["fsleep"], Sleeps),
+        (63, &["udelay", "ndelay", "mdelay"], Any),
+        (
+            64,
+            &[
+                "wait_event",
+                "wait_event_interruptible",
+                "wait_event_timeout",
+                "wait_event_killable",
+            ],
+            Sleeps,
+        ),
+        (
+            65,
+            &[
+                "wait_for_completion",
+                "wait_for_completion_timeout",
+                "wait_for_completion_interruptible",
+                "wait_for_completion_killable",
+            ],
+            Sleeps,
+        ),
+        (66, &["complete", "complete_all"], Any),
+        (67, &["__wake_up", "wake_up", "wake_up_process"], Any),
+        (
+            68,
+            &[
+                "prepare_to_wait",
+                "prepare_to_wait_exclusive",
+                "finish_wait",
+            ],
+            Any,
+        ),
+        (69, &["kthread_stop"], Sleeps),
+        (70, &["kthread_create_on_node", "kthread_run"], Sleeps),
+        (
+            71,
+            &[
+                "kmalloc",
+                "kzalloc",
+                "kcalloc",
+                "kmalloc_array",
+                "krealloc",
+                "krealloc_node_align",
+                "kmem_cache_alloc",
+            ],
+            Gfp,
+        ),
+        (72, &["alloc_pages", "__get_free_pages"], Gfp),
+        (73, &["vmalloc", "vzalloc"], Sleeps),
+        (73, &["vrealloc", "__vmalloc_node_range"], Gfp),
+        (74, &["kvmalloc", "kvrealloc"], Gfp),
+        (75, &["kfree", "kmem_cache_free", "__free_pages"], Any),
+        (76, &["vfree", "kvfree"], Sleeps),
+        (77, &["dma_alloc_coherent", "dma_alloc_attrs"], Gfp),
+        (
+            78,
+            &[
+                "copy_from_user",
+                "copy_to_user",
+                "_copy_from_user",
+                "_copy_to_user",
+            ],
+            Sleeps,
+        ),
+        (
+            79,
+            &["get_user", "put_user", "strncpy_from_user", "clear_user"],
+            Sleeps,
+        ),
+        (
+            80,
+            &["synchronize_rcu", "synchronize_rcu_expedited"],
+            Sleeps,
+        ),
+        (81, &["rcu_barrier"], Sleeps),
+        (
+            82,
+            &[
+                "synchronize_srcu",
+                "synchronize_srcu_expedited",
+                "cleanup_srcu_struct",
+            ],
+            Sleeps,
+        ),
+        (83, &["call_rcu", "kfree_rcu"], Any),
+        (84, &["kfree_rcu_mightsleep"], Sleeps),
+        (85, &["synchronize_irq"], Sleeps),
+        (86, &["disable_irq"], Sleeps),
+        (86, &["disable_irq_nosync"], Any),
+        (
+            87,
+            &["free_irq", "request_irq", "request_threaded_irq"],
+            Sleeps,
+        ),
+        (88, &["enable_irq"], Any),
+        (
+            89,
+            &[
+                "queue_work_on",
+                "queue_delayed_work_on",
+                "schedule_work",
+                "mod_delayed_work",
+            ],
+            Any,
+        ),
+        (90, &["flush_work", "flush_delayed_work"], Sleeps),
+        (
+            91,
+            &["cancel_work_sync", "cancel_delayed_work_sync"],
+            Sleeps,
+        ),
+        (92, &["flush_workqueue", "destroy_workqueue"], Sleeps),
+        (93, &["timer_delete_sync", "del_timer_sync"], Any),
+        (94, &["hrtimer_cancel"], Any),
+        (95, &["mmput"], Sleeps),
+        (
+            96,
+            &[
+                "mmput_async",
+                "mmdrop",
+                "fput",
+                "put_task_struct",
+                "put_cred",
+            ],
+            Any,
+        ),
+        (
+            97,
+            &["put_device", "platform_device_put", "pci_dev_put"],
+            Sleeps,
+        ),
+        (
+            98,
+            &[
+                "clk_prepare",
+                "clk_prepare_enable",
+                "clk_unprepare",
+                "clk_get",
+                "clk_put",
+                "clk_get_rate",
+            ],
+            Sleeps,
+        ),
+        (99, &["clk_enable", "clk_disable"], Any),
+        (100, &["regulator_enable", "regulator_disable"], Sleeps),
+        (101, &["gpiod_set_value_cansleep"], Sleeps),
+        (101, &["gpiod_set_value"], Any),
+        (102, &["ioremap", "iounmap"], Sleeps),
+        (102, &["readl", "writel"], Any),
+        (103, &["printk", "_printk", "_dev_printk"], Any),
+    ];
+    let spec = Spec::builtin_kernel();
+    let mut covered = std::collections::BTreeSet::new();
+    for (row, names, expected) in rows {
+        for name in *names {
+            let Some(s) = spec.lookup(name) else {
+                panic!("row {row}: `{name}` is not in the spec")
+            };
+            assert_eq!(class(s), *expected, "row {row}: `{name}`");
+            // Wrapped by a Rust helper, the same entry applies.
+            assert_eq!(spec.lookup(&format!("rust_helper_{name}")), Some(s));
+        }
+        covered.insert(*row);
+    }
+    // Row 23 (`cant_sleep`) expects 1.., which no class above has.
+    assert_eq!(
+        spec.lookup("__cant_sleep").map(|s| s.expect),
+        Some(range("1.."))
+    );
+    assert_eq!(
+        spec.lookup("cant_sleep").map(|s| s.expect),
+        Some(range("1.."))
+    );
+    covered.insert(23);
+    assert_eq!(covered, (1..=103).collect());
+}
+
+#[test]
+fn lock_effects_and_flags() {
+    let spec = Spec::builtin_kernel();
+    let lock = |name: &str| spec.lookup(name).and_then(|s| s.lock);
+    assert_eq!(
+        lock("spin_lock"),
+        Some(LockEffect {
+            op: LockOp::Acquire,
+            arg: Some(0),
+            kind: LockKind::Spin
+        })
+    );
+    assert_eq!(
+        lock("spin_unlock_irqrestore"),
+        Some(LockEffect {
+            op: LockOp::Release,
+            arg: Some(0),
+            kind: LockKind::SpinIrq
+        })
+    );
+    assert_eq!(
+        lock("rcu_read_lock"),
+        Some(LockEffect {
+            op: LockOp::Acquire,
+            arg: None,
+            kind: LockKind::Rcu
+        })
+    );
+    let try_op = |name: &str| match lock(name) {
+        Some(LockEffect {
+            op: LockOp::TryAcquire { success },
+            ..
+        }) => success,
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(try_op("spin_trylock"), TrySuccess::ReturnsNonZero);
+    assert_eq!(try_op("mutex_lock_interruptible"), TrySuccess::ReturnsZero);
+    assert_eq!(try_op("down_trylock"), TrySuccess::ReturnsZero);
+    assert_eq!(lock("atomic_dec_and_lock").and_then(|l| l.arg), Some(1));
+    assert_eq!(lock("bit_spin_lock").and_then(|l| l.arg), Some(1));
+    // Trylocks never adjust (see the crate docs).
+    for (name, s) in spec.iter() {
+        if let Some(LockEffect {
+            op: LockOp::TryAcquire { .. },
+            ..
+        }) = s.lock
+        {
+            assert_eq!(s.adjust, 0, "{name}");
+        }
+    }
+
+    let flag = |name: &str| spec.lookup(name).and_then(|s| s.sleeps_if_flag.clone());
+    let reclaim = |arg| Some(FlagCondition { arg, mask: 0x400 });
+    assert_eq!(flag("kmalloc"), reclaim(1));
+    assert_eq!(flag("krealloc"), reclaim(2));
+    assert_eq!(flag("kvmalloc"), reclaim(1));
+    assert_eq!(flag("alloc_pages"), reclaim(0));
+    assert_eq!(flag("__get_free_pages"), reclaim(0));
+    assert_eq!(flag("dma_alloc_coherent"), reclaim(3));
+    assert_eq!(flag("kmem_cache_alloc"), reclaim(1));
+    assert_eq!(flag("vmalloc"), None);
+    for name in [
+        "krealloc_node_align",
+        "vrealloc_node_align",
+        "kvrealloc_node_align",
+    ] {
+        assert_eq!(flag(&format!("rust_helper_{name}")), reclaim(3), "{name}");
+    }
+    let zero = |name: &str| spec.lookup(name).and_then(|s| s.sleeps_if_zero);
+    assert_eq!(zero("vrealloc_node_align"), Some(1));
+    assert_eq!(zero("kvrealloc_node_align"), Some(1));
+    assert_eq!(zero("krealloc_node_align"), None);
+}
+
+#[test]
+fn lookup_order() {
+    let spec = Spec::builtin_kernel();
+    // Exact.
+    assert_eq!(
+        spec.lookup_entry("spin_lock").map(|e| e.0),
+        Some("spin_lock")
+    );
+    // `rust_helper_` stripped.
+    assert_eq!(
+        spec.lookup_entry("rust_helper_spin_lock").map(|e| e.0),
+        Some("spin_lock")
+    );
+    // Globs, on the stripped name too.
+    assert_eq!(
+        spec.lookup_entry("clk_bulk_enable").map(|e| e.0),
+        Some("clk_*")
+    );
+    assert_eq!(
+        spec.lookup_entry("rust_helper_clk_bulk_enable")
+            .map(|e| e.0),
+        Some("clk_*")
+    );
+    assert_eq!(
+        spec.lookup_entry("__rust_minimal_init").map(|e| e.0),
+        Some("__*_init")
+    );
+    assert_eq!(
+        spec.lookup_entry("__my_module_exit").map(|e| e.0),
+        Some("__*_exit")
+    );
+    assert_eq!(
+        spec.lookup_entry("llvm.memcpy.p0.p0.i64").map(|e| e.0),
+        Some("llvm.*")
+    );
+    assert_eq!(
+        spec.lookup_entry("_RNvCs1QLEhZ2QfLZ_7___rustc12___rust_alloc")
+            .map(|e| e.0),
+        Some("*__rust_alloc")
+    );
+    assert_eq!(
+        spec.lookup_entry("_RNvCs1QLEhZ2QfLZ_7___rustc14___rust_dealloc")
+            .map(|e| e.0),
+        Some("*__rust_dealloc")
+    );
+    // An exact name beats a glob that also matches.
+    assert_eq!(
+        spec.lookup_entry("clk_enable").map(|e| e.0),
+        Some("clk_enable")
+    );
+    assert_eq!(
+        spec.lookup("clk_enable").map(|s| s.expect),
+        Some(ExpectRange::TOP)
+    );
+    assert_eq!(
+        spec.lookup_entry("__spin_lock_init").map(|e| e.0),
+        Some("__spin_lock_init")
+    );
+    // Unknown.
+    assert_eq!(spec.lookup("some_driver_function"), None);
+    assert_eq!(spec.lookup("rust_helper_"), None);
+    assert_eq!(spec.lookup(""), None);
+}
+
+#[test]
+fn globs() {
+    assert!(glob_match("clk_*", "clk_"));
+    assert!(glob_match("__*_init", "__a_init"));
+    assert!(glob_match("__*_init", "__a_init_b_init"));
+    assert!(!glob_match("__*_init", "__a_init_b"));
+    assert!(glob_match("*a*b*", "xxaxxbxx"));
+    assert!(!glob_match("*a*b", "ba"));
+    assert!(glob_match("**", ""));
+    assert!(!glob_match("x", ""));
+    assert!(glob_match("é*", "éé"));
+}
+
+#[test]
+fn defaults_and_doc_example() {
+    let spec = Spec::parse(
+        r#"
+[fn.spin_lock]
+adjust = 1
+expect = "0.."
+lock = { op = "acquire", arg = 0, kind = "spin" }
+note = "takes a spinlock: disables preemption"
+
+[fn.kmalloc]
+expect = "0.."
+sleeps_if_flag = { arg = 1, mask = 0x400 }   # __GFP_DIRECT_RECLAIM
+
+[fn.msleep]
+expect = "0"
+
+[fn.nothing]
+
+[fn]
+mutex_trylock = { lock = { op = "try_acquire", arg = 0, kind = "mutex" } }
+"my_*" = { expect = "1.." }
+"#,
+        "doc",
+    )
+    .unwrap();
+    assert_eq!(spec.len(), 6);
+    assert_eq!(spec.lookup("nothing"), Some(&FnSpec::default()));
+    assert_eq!(
+        spec.lookup("spin_lock").map(|s| (s.adjust, s.expect)),
+        Some((1, ExpectRange::TOP))
+    );
+    assert_eq!(spec.lookup("msleep").map(|s| s.expect), Some(range("0")));
+    assert_eq!(
+        spec.lookup("my_thing").map(|s| s.expect),
+        Some(range("1.."))
+    );
+    assert_eq!(
+        spec.lookup("mutex_trylock")
+            .and_then(|s| s.lock)
+            .map(|l| l.op),
+        Some(LockOp::TryAcquire {
+            success: TrySuccess::ReturnsNonZero
+        })
+    );
+    assert!(Spec::parse("", "empty").unwrap().is_empty());
+}
+
+#[test]
+fn extend_overrides() {
+    let mut spec = Spec::builtin_kernel();
+    let before = spec.len();
+    let user = Spec::parse(
+        r#"
+[fn]
+# A kernel where __GFP_DIRECT_RECLAIM moved.
+kmalloc = { expect = "0..", sleeps_if_flag = { arg = 1, mask = 0x800 } }
+my_driver_sleep = { expect = "0" }
+"clk_*" = { expect = "0.." }
+"#,
+        "user.toml",
+    )
+    .unwrap();
+    spec.extend(user);
+    assert_eq!(spec.len(), before + 1);
+    assert_eq!(
+        spec.lookup("kmalloc")
+            .and_then(|s| s.sleeps_if_flag.clone()),
+        Some(FlagCondition {
+            arg: 1,
+            mask: 0x800
+        })
+    );
+    assert_eq!(spec.lookup("kmalloc").and_then(|s| s.note.clone()), None);
+    assert_eq!(
+        spec.lookup("my_driver_sleep").map(|s| s.expect),
+        Some(range("0"))
+    );
+    assert_eq!(
+        spec.lookup("clk_bulk_get").map(|s| s.expect),
+        Some(ExpectRange::TOP)
+    );
+    // Untouched entries stay.
+    assert_eq!(spec.lookup("spin_lock").map(|s| s.adjust), Some(1));
+}
+
+#[test]
+fn load_reports_the_path() {
+    let dir = std::env::temp_dir().join(format!("spec-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(&good, "[fn.x]\nexpect = \"0\"\n").unwrap();
+    assert_eq!(
+        Spec::load(&good).unwrap().lookup("x").map(|s| s.expect),
+        Some(range("0"))
+    );
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[fn.x]\nexpect = \"zero\"\n").unwrap();
+    let e = Spec::load(&bad).unwrap_err();
+    assert_eq!(
+        (e.origin.as_str(), e.line, e.col),
+        (bad.to_str().unwrap(), 2, 10)
+    );
+    let missing = Spec::load(&dir.join("missing.toml")).unwrap_err();
+    assert_eq!(missing.line, 0);
+    assert!(missing.to_string().starts_with(&format!(
+        "{}: cannot read the spec file: ",
+        dir.join("missing.toml").display()
+    )));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn error_unknown_key() {
+    insta::assert_snapshot!(parse_err("[fn.spin_lock]\nadjust = 1\nadjst = 2\n"));
+}
+
+#[test]
+fn error_unknown_top_level_key() {
+    insta::assert_snapshot!(parse_err("[function.spin_lock]\nadjust = 1\n"));
+}
+
+#[test]
+fn error_unknown_key_in_lock() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_lock]\nlock = { op = \"acquire\", arg = 0, kind = \"spin\", class = \"x\" }\n"
+    ));
+}
+
+#[test]
+fn error_bad_range() {
+    insta::assert_snapshot!(parse_err("[fn.msleep]\nexpect = \"zero\"\n"));
+}
+
+#[test]
+fn error_empty_range() {
+    insta::assert_snapshot!(parse_err("[fn]\nmsleep = { expect = \"2..1\" }\n"));
+}
+
+#[test]
+fn error_unsatisfiable_range() {
+    insta::assert_snapshot!(parse_err("[fn.msleep]\nexpect = \"unsatisfiable\"\n"));
+}
+
+#[test]
+fn error_bad_kind() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_lock]\nadjust = 1\nlock = { op = \"acquire\", arg = 0, kind = \"spinlock\" }\n"
+    ));
+}
+
+#[test]
+fn error_bad_op() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_lock]\nlock = { op = \"take\", arg = 0, kind = \"spin\" }\n"
+    ));
+}
+
+#[test]
+fn error_missing_lock_arg() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_lock]\nlock = { op = \"acquire\", kind = \"spin\" }\n"
+    ));
+}
+
+#[test]
+fn error_global_lock_with_arg() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.rcu_read_lock]\nlock = { op = \"acquire\", arg = 0, kind = \"rcu\" }\n"
+    ));
+}
+
+#[test]
+fn error_success_without_try() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_lock]\nlock = { op = \"acquire\", arg = 0, kind = \"spin\", success = \"zero\" }\n"
+    ));
+}
+
+#[test]
+fn error_bad_success() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.spin_trylock]\nlock = { op = \"try_acquire\", arg = 0, kind = \"spin\", success = \"one\" }\n"
+    ));
+}
+
+#[test]
+fn error_duplicate_function() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.msleep]\nexpect = \"0\"\n\n[fn.msleep]\nexpect = \"0..\"\n"
+    ));
+}
+
+#[test]
+fn error_duplicate_function_inline() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\nmsleep = {}\nmsleep = { expect = \"0\" }\n"
+    ));
+}
+
+#[test]
+fn error_wrong_type() {
+    insta::assert_snapshot!(parse_err("[fn.spin_lock]\nadjust = \"1\"\n"));
+}
+
+#[test]
+fn error_wrong_type_expect() {
+    insta::assert_snapshot!(parse_err("[fn.msleep]\nexpect = 0\n"));
+}
+
+#[test]
+fn error_wrong_type_function() {
+    insta::assert_snapshot!(parse_err("[fn]\nmsleep = \"sleeps\"\n"));
+}
+
+#[test]
+fn error_adjust_out_of_range() {
+    insta::assert_snapshot!(parse_err("[fn.spin_lock]\nadjust = 100000\n"));
+}
+
+#[test]
+fn error_zero_mask() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.kmalloc]\nsleeps_if_flag = { arg = 1, mask = 0 }\n"
+    ));
+}
+
+#[test]
+fn error_negative_arg() {
+    insta::assert_snapshot!(parse_err(
+        "[fn.kmalloc]\nsleeps_if_flag = { arg = -1, mask = 0x400 }\n"
+    ));
+}
+
+#[test]
+fn error_bad_name() {
+    insta::assert_snapshot!(parse_err("[fn.\"spin lock\"]\nadjust = 1\n"));
+}
+
+#[test]
+fn error_toml_syntax() {
+    insta::assert_snapshot!(parse_err("[fn.spin_lock\nadjust = 1\n"));
+}
+
+#[test]
+fn error_duplicate_property() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\nmsleep.expect = \"0\"\nmsleep.expect = \"0..\"\n"
+    ));
+}
+
+#[test]
+fn error_context_in_quoted_header() {
+    insta::assert_snapshot!(parse_err("[fn.\"clk_*\"]\nexpect = 0\n"));
+}
