@@ -2,7 +2,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use preempt::{CaseCond, Source};
+use preempt::Source;
 use program::FnKind;
 
 use crate::analysis::analyse;
@@ -52,15 +52,9 @@ pub fn run(args: &SummaryArgs) -> u8 {
         };
         writeln!(out, "  kind:        {kind}")?;
         writeln!(out, "  adjustment:  {}", s.adjust_text())?;
-        for c in &s.cases {
-            match c.cond {
-                CaseCond::Always => {}
-                CaseCond::ReturnDiscr(d) => writeln!(out, "    {:+} when it returns variant with discriminant {d}", c.adjust)?,
-                CaseCond::ArgDiscr(d) => {
-                    writeln!(out, "    {:+} when the value it is called on has discriminant {d}", c.adjust)?
-                }
-                CaseCond::ReturnIs(v) => writeln!(out, "    {:+} when it returns {v}", c.adjust)?,
-                CaseCond::ReturnIsNot(v) => writeln!(out, "    {:+} when it does not return {v}", c.adjust)?,
+        if s.cases.len() > 1 {
+            for c in &s.cases {
+                writeln!(out, "    {}", c.describe())?;
             }
         }
         writeln!(out, "  expectation: {}", s.expect)?;

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use annotations::ExpectRange;
 use dataflow::Analysis;
 use kmir::{
-    AggregateKind, BlockId, Body, CrateDump, LocalId, Place, Rvalue, Statement, StatementKind, Terminator,
+    AggregateKind, Callee, BlockId, Body, CrateDump, LocalId, Place, Rvalue, Statement, StatementKind, Terminator,
     TerminatorKind,
 };
 use program::{EdgeKind, FnId, Program};
 
 use crate::facts::{Aspect, Facts, Known, PlaceKey, Resolved, Val};
 use crate::state::{Adj, Path, PcState};
-use crate::summary::{Case, CaseCond, Reason, Source, Summary};
+use crate::summary::{ArgCond, Case, Reason, RetFact, Summary};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
 /// glue or `&mut self` method was called on) after `*_1` changes, so that a
@@ -35,6 +35,11 @@ pub struct BodyAnalysis<'a> {
     /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
     pub escaped: Vec<LocalId>,
     pub summary_of: &'a (dyn Fn(FnId) -> Summary + Sync),
+    /// The variant the first argument has on entry, for one run of a
+    /// function split by it.
+    pub entry: Option<ArgCond>,
+    /// Print the fixed point (`KANALYZE_TRACE=<part of the function name>`).
+    pub trace: bool,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -49,7 +54,9 @@ impl<'a> BodyAnalysis<'a> {
         for (callee, edge) in program.callees(caller) {
             sites.entry(edge.block).or_default().push(Target { callee, kind: edge.kind });
         }
-        BodyAnalysis { dump, body, sites, escaped: escaped_locals(body), summary_of }
+        let trace = std::env::var("KANALYZE_TRACE")
+            .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
+        BodyAnalysis { dump, body, sites, escaped: escaped_locals(dump, body), summary_of, entry: None, trace }
     }
 
     fn adt_discr(&self, rvalue: &Rvalue) -> Option<u128> {
@@ -130,48 +137,69 @@ impl<'a> BodyAnalysis<'a> {
         adt.variants.get(variant as usize).map(|v| v.discr)
     }
 
-    /// The discriminant of the value a callee's first argument points to.
-    fn arg0_pointee(&self, facts: &Facts, terminator: &TerminatorKind) -> Option<Resolved> {
+    /// The place a callee's first argument points to (a drop's place).
+    fn arg0_pointee(&self, facts: &Facts, terminator: &TerminatorKind) -> Option<PlaceKey> {
         match terminator {
-            TerminatorKind::Drop { place, .. } => {
-                PlaceKey::of(place).map(|k| facts.resolve(&k, Aspect::Discr))
-            }
-            TerminatorKind::Call { args, .. } => {
-                let target = facts.pointee(args.first()?)?;
-                Some(facts.resolve(&target, Aspect::Discr))
-            }
+            TerminatorKind::Drop { place, .. } => PlaceKey::of(place),
+            TerminatorKind::Call { args, .. } => facts.pointee(args.first()?),
+            _ => None,
+        }
+    }
+
+    /// The place a callee's first argument is moved or copied from.
+    fn arg0_place(terminator: &TerminatorKind) -> Option<PlaceKey> {
+        match terminator {
+            TerminatorKind::Call { args, .. } => match args.first()? {
+                kmir::Operand::Copy(p) | kmir::Operand::Move(p) => PlaceKey::of(p),
+                kmir::Operand::Constant(_) | kmir::Operand::RuntimeChecks(_) => None,
+            },
             _ => None,
         }
     }
 
     /// The paths after a call or drop of `targets` from `path`.
     fn call_effect(&self, path: &Path, terminator: &TerminatorKind, targets: &[Target], out: &mut PcState) {
-        let arg0 = self.arg0_pointee(&path.facts, terminator);
+        let pointee = self.arg0_pointee(&path.facts, terminator);
+        let arg0 = Self::arg0_place(terminator);
         for t in targets {
             let summary = (self.summary_of)(t.callee);
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
-                let feasible = match (case.cond, &arg0) {
-                    (CaseCond::ArgDiscr(d), Some(r)) => facts.assume(r, Some(d), &[]),
+                let feasible = match (case.when, &pointee, &arg0) {
+                    (Some(ArgCond::Pointee(d)), Some(p), _) => {
+                        let r = facts.resolve(p, Aspect::Discr);
+                        facts.assume(&r, Some(d), &[])
+                    }
+                    (Some(ArgCond::Value(d)), _, Some(p)) => {
+                        let r = facts.resolve(p, Aspect::Discr);
+                        facts.assume(&r, Some(d), &[])
+                    }
                     _ => true,
                 };
                 if !feasible {
                     continue;
                 }
+                // Where the pointee is, before the call forgets it.
+                let pointee_key = pointee.as_ref().map(|p| match facts.resolve(p, Aspect::Discr) {
+                    Resolved::Key(k, _) => k,
+                    Resolved::Const(_) => p.clone(),
+                });
                 // The callee may write anything reachable through pointers.
                 facts.forget_memory(&self.escaped);
                 match terminator {
                     TerminatorKind::Call { destination, .. } => {
                         facts.write_unknown(destination, &self.escaped);
-                        if let Some(key) = PlaceKey::of(destination) {
-                            match case.cond {
-                                CaseCond::ReturnDiscr(d) => facts.set_known(key, Aspect::Discr, d),
-                                CaseCond::ReturnIs(v) => facts.set_known(key, Aspect::Value, v),
-                                CaseCond::ReturnIsNot(v) => {
+                        if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
+                            match ret {
+                                RetFact::Discr(d) => facts.set_known(key, Aspect::Discr, d),
+                                RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),
+                                RetFact::IsNot(v) => {
                                     facts.assume(&Resolved::Key(key, Aspect::Value), None, &[v]);
                                 }
-                                CaseCond::Always | CaseCond::ArgDiscr(_) => {}
                             }
+                        }
+                        if let (Some(key), Some(p)) = (pointee_key, case.post) {
+                            facts.set_known(key, Aspect::Discr, p);
                         }
                     }
                     TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
@@ -184,7 +212,36 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The expectation a callee has at this site, given what the path knows
     /// about the arguments (a GFP flag known not to allow sleeping).
+    /// The expectation for the variants of the first argument this path
+    /// allows (all of them when it knows nothing).
+    fn variant_expect(&self, summary: &Summary, terminator: &TerminatorKind, facts: &Facts) -> ExpectRange {
+        if summary.expect_when.is_empty() {
+            return summary.expect;
+        }
+        let pointee = self.arg0_pointee(facts, terminator);
+        let arg0 = Self::arg0_place(terminator);
+        let mut e = ExpectRange::TOP;
+        let mut any = false;
+        for (when, expect) in &summary.expect_when {
+            let key = match when {
+                ArgCond::Pointee(_) => pointee.as_ref(),
+                ArgCond::Value(_) => arg0.as_ref(),
+            };
+            let d = match when {
+                ArgCond::Pointee(d) | ArgCond::Value(d) => *d,
+            };
+            let feasible = key.is_none_or(|k| facts.clone().assume(&facts.resolve(k, Aspect::Discr), Some(d), &[]));
+            if feasible {
+                e = e.intersect(expect);
+                any = true;
+            }
+        }
+        if any { e } else { summary.expect }
+    }
+
     pub fn effective_expect(&self, summary: &Summary, terminator: &TerminatorKind, facts: &Facts) -> ExpectRange {
+        let base = self.variant_expect(summary, terminator, facts);
+        let summary = &Summary { expect: base, ..summary.clone() };
         let TerminatorKind::Call { args, .. } = terminator else { return summary.expect };
         let arg = |i: u32| args.get(i as usize).and_then(|a| facts.resolve_operand(a)).and_then(|r| facts.value_of(&r));
         if let Some(cond) = &summary.sleeps_if_flag {
@@ -215,7 +272,13 @@ impl Analysis for BodyAnalysis<'_> {
     fn entry_state(&self) -> PcState {
         let mut facts = Facts::default();
         if self.body.arg_count >= 1 {
-            facts.alias_entry(ENTRY_ARG0, Val::Copy(PlaceKey { local: 1, proj: vec![crate::facts::ProjKey::Deref] }));
+            let pointee = PlaceKey { local: 1, proj: vec![crate::facts::ProjKey::Deref] };
+            facts.alias_entry(ENTRY_ARG0, Val::Copy(pointee.clone()));
+            match self.entry {
+                Some(ArgCond::Pointee(d)) => facts.set_known(pointee, Aspect::Discr, d),
+                Some(ArgCond::Value(d)) => facts.set_known(PlaceKey::local(1), Aspect::Discr, d),
+                None => {}
+            }
         }
         PcState::single(Adj::Known(0), facts)
     }
@@ -342,23 +405,116 @@ impl Analysis for BodyAnalysis<'_> {
     }
 }
 
-/// Locals whose address is taken mutably or as a raw pointer anywhere in
-/// the body: through that pointer any call may change them.
-fn escaped_locals(body: &Body) -> Vec<LocalId> {
+/// Locals whose address escapes: through a raw pointer, or a `&mut` that
+/// lives on after the statement that uses it. Calls may change them.
+///
+/// The borrow checker makes one common case safe: `_t = &mut _l` moved
+/// straight into a call whose result holds no reference (`slot.take()`,
+/// `v.push(x)`) cannot be used once the call returns, so `_l` only changes
+/// in that call (which its summary describes).
+fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
     let mut out: Vec<LocalId> = Vec::new();
+    let mut borrows: Vec<(LocalId, LocalId)> = Vec::new(); // (borrowed, holder)
     for block in &body.blocks {
         for s in &block.statements {
-            if let StatementKind::Assign { rvalue, .. } = &s.kind {
+            if let StatementKind::Assign { place, rvalue } = &s.kind {
                 match rvalue {
-                    Rvalue::Ref { mutable: true, place } | Rvalue::AddressOf { place, .. } => out.push(place.local),
+                    Rvalue::AddressOf { place: p, .. } => out.push(p.local),
+                    Rvalue::Ref { mutable: true, place: p } => {
+                        if place.projection.is_empty() {
+                            borrows.push((p.local, place.local));
+                        } else {
+                            out.push(p.local);
+                        }
+                    }
                     _ => {}
                 }
             }
         }
     }
+    for (borrowed, holder) in borrows {
+        if !consumed_by_one_call(dump, body, holder) {
+            out.push(borrowed);
+        }
+    }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Whether `local` is used exactly once, moved into a call whose result
+/// cannot hold a reference.
+fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
+    let mut uses = 0usize;
+    let mut ok = false;
+    let mentions = |p: &Place| p.local == local || p.projection.iter().any(|q| matches!(q, kmir::Projection::Index(l) if *l == local));
+    let operand_mentions = |o: &kmir::Operand| matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p));
+    for block in &body.blocks {
+        for s in &block.statements {
+            match &s.kind {
+                StatementKind::Assign { place, rvalue } => {
+                    if place.local == local && !place.projection.is_empty() {
+                        uses += 1;
+                    }
+                    uses += rvalue_mentions(rvalue, &mentions);
+                }
+                StatementKind::SetDiscriminant { place, .. } => uses += usize::from(mentions(place)),
+                StatementKind::Intrinsic { operands, .. } => uses += operands.iter().filter(|o| operand_mentions(o)).count(),
+                StatementKind::StorageLive(_) | StatementKind::StorageDead(_) => {}
+            }
+        }
+        match &block.terminator.kind {
+            TerminatorKind::Call { args, destination, .. } => {
+                for a in args {
+                    if operand_mentions(a) {
+                        uses += 1;
+                        // A result that holds a reference or pointer may keep
+                        // the borrow alive. (An ADT holding one only behind
+                        // a lifetime parameter, like `IterMut<'_, T>`, is not
+                        // seen: lifetimes are erased. A documented
+                        // approximation.)
+                        let captures = body
+                            .local(destination.local)
+                            .and_then(|l| dump.ty(l.ty))
+                            .is_none_or(|t| ["&", "*", "fn(", "dyn "].iter().any(|m| t.display.contains(m)));
+                        ok = matches!(a, kmir::Operand::Move(p) if p.local == local && p.projection.is_empty())
+                            && destination.projection.is_empty()
+                            && !captures;
+                    }
+                }
+                if let Callee::Indirect { operand, .. } = &callee_of(&block.terminator.kind)
+                    && operand_mentions(operand)
+                {
+                    uses += 1;
+                }
+            }
+            TerminatorKind::SwitchInt { discr, .. } => uses += usize::from(operand_mentions(discr)),
+            TerminatorKind::Assert { cond, .. } => uses += usize::from(operand_mentions(cond)),
+            TerminatorKind::Drop { place, .. } => uses += usize::from(mentions(place)),
+            _ => {}
+        }
+    }
+    uses == 1 && ok
+}
+
+fn callee_of(t: &TerminatorKind) -> Callee {
+    match t {
+        TerminatorKind::Call { callee, .. } => callee.clone(),
+        _ => Callee::Intrinsic { name: String::new() },
+    }
+}
+
+fn rvalue_mentions(r: &Rvalue, mentions: &dyn Fn(&Place) -> bool) -> usize {
+    let op = |o: &kmir::Operand| usize::from(matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p)));
+    match r {
+        Rvalue::Use(o) | Rvalue::UnaryOp { operand: o, .. } | Rvalue::Cast { operand: o, .. } | Rvalue::Repeat { operand: o, .. } => op(o),
+        Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } | Rvalue::Discriminant(place) | Rvalue::Len(place) | Rvalue::CopyForDeref(place) => {
+            usize::from(mentions(place))
+        }
+        Rvalue::Aggregate { operands, .. } => operands.iter().map(op).sum(),
+        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => op(lhs) + op(rhs),
+        Rvalue::ThreadLocalRef { .. } => 0,
+    }
 }
 
 /// A call or drop whose callee's expectation cannot be met.
@@ -384,15 +540,29 @@ pub struct AdjustFailure {
 }
 
 pub struct BodyOutcome {
-    pub summary: Summary,
+    pub expect: ExpectRange,
+    pub reason: Option<Reason>,
     pub violations: Vec<Violation>,
-    pub adjust_failure: Option<AdjustFailure>,
+    /// The paths reaching a return, with the return's span.
+    pub returns: Vec<(Path, kmir::Span)>,
+    /// Sites where the count changes (callee, adjustment text).
+    pub changes: Vec<(kmir::Span, FnId, String)>,
 }
 
 /// Runs the analysis of one body to its fixed point and reads the summary
 /// and the violations off it.
 pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     let results = dataflow::iterate(analysis, analysis.body);
+    if analysis.trace {
+        for (b, state) in results.entry.iter().enumerate() {
+            if results.reached[b] {
+                eprintln!("[kanalyze trace] bb{b} (entry {:?}):", analysis.entry);
+                for p in &state.paths {
+                    eprintln!("    adj {}: {:?}", p.adj, p.facts);
+                }
+            }
+        }
+    }
     let mut expect = ExpectRange::TOP;
     let mut reason: Option<Reason> = None;
     let mut violations = Vec::new();
@@ -474,82 +644,53 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
             _ => {}
         }
     });
-    let (cases, adjust_failure) = cases_at_return(&returns, changes);
-    let poisoned = adjust_failure.is_some();
-    BodyOutcome {
-        summary: Summary {
-            cases,
-            expect,
-            sleeps_if_flag: None,
-            sleeps_if_zero: None,
-            source: Source::Inferred,
-            reason,
-            poisoned,
-        },
-        violations,
-        adjust_failure,
-    }
+    BodyOutcome { expect, reason, violations, returns, changes }
 }
 
-/// The summary's cases from the paths that reach a return: one adjustment,
-/// or one per returned variant, or one per variant of `*_1` on entry.
-fn cases_at_return(
-    returns: &[(Path, kmir::Span)],
-    changes: Vec<(kmir::Span, FnId, String)>,
-) -> (Vec<Case>, Option<AdjustFailure>) {
+/// The cases of one run from the paths that reach its returns: per path,
+/// its adjustment, what it returns and what it leaves behind `*_1`. Paths
+/// that return the same way with different adjustments make the adjustment
+/// impossible to infer (`Err`).
+pub fn cases_at_return(returns: &[(Path, kmir::Span)], when: Option<ArgCond>, pointee_arg: bool) -> Result<Vec<Case>, ()> {
     if returns.is_empty() {
         // Never returns: nothing to adjust for the caller.
-        return (vec![Case { cond: CaseCond::Always, adjust: 0 }], None);
+        return Ok(vec![Case { when, ..Case::always(0) }]);
     }
-    let mut adjs: Vec<Adj> = returns.iter().map(|(p, _)| p.adj).collect();
-    adjs.sort();
-    adjs.dedup();
-    if let [Adj::Known(a)] = adjs.as_slice() {
-        return (vec![Case { cond: CaseCond::Always, adjust: *a }], None);
-    }
-    if !adjs.contains(&Adj::Top) {
-        let by = |key: &PlaceKey, cond: fn(u128) -> CaseCond| -> Option<Vec<Case>> {
-            let mut cases: Vec<Case> = Vec::new();
-            for (p, _) in returns {
-                let Adj::Known(a) = p.adj else { return None };
-                let resolved = p.facts.resolve(key, Aspect::Discr);
-                let Some(Known::Is(d)) = p.facts.value_of(&resolved) else { return None };
-                match cases.iter().find(|c| c.cond == cond(d)) {
-                    Some(c) if c.adjust != a => return None,
-                    Some(_) => {}
-                    None => cases.push(Case { cond: cond(d), adjust: a }),
-                }
-            }
-            cases.sort();
-            Some(cases)
+    let mut cases: Vec<Case> = Vec::new();
+    for (p, _) in returns {
+        let Adj::Known(adjust) = p.adj else { return Err(()) };
+        let f = &p.facts;
+        let known = |key: &PlaceKey, aspect| match f.value_of(&f.resolve(key, aspect)) {
+            Some(Known::Is(v)) => Some(v),
+            _ => None,
         };
-        if let Some(cases) = by(&PlaceKey::local(0), CaseCond::ReturnDiscr) {
-            return (cases, None);
-        }
-        if let Some(cases) = by(&PlaceKey::local(ENTRY_ARG0), CaseCond::ArgDiscr) {
-            return (cases, None);
-        }
-        // A returned integer or bool that says which way it went.
-        let mut cases: Vec<Case> = Vec::new();
-        let mut ok = true;
-        for (p, _) in returns {
-            let (Adj::Known(a), Some(Known::Is(v))) =
-                (p.adj, p.facts.value_of(&p.facts.resolve(&PlaceKey::local(0), Aspect::Value)))
-            else {
-                ok = false;
-                break;
-            };
-            match cases.iter().find(|c| c.cond == CaseCond::ReturnIs(v)) {
-                Some(c) if c.adjust != a => ok = false,
-                Some(_) => {}
-                None => cases.push(Case { cond: CaseCond::ReturnIs(v), adjust: a }),
-            }
-        }
-        if ok {
-            cases.sort();
-            return (cases, None);
+        let ret = known(&PlaceKey::local(0), Aspect::Discr)
+            .map(RetFact::Discr)
+            .or_else(|| known(&PlaceKey::local(0), Aspect::Value).map(RetFact::Is));
+        let post = if pointee_arg {
+            known(&PlaceKey { local: 1, proj: vec![crate::facts::ProjKey::Deref] }, Aspect::Discr)
+        } else {
+            None
+        };
+        let case = Case { when, ret, post, adjust };
+        if !cases.contains(&case) {
+            cases.push(case);
         }
     }
+    // Two ways of returning that a caller cannot tell apart must agree.
+    for a in &cases {
+        for b in &cases {
+            if a.adjust != b.adjust && (a.ret.is_none() || b.ret.is_none() || a.ret == b.ret) {
+                return Err(());
+            }
+        }
+    }
+    cases.sort();
+    Ok(cases)
+}
+
+/// The returns reached with each distinct adjustment, for the report.
+pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<(kmir::Span, FnId, String)>) -> AdjustFailure {
     let mut seen: Vec<Adj> = Vec::new();
     let mut shown = Vec::new();
     for (p, span) in returns {
@@ -558,12 +699,5 @@ fn cases_at_return(
             shown.push((p.adj, *span));
         }
     }
-    let first = match shown.iter().find_map(|(a, _)| match a {
-        Adj::Known(a) => Some(*a),
-        Adj::Top => None,
-    }) {
-        Some(a) => a,
-        None => 0,
-    };
-    (vec![Case { cond: CaseCond::Always, adjust: first }], Some(AdjustFailure { returns: shown, changes }))
+    AdjustFailure { returns: shown, changes }
 }

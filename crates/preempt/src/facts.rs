@@ -426,28 +426,41 @@ impl Facts {
             Rvalue::Aggregate { .. } => adt_discr(rvalue),
             _ => None,
         };
+        // What is known about the new value, for destinations that cannot
+        // hold an alias (fields, memory behind pointers).
+        let carried: Vec<(Aspect, Known)> = match &new {
+            Some(Val::Const(c)) => vec![(Aspect::Value, Known::Is(*c))],
+            Some(Val::Copy(k)) => [Aspect::Value, Aspect::Discr]
+                .into_iter()
+                .filter_map(|a| self.known.get(&(k.clone(), a)).map(|v| (a, v.clone())))
+                .collect(),
+            Some(Val::Discr(k)) => {
+                self.known.get(&(k.clone(), Aspect::Discr)).map(|v| (Aspect::Value, v.clone())).into_iter().collect()
+            }
+            _ => Vec::new(),
+        };
         let Some(key) = PlaceKey::of(place) else {
             self.forget_memory(escaped);
             return;
         };
         let key = self.normalize(&key);
         if key.has_deref() {
+            // Another pointer may alias it: everything behind pointers goes.
             self.forget_memory(escaped);
-            return;
         }
         self.forget(&key);
-        if key.proj.is_empty() {
+        if key.proj.is_empty() && !key.has_deref() {
             if let Some(v) = new {
                 // A copy of a copy names the original; never an alias chain.
                 self.vals.insert(key.local, v);
             }
-            if let Some(d) = discr {
-                self.set_known(key, Aspect::Discr, d);
+        } else {
+            for (aspect, known) in carried {
+                self.known.insert((key.clone(), aspect), known);
             }
-        } else if let Some(d) = discr {
+        }
+        if let Some(d) = discr {
             self.set_known(key, Aspect::Discr, d);
-        } else if let Some(Val::Const(c)) = new {
-            self.set_known(key, Aspect::Value, c);
         }
     }
 

@@ -22,7 +22,7 @@ use program::{EdgeKind, FnId, FnKind, IndirectKey, Program, Schedule};
 use rayon::prelude::*;
 
 pub use body::{AdjustFailure, Violation};
-pub use summary::{Case, CaseCond, Reason, Source, Summary};
+pub use summary::{ArgCond, Case, Reason, RetFact, Source, Summary};
 
 /// How often a recursive SCC is re-analysed before its adjustment is
 /// declared not inferable.
@@ -121,16 +121,16 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
             let on_success = s.adjust + 1;
             match success {
                 spec::TrySuccess::ReturnsNonZero => vec![
-                    Case { cond: CaseCond::ReturnIs(0), adjust: s.adjust },
-                    Case { cond: CaseCond::ReturnIsNot(0), adjust: on_success },
+                    Case { ret: Some(RetFact::Is(0)), ..Case::always(s.adjust) },
+                    Case { ret: Some(RetFact::IsNot(0)), ..Case::always(on_success) },
                 ],
                 spec::TrySuccess::ReturnsZero => vec![
-                    Case { cond: CaseCond::ReturnIs(0), adjust: on_success },
-                    Case { cond: CaseCond::ReturnIsNot(0), adjust: s.adjust },
+                    Case { ret: Some(RetFact::Is(0)), ..Case::always(on_success) },
+                    Case { ret: Some(RetFact::IsNot(0)), ..Case::always(s.adjust) },
                 ],
             }
         }
-        _ => vec![Case { cond: CaseCond::Always, adjust: s.adjust }],
+        _ => vec![Case::always(s.adjust)],
     }
 }
 
@@ -357,31 +357,137 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
         let source = Source::Annotation { path: d.path.clone(), unchecked: true };
         return FunctionOutcome { summary: Summary::fixed(adjust, expect, source), findings: vec![] };
     }
-    let analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, lookup);
-    let outcome = body::analyze(&analysis);
+    // A function whose first argument is (or points to) an enum is analysed
+    // once per variant of it: what it returns and leaves behind can then
+    // depend on that variant (`Option::take`, `is_some`, drop glue).
+    let split = entry_split(&krate.dump, body);
+    let runs: Vec<Option<ArgCond>> = match &split {
+        Some((pointee, variants)) => variants
+            .iter()
+            .map(|&d| Some(if *pointee { ArgCond::Pointee(d) } else { ArgCond::Value(d) }))
+            .collect(),
+        None => vec![None],
+    };
+    let mut expect = ExpectRange::TOP;
+    let mut reason = None;
+    let mut violations: Vec<Violation> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut failed: Option<body::AdjustFailure> = None;
+    let mut expect_when = Vec::new();
+    for when in runs {
+        let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, lookup);
+        analysis.entry = when;
+        let run = body::analyze(&analysis);
+        if let Some(w) = when {
+            expect_when.push((w, run.expect));
+        }
+        let next = expect.intersect(&run.expect);
+        if next != expect {
+            expect = next;
+            reason = run.reason.clone();
+        }
+        for v in run.violations {
+            if !violations.iter().any(|w| w.block == v.block && w.target.callee == v.target.callee) {
+                violations.push(v);
+            }
+        }
+        match body::cases_at_return(&run.returns, when, split.as_ref().is_some_and(|(p, _)| *p)) {
+            Ok(c) => cases.extend(c),
+            Err(()) => {
+                if failed.is_none() {
+                    failed = Some(body::failure(&run.returns, run.changes));
+                }
+            }
+        }
+    }
+    let cases = simplify(cases);
     let mut findings = Vec::new();
     let texts = findings_text::Texts { input, lookup, f };
-    for v in &outcome.violations {
+    for v in &violations {
         findings.push(texts.violation(v));
     }
-    if let Some(failure) = &outcome.adjust_failure {
+    if let Some(failure) = &failed {
         findings.push(texts.adjust_failure(failure));
     }
-    let mut summary = outcome.summary;
+    let first_adjust = failure_adjust(&failed);
+    let mut summary = Summary {
+        cases: if failed.is_some() { vec![Case::always(first_adjust)] } else { cases },
+        expect,
+        sleeps_if_flag: None,
+        sleeps_if_zero: None,
+        // Only worth keeping when the variants differ.
+        expect_when: if expect_when.iter().all(|(_, e)| *e == expect) { Vec::new() } else { expect_when },
+        source: Source::Inferred,
+        reason,
+        poisoned: failed.is_some(),
+    };
     if let Some(d) = declared {
         if !d.unchecked {
             findings.extend(texts.annotation_mismatch(&d_view(&d), &summary));
         }
         if let Some(a) = d.adjust {
-            summary.cases = vec![Case { cond: CaseCond::Always, adjust: a }];
+            summary.cases = vec![Case::always(a)];
             summary.poisoned = false;
         }
         if let Some(e) = d.expect {
             summary.expect = e;
+            summary.expect_when.clear();
         }
         summary.source = Source::Annotation { path: d.path, unchecked: d.unchecked };
     }
     FunctionOutcome { summary, findings }
+}
+
+/// Most variants a function is split by; beyond, one run for all.
+const MAX_SPLIT: usize = 8;
+
+/// Whether to split a function's analysis by the variant of its first
+/// argument: `(behind a pointer, the variants' discriminants)`.
+fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<(bool, Vec<u128>)> {
+    if body.arg_count == 0 {
+        return None;
+    }
+    let ty = body.locals.get(1)?.ty;
+    let (pointee, ty) = match &dump.ty(ty)?.kind {
+        kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => (true, *pointee),
+        _ => (false, ty),
+    };
+    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else { return None };
+    let adt = dump.adts.iter().find(|a| &a.path == path)?;
+    if adt.kind != kmir::AdtKind::Enum || adt.variants.len() < 2 || adt.variants.len() > MAX_SPLIT {
+        return None;
+    }
+    Some((pointee, adt.variants.iter().map(|v| v.discr).collect()))
+}
+
+/// Drops what callers cannot use: the per-variant split when every variant
+/// behaves the same, and duplicate cases.
+fn simplify(mut cases: Vec<Case>) -> Vec<Case> {
+    cases.sort();
+    cases.dedup();
+    let informative = cases.iter().any(|c| c.ret.is_some() || c.post.is_some());
+    let uniform = cases.windows(2).all(|w| w[0].adjust == w[1].adjust);
+    if uniform && !informative {
+        return vec![Case::always(cases.first().map_or(0, |c| c.adjust))];
+    }
+    // The same outcome for every variant: the condition says nothing.
+    let outcomes: Vec<(Option<RetFact>, Option<u128>, i32)> = cases.iter().map(|c| (c.ret, c.post, c.adjust)).collect();
+    if outcomes.windows(2).all(|w| w[0] == w[1]) {
+        return vec![Case { when: None, ..cases[0] }];
+    }
+    cases
+}
+
+fn failure_adjust(failed: &Option<body::AdjustFailure>) -> i32 {
+    failed
+        .as_ref()
+        .and_then(|f| {
+            f.returns.iter().find_map(|(a, _)| match a {
+                state::Adj::Known(a) => Some(*a),
+                state::Adj::Top => None,
+            })
+        })
+        .unwrap_or(0)
 }
 
 /// What the text helpers need to know about a declaration.

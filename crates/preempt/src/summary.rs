@@ -5,25 +5,59 @@
 use annotations::ExpectRange;
 use program::{EdgeKind, FnId};
 
-/// When a case of a summary applies.
+/// A condition on the first argument at entry: the discriminant of the
+/// enum it points to (`&mut self` methods, drop glue) or is (by value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CaseCond {
-    Always,
-    /// The returned enum has this discriminant (`try_lock` returning `Some`).
-    ReturnDiscr(u128),
-    /// The enum behind the first argument had this discriminant on entry
-    /// (the drop glue of `Option<Guard>`).
-    ArgDiscr(u128),
-    /// The returned integer is this value (`spin_trylock` returning 0).
-    ReturnIs(u128),
-    /// The returned integer is not this value (`spin_trylock` succeeding).
-    ReturnIsNot(u128),
+pub enum ArgCond {
+    Pointee(u128),
+    Value(u128),
 }
 
+/// What is known about the returned value on a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RetFact {
+    /// The returned enum has this discriminant (`try_lock` returning `Some`).
+    Discr(u128),
+    /// The returned integer is this value (`spin_trylock` returning 0).
+    Is(u128),
+    /// The returned integer is not this value (`spin_trylock` succeeding).
+    IsNot(u128),
+}
+
+/// One way a call can go: under `when`, the count moves by `adjust`, the
+/// result satisfies `ret`, and the enum behind the first argument is left
+/// with discriminant `post` (`Option::take` leaves `None`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Case {
-    pub cond: CaseCond,
+    pub when: Option<ArgCond>,
+    pub ret: Option<RetFact>,
+    pub post: Option<u128>,
     pub adjust: i32,
+}
+
+impl Case {
+    pub fn always(adjust: i32) -> Case {
+        Case { when: None, ret: None, post: None, adjust }
+    }
+
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        match self.when {
+            Some(ArgCond::Pointee(d)) => parts.push(format!("when `*arg0` has discriminant {d}")),
+            Some(ArgCond::Value(d)) => parts.push(format!("when `arg0` has discriminant {d}")),
+            None => {}
+        }
+        match self.ret {
+            Some(RetFact::Discr(d)) => parts.push(format!("returns discriminant {d}")),
+            Some(RetFact::Is(v)) => parts.push(format!("returns {v}")),
+            Some(RetFact::IsNot(v)) => parts.push(format!("returns other than {v}")),
+            None => {}
+        }
+        if let Some(p) = self.post {
+            parts.push(format!("leaves `*arg0` with discriminant {p}"));
+        }
+        if parts.is_empty() { format!("{:+}", self.adjust) } else { format!("{:+} ({})", self.adjust, parts.join(", ")) }
+    }
 }
 
 /// Where a summary comes from; shown by `kanalyze summary`.
@@ -69,6 +103,10 @@ pub struct Summary {
     /// From the spec: the call sleeps only if this argument is zero (a
     /// reallocation to size 0 frees, and `vfree` may sleep).
     pub sleeps_if_zero: Option<u32>,
+    /// For a function analysed once per variant of its first argument: the
+    /// expectation of each variant (`expect` is their intersection). A
+    /// caller that knows the variant needs only that one.
+    pub expect_when: Vec<(ArgCond, ExpectRange)>,
     pub source: Source,
     pub reason: Option<Reason>,
     /// Inference failed and was reported: callers use the summary without
@@ -79,10 +117,11 @@ pub struct Summary {
 impl Summary {
     pub fn fixed(adjust: i32, expect: ExpectRange, source: Source) -> Summary {
         Summary {
-            cases: vec![Case { cond: CaseCond::Always, adjust }],
+            cases: vec![Case::always(adjust)],
             expect,
             sleeps_if_flag: None,
             sleeps_if_zero: None,
+            expect_when: Vec::new(),
             source,
             reason: None,
             poisoned: false,
@@ -99,13 +138,6 @@ impl Summary {
         Summary::fixed(0, ExpectRange::exactly(0), source)
     }
 
-    /// The adjustment when it does not depend on anything.
-    pub fn adjust(&self) -> Option<i32> {
-        match self.cases.as_slice() {
-            [Case { cond: CaseCond::Always, adjust }] => Some(*adjust),
-            _ => None,
-        }
-    }
 
     /// The adjustment for every case, or `None` if they differ.
     pub fn uniform_adjust(&self) -> Option<i32> {
@@ -117,17 +149,7 @@ impl Summary {
         if let Some(a) = self.uniform_adjust() {
             return a.to_string();
         }
-        let parts: Vec<String> = self
-            .cases
-            .iter()
-            .map(|c| match c.cond {
-                CaseCond::Always => c.adjust.to_string(),
-                CaseCond::ReturnDiscr(d) => format!("{} if it returns variant #{d}", c.adjust),
-                CaseCond::ArgDiscr(d) => format!("{} if the value is variant #{d}", c.adjust),
-                CaseCond::ReturnIs(v) => format!("{} if it returns {v}", c.adjust),
-                CaseCond::ReturnIsNot(v) => format!("{} if it does not return {v}", c.adjust),
-            })
-            .collect();
-        parts.join(", ")
+        let parts: Vec<String> = self.cases.iter().map(Case::describe).collect();
+        parts.join("; ")
     }
 }
