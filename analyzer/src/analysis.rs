@@ -37,8 +37,13 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let (program, load) = input::load_program(paths)?;
-    let (annotations, errors) =
-        annotations::collect(program.crates.iter().enumerate().map(|(i, c)| (i as u32, c.dump.items.as_slice())));
+    let (annotations, errors) = annotations::collect(
+        program
+            .crates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
+    );
     let annotation_findings = errors
         .into_iter()
         .map(|(krate, e)| {
@@ -47,7 +52,10 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 annotations::Level::Warning => Severity::Warning,
             };
             let mut f = Finding::new("bad-annotation", severity, e.message.clone())
-                .at(Loc { krate, span: e.span })
+                .at(Loc {
+                    krate,
+                    span: e.span,
+                })
                 .subject(e.message.clone());
             if let Some(n) = &e.note {
                 f = f.note(Note::text(n.clone()));
@@ -58,24 +66,50 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             f
         })
         .collect();
-    let preempt = preempt::run(&preempt::Input { program: &program, annotations: &annotations, spec: &spec });
-    Some(Analysed { program, load, annotations, spec, preempt, annotation_findings })
+    let preempt = preempt::run(&preempt::Input {
+        program: &program,
+        annotations: &annotations,
+        spec: &spec,
+    });
+    Some(Analysed {
+        program,
+        load,
+        annotations,
+        spec,
+        preempt,
+        annotation_findings,
+    })
 }
 
 impl Analysed {
     /// Every finding, in a deterministic order (file, line, column, kind).
     pub fn findings(&self) -> Vec<&Finding> {
-        let mut all: Vec<&Finding> = self.annotation_findings.iter().chain(&self.preempt.findings).collect();
+        let mut all: Vec<&Finding> = self
+            .annotation_findings
+            .iter()
+            .chain(&self.preempt.findings)
+            .collect();
         let key = |f: &Finding| {
             let (file, line, col) = match f.primary {
                 Some(l) => (
-                    self.program.crates.get(l.krate as usize).and_then(|c| c.dump.file(l.span.file)).unwrap_or(""),
+                    self.program
+                        .crates
+                        .get(l.krate as usize)
+                        .and_then(|c| c.dump.file(l.span.file))
+                        .unwrap_or(""),
                     l.span.lo_line,
                     l.span.lo_col,
                 ),
                 None => ("", 0, 0),
             };
-            (file.to_string(), line, col, f.kind, f.message.clone(), f.subject.clone())
+            (
+                file.to_string(),
+                line,
+                col,
+                f.kind,
+                f.message.clone(),
+                f.subject.clone(),
+            )
         };
         all.sort_by_cached_key(|f| key(f));
         all.dedup_by(|a, b| key(a) == key(b));
@@ -83,6 +117,9 @@ impl Analysed {
     }
 
     pub fn errors(&self) -> usize {
-        self.findings().iter().filter(|f| f.severity == Severity::Error).count()
+        self.findings()
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count()
     }
 }

@@ -20,7 +20,11 @@ fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String
             .replace(repo_root().to_str().unwrap(), "$ROOT")
             .replace(dir.to_str().unwrap(), "$TMP")
     };
-    (run.status.code().unwrap_or(-1), clean(&run.stdout), clean(&run.stderr))
+    (
+        run.status.code().unwrap_or(-1),
+        clean(&run.stdout),
+        clean(&run.stderr),
+    )
 }
 
 macro_rules! ui {
@@ -74,7 +78,12 @@ fn json_output_is_stable_and_complete() {
     let (_, again, _) = check("sleep_in_atomic", "2", "json");
     let ids = |s: &str| -> Vec<String> {
         let v: serde_json::Value = serde_json::from_str(s).unwrap();
-        v["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(ids(&stdout), ids(&again));
     insta::assert_snapshot!("sleep_in_atomic_json", stdout);

@@ -38,7 +38,11 @@ pub fn run(args: &CheckArgs) -> u8 {
             return EXIT_FAILURE;
         }
     }
-    if analysed.errors() > 0 { EXIT_FINDINGS } else { EXIT_OK }
+    if analysed.errors() > 0 {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    }
 }
 
 fn text(a: &Analysed, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
@@ -60,14 +64,22 @@ fn text(a: &Analysed, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
     );
     let unknown = &a.preempt.unknown_foreign;
     if !unknown.is_empty() {
-        let shown: Vec<&str> = unknown.iter().take(UNKNOWN_SHOWN).map(String::as_str).collect();
+        let shown: Vec<&str> = unknown
+            .iter()
+            .take(UNKNOWN_SHOWN)
+            .map(String::as_str)
+            .collect();
         let more = unknown.len().saturating_sub(UNKNOWN_SHOWN);
         line.push_str(&format!(
             "; {} C function{} not in the spec, assumed to sleep: {}{}",
             unknown.len(),
             if unknown.len() == 1 { "" } else { "s" },
             shown.join(", "),
-            if more > 0 { format!(", … {more} more") } else { String::new() }
+            if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
     writeln!(out, "{line}")
@@ -95,14 +107,22 @@ fn json(a: &Analysed, out: &mut dyn Write) -> io::Result<()> {
     let count = |s| findings.iter().filter(|f| f.severity == s).count();
     let doc = JsonReport {
         version: JSON_VERSION,
-        findings: findings.iter().map(|f| report::to_json(&a.program, f)).collect(),
+        findings: findings
+            .iter()
+            .map(|f| report::to_json(&a.program, f))
+            .collect(),
         summary: JsonSummary {
             crates: a.program.crates.len(),
             bodies: a.program.stats.bodies,
             errors: count(Severity::Error),
             warnings: count(Severity::Warning),
             unknown_c_functions: a.preempt.unknown_foreign.iter().cloned().collect(),
-            skipped_inputs: a.load.skipped.iter().map(|p| p.display().to_string()).collect(),
+            skipped_inputs: a
+                .load
+                .skipped
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
         },
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

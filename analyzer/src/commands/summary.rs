@@ -19,13 +19,18 @@ pub fn run(args: &SummaryArgs) -> u8 {
         [one] => *one,
         [] => {
             Diagnostic::error(format!("no function matches `{}`", args.function))
-                .help("give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one")
+                .help(
+                    "give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one",
+                )
                 .emit();
             return EXIT_BAD_INPUT;
         }
         many => {
-            let mut d =
-                Diagnostic::error(format!("`{}` matches {} functions; be more specific", args.function, many.len()));
+            let mut d = Diagnostic::error(format!(
+                "`{}` matches {} functions; be more specific",
+                args.function,
+                many.len()
+            ));
             for f in many.iter().take(10) {
                 d = d.note(format!("`{}`", a.program.function(*f).name));
             }
@@ -44,9 +49,14 @@ pub fn run(args: &SummaryArgs) -> u8 {
             writeln!(out, "  item:        {}", f.item_path)?;
         }
         let kind = match &f.kind {
-            FnKind::Body { krate, .. } => format!("body in crate `{}`", a.program.crates[*krate as usize].dump.header.crate_name),
+            FnKind::Body { krate, .. } => format!(
+                "body in crate `{}`",
+                a.program.crates[*krate as usize].dump.header.crate_name
+            ),
             FnKind::Foreign => "C function".into(),
-            FnKind::Upstream { krate } => format!("Rust function of crate `{krate}` (not extracted)"),
+            FnKind::Upstream { krate } => {
+                format!("Rust function of crate `{krate}` (not extracted)")
+            }
             FnKind::Shim => "compiler shim without body".into(),
             FnKind::Unknown(_) => "code outside the program".into(),
         };
@@ -61,21 +71,41 @@ pub fn run(args: &SummaryArgs) -> u8 {
         let source = match &s.source {
             Source::Inferred => "inferred from its body".to_string(),
             Source::Annotation { path, unchecked } => {
-                format!("annotation on `{path}`{}", if *unchecked { " (unchecked)" } else { " (checked against the body)" })
+                format!(
+                    "annotation on `{path}`{}",
+                    if *unchecked {
+                        " (unchecked)"
+                    } else {
+                        " (checked against the body)"
+                    }
+                )
             }
             Source::Spec { name } => format!("the spec entry of `{name}`"),
-            Source::UnknownForeign => "default for C functions the spec does not describe: may sleep".into(),
-            Source::NotExtracted => "default for functions of crates that were not extracted: no constraint".into(),
-            Source::UnknownIndirect => "default for calls leaving the program through pointers: may sleep".into(),
+            Source::UnknownForeign => {
+                "default for C functions the spec does not describe: may sleep".into()
+            }
+            Source::NotExtracted => {
+                "default for functions of crates that were not extracted: no constraint".into()
+            }
+            Source::UnknownIndirect => {
+                "default for calls leaving the program through pointers: may sleep".into()
+            }
             Source::Builtin => "compiler built-in: no constraint".into(),
             Source::Recursive => "recursion without a fixed point (reported as an error)".into(),
         };
         writeln!(out, "  from:        {source}")?;
         if s.poisoned {
-            writeln!(out, "  note: inference failed for this function; see `kanalyze check`")?;
+            writeln!(
+                out,
+                "  note: inference failed for this function; see `kanalyze check`"
+            )?;
         }
         if let Some(cond) = &s.sleeps_if_flag {
-            writeln!(out, "  sleeps only if argument {} has a bit of {:#x} set (a GFP flag)", cond.arg, cond.mask)?;
+            writeln!(
+                out,
+                "  sleeps only if argument {} has a bit of {:#x} set (a GFP flag)",
+                cond.arg, cond.mask
+            )?;
         }
         if let Some(r) = &s.reason {
             writeln!(

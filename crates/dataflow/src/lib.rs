@@ -24,7 +24,13 @@ pub trait Analysis {
     /// The state on entry to the body.
     fn entry_state(&self) -> Self::Domain;
 
-    fn apply_statement(&self, state: &mut Self::Domain, statement: &Statement, block: BlockId, index: usize);
+    fn apply_statement(
+        &self,
+        state: &mut Self::Domain,
+        statement: &Statement,
+        block: BlockId,
+        index: usize,
+    );
 
     /// Applies the terminator of `block` to `state` (the state right before
     /// it) and hands the state of each outgoing edge to `propagate`. An edge
@@ -84,16 +90,23 @@ pub fn successors(block: &Block, follow_unwind: bool) -> Vec<BlockId> {
     use kmir::{TerminatorKind as T, Unwind};
     let mut v = match &block.terminator.kind {
         T::Goto { target } => vec![*target],
-        T::SwitchInt { targets, otherwise, .. } => targets.iter().map(|t| t.target).chain([*otherwise]).collect(),
+        T::SwitchInt {
+            targets, otherwise, ..
+        } => targets
+            .iter()
+            .map(|t| t.target)
+            .chain([*otherwise])
+            .collect(),
         T::Resume | T::Abort | T::Return | T::Unreachable => vec![],
         T::Drop { target, .. } | T::Assert { target, .. } => vec![*target],
         T::Call { target, .. } | T::InlineAsm { target, .. } => target.iter().copied().collect(),
     };
     if follow_unwind {
         let unwind = match &block.terminator.kind {
-            T::Drop { unwind, .. } | T::Assert { unwind, .. } | T::Call { unwind, .. } | T::InlineAsm { unwind, .. } => {
-                Some(unwind)
-            }
+            T::Drop { unwind, .. }
+            | T::Assert { unwind, .. }
+            | T::Call { unwind, .. }
+            | T::InlineAsm { unwind, .. } => Some(unwind),
             _ => None,
         };
         if let Some(Unwind::Cleanup(b)) = unwind {

@@ -39,15 +39,27 @@ pub struct Note {
 
 impl Note {
     pub fn text(text: impl Into<String>) -> Note {
-        Note { loc: None, text: text.into(), is_help: false }
+        Note {
+            loc: None,
+            text: text.into(),
+            is_help: false,
+        }
     }
 
     pub fn at(loc: Loc, text: impl Into<String>) -> Note {
-        Note { loc: Some(loc), text: text.into(), is_help: false }
+        Note {
+            loc: Some(loc),
+            text: text.into(),
+            is_help: false,
+        }
     }
 
     pub fn help(text: impl Into<String>) -> Note {
-        Note { loc: None, text: text.into(), is_help: true }
+        Note {
+            loc: None,
+            text: text.into(),
+            is_help: true,
+        }
     }
 }
 

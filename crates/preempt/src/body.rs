@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use annotations::ExpectRange;
 use dataflow::Analysis;
 use kmir::{
-    AggregateKind, Callee, BlockId, Body, CrateDump, LocalId, Place, Rvalue, Statement, StatementKind, Terminator,
-    TerminatorKind,
+    AggregateKind, BlockId, Body, Callee, CrateDump, LocalId, Place, Rvalue, Statement,
+    StatementKind, Terminator, TerminatorKind,
 };
 use program::{EdgeKind, FnId, Program};
 
@@ -52,16 +52,35 @@ impl<'a> BodyAnalysis<'a> {
     ) -> Self {
         let mut sites: HashMap<BlockId, Vec<Target>> = HashMap::new();
         for (callee, edge) in program.callees(caller) {
-            sites.entry(edge.block).or_default().push(Target { callee, kind: edge.kind });
+            sites.entry(edge.block).or_default().push(Target {
+                callee,
+                kind: edge.kind,
+            });
         }
         let trace = std::env::var("KANALYZE_TRACE")
             .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
-        BodyAnalysis { dump, body, sites, escaped: escaped_locals(dump, body), summary_of, entry: None, trace }
+        BodyAnalysis {
+            dump,
+            body,
+            sites,
+            escaped: escaped_locals(dump, body),
+            summary_of,
+            entry: None,
+            trace,
+        }
     }
 
     fn adt_discr(&self, rvalue: &Rvalue) -> Option<u128> {
-        let Rvalue::Aggregate { kind: AggregateKind::Adt { ty, variant, .. }, .. } = rvalue else { return None };
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(*ty)?.kind else { return None };
+        let Rvalue::Aggregate {
+            kind: AggregateKind::Adt { ty, variant, .. },
+            ..
+        } = rvalue
+        else {
+            return None;
+        };
+        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(*ty)?.kind else {
+            return None;
+        };
         let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
         if adt.kind != kmir::AdtKind::Enum {
             return None;
@@ -73,7 +92,10 @@ impl<'a> BodyAnalysis<'a> {
         match &statement.kind {
             StatementKind::Assign { place, rvalue } => {
                 if let Rvalue::Discriminant(p) = rvalue
-                    && let (Some(key), Some(discrs)) = (PlaceKey::of(p), self.place_ty(p).and_then(|t| self.enum_discrs(t)))
+                    && let (Some(key), Some(discrs)) = (
+                        PlaceKey::of(p),
+                        self.place_ty(p).and_then(|t| self.enum_discrs(t)),
+                    )
                 {
                     facts.set_domain(&key, discrs);
                 }
@@ -84,7 +106,13 @@ impl<'a> BodyAnalysis<'a> {
                 facts.set_discriminant(place, discr, &self.escaped);
             }
             StatementKind::StorageLive(l) | StatementKind::StorageDead(l) => {
-                facts.write_unknown(&Place { local: *l, projection: vec![] }, &self.escaped);
+                facts.write_unknown(
+                    &Place {
+                        local: *l,
+                        projection: vec![],
+                    },
+                    &self.escaped,
+                );
             }
             StatementKind::Intrinsic { name, operands } => {
                 // `copy_nonoverlapping` writes through its destination pointer.
@@ -97,7 +125,9 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The discriminant values of an enum type.
     fn enum_discrs(&self, ty: kmir::TyId) -> Option<Vec<u128>> {
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else { return None };
+        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
+            return None;
+        };
         let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
         (adt.kind == kmir::AdtKind::Enum).then(|| adt.variants.iter().map(|v| v.discr).collect())
     }
@@ -108,7 +138,9 @@ impl<'a> BodyAnalysis<'a> {
             match p {
                 kmir::Projection::Field { ty: t, .. } | kmir::Projection::OpaqueCast(t) => ty = *t,
                 kmir::Projection::Deref => match &self.dump.ty(ty)?.kind {
-                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => ty = *pointee,
+                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
+                        ty = *pointee
+                    }
                     kmir::TyKind::Adt { args, .. } => ty = *args.first()?,
                     _ => return None,
                 },
@@ -125,14 +157,18 @@ impl<'a> BodyAnalysis<'a> {
             match p {
                 kmir::Projection::Field { ty: t, .. } | kmir::Projection::OpaqueCast(t) => ty = *t,
                 kmir::Projection::Deref => match &self.dump.ty(ty)?.kind {
-                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => ty = *pointee,
+                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
+                        ty = *pointee
+                    }
                     kmir::TyKind::Adt { args, .. } => ty = *args.first()?,
                     _ => return None,
                 },
                 _ => return None,
             }
         }
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else { return None };
+        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
+            return None;
+        };
         let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
         adt.variants.get(variant as usize).map(|v| v.discr)
     }
@@ -158,7 +194,13 @@ impl<'a> BodyAnalysis<'a> {
     }
 
     /// The paths after a call or drop of `targets` from `path`.
-    fn call_effect(&self, path: &Path, terminator: &TerminatorKind, targets: &[Target], out: &mut PcState) {
+    fn call_effect(
+        &self,
+        path: &Path,
+        terminator: &TerminatorKind,
+        targets: &[Target],
+        out: &mut PcState,
+    ) {
         let pointee = self.arg0_pointee(&path.facts, terminator);
         let arg0 = Self::arg0_place(terminator);
         for t in targets {
@@ -180,10 +222,12 @@ impl<'a> BodyAnalysis<'a> {
                     continue;
                 }
                 // Where the pointee is, before the call forgets it.
-                let pointee_key = pointee.as_ref().map(|p| match facts.resolve(p, Aspect::Discr) {
-                    Resolved::Key(k, _) => k,
-                    Resolved::Const(_) => p.clone(),
-                });
+                let pointee_key = pointee
+                    .as_ref()
+                    .map(|p| match facts.resolve(p, Aspect::Discr) {
+                        Resolved::Key(k, _) => k,
+                        Resolved::Const(_) => p.clone(),
+                    });
                 // The callee may write anything reachable through pointers.
                 facts.forget_memory(&self.escaped);
                 match terminator {
@@ -205,7 +249,10 @@ impl<'a> BodyAnalysis<'a> {
                     TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
                     _ => {}
                 }
-                out.add(Path { adj: path.adj.add(case.adjust), facts });
+                out.add(Path {
+                    adj: path.adj.shifted(case.adjust),
+                    facts,
+                });
             }
         }
     }
@@ -214,7 +261,12 @@ impl<'a> BodyAnalysis<'a> {
     /// about the arguments (a GFP flag known not to allow sleeping).
     /// The expectation for the variants of the first argument this path
     /// allows (all of them when it knows nothing).
-    fn variant_expect(&self, summary: &Summary, terminator: &TerminatorKind, facts: &Facts) -> ExpectRange {
+    fn variant_expect(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
         if summary.expect_when.is_empty() {
             return summary.expect;
         }
@@ -230,7 +282,11 @@ impl<'a> BodyAnalysis<'a> {
             let d = match when {
                 ArgCond::Pointee(d) | ArgCond::Value(d) => *d,
             };
-            let feasible = key.is_none_or(|k| facts.clone().assume(&facts.resolve(k, Aspect::Discr), Some(d), &[]));
+            let feasible = key.is_none_or(|k| {
+                facts
+                    .clone()
+                    .assume(&facts.resolve(k, Aspect::Discr), Some(d), &[])
+            });
             if feasible {
                 e = e.intersect(expect);
                 any = true;
@@ -239,11 +295,25 @@ impl<'a> BodyAnalysis<'a> {
         if any { e } else { summary.expect }
     }
 
-    pub fn effective_expect(&self, summary: &Summary, terminator: &TerminatorKind, facts: &Facts) -> ExpectRange {
+    pub fn effective_expect(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
         let base = self.variant_expect(summary, terminator, facts);
-        let summary = &Summary { expect: base, ..summary.clone() };
-        let TerminatorKind::Call { args, .. } = terminator else { return summary.expect };
-        let arg = |i: u32| args.get(i as usize).and_then(|a| facts.resolve_operand(a)).and_then(|r| facts.value_of(&r));
+        let summary = &Summary {
+            expect: base,
+            ..summary.clone()
+        };
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return summary.expect;
+        };
+        let arg = |i: u32| {
+            args.get(i as usize)
+                .and_then(|a| facts.resolve_operand(a))
+                .and_then(|r| facts.value_of(&r))
+        };
         if let Some(cond) = &summary.sleeps_if_flag {
             return match arg(cond.arg) {
                 Some(Known::Is(v)) if v & u128::from(cond.mask) == 0 => summary.expect,
@@ -272,7 +342,10 @@ impl Analysis for BodyAnalysis<'_> {
     fn entry_state(&self) -> PcState {
         let mut facts = Facts::default();
         if self.body.arg_count >= 1 {
-            let pointee = PlaceKey { local: 1, proj: vec![crate::facts::ProjKey::Deref] };
+            let pointee = PlaceKey {
+                local: 1,
+                proj: vec![crate::facts::ProjKey::Deref],
+            };
             facts.alias_entry(ENTRY_ARG0, Val::Copy(pointee.clone()));
             match self.entry {
                 Some(ArgCond::Pointee(d)) => facts.set_known(pointee, Aspect::Discr, d),
@@ -283,7 +356,13 @@ impl Analysis for BodyAnalysis<'_> {
         PcState::single(Adj::Known(0), facts)
     }
 
-    fn apply_statement(&self, state: &mut PcState, statement: &Statement, _block: BlockId, _index: usize) {
+    fn apply_statement(
+        &self,
+        state: &mut PcState,
+        statement: &Statement,
+        _block: BlockId,
+        _index: usize,
+    ) {
         for p in &mut state.paths {
             self.apply_facts(&mut p.facts, statement);
         }
@@ -303,7 +382,11 @@ impl Analysis for BodyAnalysis<'_> {
     ) {
         match &terminator.kind {
             TerminatorKind::Goto { target } => propagate(*target, state),
-            TerminatorKind::SwitchInt { discr, targets, otherwise } => {
+            TerminatorKind::SwitchInt {
+                discr,
+                targets,
+                otherwise,
+            } => {
                 let values: Vec<u128> = targets.iter().map(|t| t.value).collect();
                 for t in targets {
                     let mut out = PcState::default();
@@ -356,7 +439,11 @@ impl Analysis for BodyAnalysis<'_> {
                     propagate(*target, out);
                 }
             }
-            TerminatorKind::Call { destination, target, .. } => {
+            TerminatorKind::Call {
+                destination,
+                target,
+                ..
+            } => {
                 let Some(target) = target else { return };
                 let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
                 let mut out = PcState::default();
@@ -375,7 +462,12 @@ impl Analysis for BodyAnalysis<'_> {
                     propagate(*target, out);
                 }
             }
-            TerminatorKind::Assert { cond, expected, target, .. } => {
+            TerminatorKind::Assert {
+                cond,
+                expected,
+                target,
+                ..
+            } => {
                 // Past the assert the condition held.
                 let mut out = PcState::default();
                 for p in &state.paths {
@@ -420,7 +512,10 @@ fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
             if let StatementKind::Assign { place, rvalue } = &s.kind {
                 match rvalue {
                     Rvalue::AddressOf { place: p, .. } => out.push(p.local),
-                    Rvalue::Ref { mutable: true, place: p } => {
+                    Rvalue::Ref {
+                        mutable: true,
+                        place: p,
+                    } => {
                         if place.projection.is_empty() {
                             borrows.push((p.local, place.local));
                         } else {
@@ -447,7 +542,12 @@ fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
 fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
     let mut uses = 0usize;
     let mut ok = false;
-    let mentions = |p: &Place| p.local == local || p.projection.iter().any(|q| matches!(q, kmir::Projection::Index(l) if *l == local));
+    let mentions = |p: &Place| {
+        p.local == local
+            || p.projection
+                .iter()
+                .any(|q| matches!(q, kmir::Projection::Index(l) if *l == local))
+    };
     let operand_mentions = |o: &kmir::Operand| matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p));
     for block in &body.blocks {
         for s in &block.statements {
@@ -458,13 +558,19 @@ fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
                     }
                     uses += rvalue_mentions(rvalue, &mentions);
                 }
-                StatementKind::SetDiscriminant { place, .. } => uses += usize::from(mentions(place)),
-                StatementKind::Intrinsic { operands, .. } => uses += operands.iter().filter(|o| operand_mentions(o)).count(),
+                StatementKind::SetDiscriminant { place, .. } => {
+                    uses += usize::from(mentions(place))
+                }
+                StatementKind::Intrinsic { operands, .. } => {
+                    uses += operands.iter().filter(|o| operand_mentions(o)).count()
+                }
                 StatementKind::StorageLive(_) | StatementKind::StorageDead(_) => {}
             }
         }
         match &block.terminator.kind {
-            TerminatorKind::Call { args, destination, .. } => {
+            TerminatorKind::Call {
+                args, destination, ..
+            } => {
                 for a in args {
                     if operand_mentions(a) {
                         uses += 1;
@@ -476,7 +582,11 @@ fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
                         let captures = body
                             .local(destination.local)
                             .and_then(|l| dump.ty(l.ty))
-                            .is_none_or(|t| ["&", "*", "fn(", "dyn "].iter().any(|m| t.display.contains(m)));
+                            .is_none_or(|t| {
+                                ["&", "*", "fn(", "dyn "]
+                                    .iter()
+                                    .any(|m| t.display.contains(m))
+                            });
                         ok = matches!(a, kmir::Operand::Move(p) if p.local == local && p.projection.is_empty())
                             && destination.projection.is_empty()
                             && !captures;
@@ -500,19 +610,30 @@ fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
 fn callee_of(t: &TerminatorKind) -> Callee {
     match t {
         TerminatorKind::Call { callee, .. } => callee.clone(),
-        _ => Callee::Intrinsic { name: String::new() },
+        _ => Callee::Intrinsic {
+            name: String::new(),
+        },
     }
 }
 
 fn rvalue_mentions(r: &Rvalue, mentions: &dyn Fn(&Place) -> bool) -> usize {
-    let op = |o: &kmir::Operand| usize::from(matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p)));
+    let op = |o: &kmir::Operand| {
+        usize::from(matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p)))
+    };
     match r {
-        Rvalue::Use(o) | Rvalue::UnaryOp { operand: o, .. } | Rvalue::Cast { operand: o, .. } | Rvalue::Repeat { operand: o, .. } => op(o),
-        Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } | Rvalue::Discriminant(place) | Rvalue::Len(place) | Rvalue::CopyForDeref(place) => {
-            usize::from(mentions(place))
-        }
+        Rvalue::Use(o)
+        | Rvalue::UnaryOp { operand: o, .. }
+        | Rvalue::Cast { operand: o, .. }
+        | Rvalue::Repeat { operand: o, .. } => op(o),
+        Rvalue::Ref { place, .. }
+        | Rvalue::AddressOf { place, .. }
+        | Rvalue::Discriminant(place)
+        | Rvalue::Len(place)
+        | Rvalue::CopyForDeref(place) => usize::from(mentions(place)),
         Rvalue::Aggregate { operands, .. } => operands.iter().map(op).sum(),
-        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => op(lhs) + op(rhs),
+        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
+            op(lhs) + op(rhs)
+        }
         Rvalue::ThreadLocalRef { .. } => 0,
     }
 }
@@ -568,8 +689,11 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     let mut violations = Vec::new();
     let mut returns: Vec<(Path, kmir::Span)> = Vec::new();
     let mut changes = Vec::new();
-    dataflow::visit(analysis, analysis.body, &results, |block, state, terminator| {
-        match &terminator.kind {
+    dataflow::visit(
+        analysis,
+        analysis.body,
+        &results,
+        |block, state, terminator| match &terminator.kind {
             TerminatorKind::Return => {
                 for p in &state.paths {
                     returns.push((p.clone(), terminator.span));
@@ -642,23 +766,38 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                 }
             }
             _ => {}
-        }
-    });
-    BodyOutcome { expect, reason, violations, returns, changes }
+        },
+    );
+    BodyOutcome {
+        expect,
+        reason,
+        violations,
+        returns,
+        changes,
+    }
 }
 
 /// The cases of one run from the paths that reach its returns: per path,
 /// its adjustment, what it returns and what it leaves behind `*_1`. Paths
 /// that return the same way with different adjustments make the adjustment
 /// impossible to infer (`Err`).
-pub fn cases_at_return(returns: &[(Path, kmir::Span)], when: Option<ArgCond>, pointee_arg: bool) -> Result<Vec<Case>, ()> {
+pub fn cases_at_return(
+    returns: &[(Path, kmir::Span)],
+    when: Option<ArgCond>,
+    pointee_arg: bool,
+) -> Result<Vec<Case>, ()> {
     if returns.is_empty() {
         // Never returns: nothing to adjust for the caller.
-        return Ok(vec![Case { when, ..Case::always(0) }]);
+        return Ok(vec![Case {
+            when,
+            ..Case::always(0)
+        }]);
     }
     let mut cases: Vec<Case> = Vec::new();
     for (p, _) in returns {
-        let Adj::Known(adjust) = p.adj else { return Err(()) };
+        let Adj::Known(adjust) = p.adj else {
+            return Err(());
+        };
         let f = &p.facts;
         let known = |key: &PlaceKey, aspect| match f.value_of(&f.resolve(key, aspect)) {
             Some(Known::Is(v)) => Some(v),
@@ -668,11 +807,22 @@ pub fn cases_at_return(returns: &[(Path, kmir::Span)], when: Option<ArgCond>, po
             .map(RetFact::Discr)
             .or_else(|| known(&PlaceKey::local(0), Aspect::Value).map(RetFact::Is));
         let post = if pointee_arg {
-            known(&PlaceKey { local: 1, proj: vec![crate::facts::ProjKey::Deref] }, Aspect::Discr)
+            known(
+                &PlaceKey {
+                    local: 1,
+                    proj: vec![crate::facts::ProjKey::Deref],
+                },
+                Aspect::Discr,
+            )
         } else {
             None
         };
-        let case = Case { when, ret, post, adjust };
+        let case = Case {
+            when,
+            ret,
+            post,
+            adjust,
+        };
         if !cases.contains(&case) {
             cases.push(case);
         }
@@ -690,7 +840,10 @@ pub fn cases_at_return(returns: &[(Path, kmir::Span)], when: Option<ArgCond>, po
 }
 
 /// The returns reached with each distinct adjustment, for the report.
-pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<(kmir::Span, FnId, String)>) -> AdjustFailure {
+pub fn failure(
+    returns: &[(Path, kmir::Span)],
+    changes: Vec<(kmir::Span, FnId, String)>,
+) -> AdjustFailure {
     let mut seen: Vec<Adj> = Vec::new();
     let mut shown = Vec::new();
     for (p, span) in returns {
@@ -699,5 +852,8 @@ pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<(kmir::Span, FnId, S
             shown.push((p.adj, *span));
         }
     }
-    AdjustFailure { returns: shown, changes }
+    AdjustFailure {
+        returns: shown,
+        changes,
+    }
 }

@@ -36,7 +36,10 @@ pub enum ProjKey {
 
 impl PlaceKey {
     pub fn local(local: LocalId) -> Self {
-        PlaceKey { local, proj: Vec::new() }
+        PlaceKey {
+            local,
+            proj: Vec::new(),
+        }
     }
 
     /// `None` for places through indices or slices: facts never name them.
@@ -49,12 +52,17 @@ impl PlaceKey {
                 Projection::Downcast { variant } => ProjKey::Downcast(*variant),
                 // A cast of an opaque type is the same memory.
                 Projection::OpaqueCast(_) => continue,
-                Projection::Index(_) | Projection::ConstantIndex { .. } | Projection::Subslice { .. } => {
+                Projection::Index(_)
+                | Projection::ConstantIndex { .. }
+                | Projection::Subslice { .. } => {
                     return None;
                 }
             });
         }
-        Some(PlaceKey { local: place.local, proj })
+        Some(PlaceKey {
+            local: place.local,
+            proj,
+        })
     }
 
     fn has_deref(&self) -> bool {
@@ -68,7 +76,10 @@ impl PlaceKey {
     fn with_suffix(&self, suffix: &[ProjKey]) -> PlaceKey {
         let mut proj = self.proj.clone();
         proj.extend_from_slice(suffix);
-        PlaceKey { local: self.local, proj }
+        PlaceKey {
+            local: self.local,
+            proj,
+        }
     }
 }
 
@@ -84,7 +95,12 @@ pub enum Val {
     Ref(PlaceKey),
     /// The boolean `(key.aspect == c) == eq`: a comparison with a constant,
     /// so that testing it teaches something about `key`.
-    Cmp { key: PlaceKey, aspect: Aspect, c: u128, eq: bool },
+    Cmp {
+        key: PlaceKey,
+        aspect: Aspect,
+        c: u128,
+        eq: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -133,7 +149,9 @@ impl Facts {
             match (self.vals.get(&place.local), aspect) {
                 (Some(Val::Const(c)), Aspect::Value) => return Resolved::Const(*c),
                 (Some(Val::Copy(source)), _) => return Resolved::Key(source.clone(), aspect),
-                (Some(Val::Discr(of)), Aspect::Value) => return Resolved::Key(of.clone(), Aspect::Discr),
+                (Some(Val::Discr(of)), Aspect::Value) => {
+                    return Resolved::Key(of.clone(), Aspect::Discr);
+                }
                 _ => {}
             }
             return Resolved::Key(place.clone(), aspect);
@@ -147,14 +165,18 @@ impl Facts {
                 ConstValue::Scalar(v) => Some(Resolved::Const(v)),
                 _ => None,
             },
-            Operand::Copy(p) | Operand::Move(p) => PlaceKey::of(p).map(|k| self.resolve(&k, Aspect::Value)),
+            Operand::Copy(p) | Operand::Move(p) => {
+                PlaceKey::of(p).map(|k| self.resolve(&k, Aspect::Value))
+            }
             Operand::RuntimeChecks(_) => None,
         }
     }
 
     /// The place an operand points to, if it is a tracked reference.
     pub fn pointee(&self, op: &Operand) -> Option<PlaceKey> {
-        let (Operand::Copy(p) | Operand::Move(p)) = op else { return None };
+        let (Operand::Copy(p) | Operand::Move(p)) = op else {
+            return None;
+        };
         let key = PlaceKey::of(p)?;
         if !key.proj.is_empty() {
             return None;
@@ -184,7 +206,9 @@ impl Facts {
                 {
                     return match self.known.get(&(key.clone(), *aspect)) {
                         Some(Known::Is(x)) => Some(Known::Is(u128::from((x == c) == *eq))),
-                        Some(Known::IsNot(not)) if not.contains(c) => Some(Known::Is(u128::from(!*eq))),
+                        Some(Known::IsNot(not)) if not.contains(c) => {
+                            Some(Known::Is(u128::from(!*eq)))
+                        }
                         _ => None,
                     };
                 }
@@ -199,7 +223,12 @@ impl Facts {
         // A tested comparison says something about what was compared.
         if let Resolved::Key(key, Aspect::Value) = resolved
             && key.proj.is_empty()
-            && let Some(Val::Cmp { key: of, aspect, c, eq }) = self.vals.get(&key.local).cloned()
+            && let Some(Val::Cmp {
+                key: of,
+                aspect,
+                c,
+                eq,
+            }) = self.vals.get(&key.local).cloned()
         {
             let truth = match value {
                 Some(v) => Some(v != 0),
@@ -208,8 +237,11 @@ impl Facts {
             };
             if let Some(t) = truth {
                 let target = Resolved::Key(of, aspect);
-                let feasible =
-                    if t == eq { self.assume(&target, Some(c), &[]) } else { self.assume(&target, None, &[c]) };
+                let feasible = if t == eq {
+                    self.assume(&target, Some(c), &[])
+                } else {
+                    self.assume(&target, None, &[c])
+                };
                 if !feasible {
                     return false;
                 }
@@ -246,8 +278,14 @@ impl Facts {
                         Known::IsNot(all)
                     }
                 };
-                if let (Known::IsNot(not), Aspect::Discr, Some(domain)) = (&new, aspect, self.domains.get(key)) {
-                    let left: Vec<u128> = domain.iter().filter(|d| !not.contains(d)).copied().collect();
+                if let (Known::IsNot(not), Aspect::Discr, Some(domain)) =
+                    (&new, aspect, self.domains.get(key))
+                {
+                    let left: Vec<u128> = domain
+                        .iter()
+                        .filter(|d| !not.contains(d))
+                        .copied()
+                        .collect();
                     match left.as_slice() {
                         [] => return false,
                         [only] => new = Known::Is(*only),
@@ -263,9 +301,7 @@ impl Facts {
     /// Records the discriminants the enum at `key` can have.
     pub fn set_domain(&mut self, key: &PlaceKey, discrs: Vec<u128>) {
         let key = self.normalize(key);
-        if !self.domains.contains_key(&key) {
-            self.domains.insert(key, discrs);
-        }
+        self.domains.entry(key).or_insert(discrs);
     }
 
     /// Makes pseudo-local `pseudo` an alias from the start (see
@@ -305,7 +341,12 @@ impl Facts {
                         .known
                         .iter()
                         .filter(|((k, _), _)| k.starts_with(&source))
-                        .map(|((k, a), v)| ((root.with_suffix(&k.proj[source.proj.len()..]), *a), v.clone()))
+                        .map(|((k, a), v)| {
+                            (
+                                (root.with_suffix(&k.proj[source.proj.len()..]), *a),
+                                v.clone(),
+                            )
+                        })
                         .collect();
                     self.known.extend(moved);
                     let domains: Vec<(PlaceKey, Vec<u128>)> = self
@@ -328,7 +369,8 @@ impl Facts {
                         _ => None,
                     };
                     if let Some(t) = truth {
-                        self.known.insert((root, Aspect::Value), Known::Is(u128::from(t)));
+                        self.known
+                            .insert((root, Aspect::Value), Known::Is(u128::from(t)));
                     }
                 }
                 Val::Const(_) | Val::Ref(_) => {}
@@ -344,10 +386,16 @@ impl Facts {
     /// have changed (a call, a write through a pointer).
     pub fn forget_memory(&mut self, escaped: &[LocalId]) {
         // Facts about memory behind pointers, and aliases that read it.
-        let mut behind: Vec<PlaceKey> =
-            self.known.keys().filter(|(k, _)| k.has_deref()).map(|(k, _)| k.clone()).collect();
+        let mut behind: Vec<PlaceKey> = self
+            .known
+            .keys()
+            .filter(|(k, _)| k.has_deref())
+            .map(|(k, _)| k.clone())
+            .collect();
         behind.extend(self.vals.values().filter_map(|v| match v {
-            Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => Some(k.clone()),
+            Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => {
+                Some(k.clone())
+            }
             _ => None,
         }));
         behind.sort();
@@ -386,7 +434,13 @@ impl Facts {
 
     /// `place = rvalue`. `adt_discr` gives the discriminant value of an
     /// aggregate's variant.
-    pub fn assign(&mut self, place: &Place, rvalue: &Rvalue, adt_discr: impl Fn(&Rvalue) -> Option<u128>, escaped: &[LocalId]) {
+    pub fn assign(
+        &mut self,
+        place: &Place,
+        rvalue: &Rvalue,
+        adt_discr: impl Fn(&Rvalue) -> Option<u128>,
+        escaped: &[LocalId],
+    ) {
         // What the new value is, read before the place is forgotten (the
         // right side may mention it).
         let new = match rvalue {
@@ -395,31 +449,40 @@ impl Facts {
                 _ => None,
             },
             Rvalue::Use(Operand::Copy(p) | Operand::Move(p)) | Rvalue::CopyForDeref(p) => {
-                PlaceKey::of(p).map(|k| self.resolve(&k, Aspect::Value)).map(|r| match r {
-                    Resolved::Const(c) => Val::Const(c),
-                    Resolved::Key(k, Aspect::Value) => Val::Copy(k),
-                    Resolved::Key(k, Aspect::Discr) => Val::Discr(k),
+                PlaceKey::of(p)
+                    .map(|k| self.resolve(&k, Aspect::Value))
+                    .map(|r| match r {
+                        Resolved::Const(c) => Val::Const(c),
+                        Resolved::Key(k, Aspect::Value) => Val::Copy(k),
+                        Resolved::Key(k, Aspect::Discr) => Val::Discr(k),
+                    })
+            }
+            Rvalue::Discriminant(p) => {
+                PlaceKey::of(p).and_then(|k| match self.resolve(&k, Aspect::Discr) {
+                    Resolved::Key(k, Aspect::Discr) => Some(Val::Discr(k)),
+                    _ => None,
                 })
             }
-            Rvalue::Discriminant(p) => PlaceKey::of(p).and_then(|k| match self.resolve(&k, Aspect::Discr) {
-                Resolved::Key(k, Aspect::Discr) => Some(Val::Discr(k)),
-                _ => None,
-            }),
             Rvalue::Ref { place: p, .. } | Rvalue::AddressOf { place: p, .. } => {
                 PlaceKey::of(p).map(|k| Val::Ref(self.normalize(&k)))
             }
-            Rvalue::BinaryOp { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } => {
-                match (self.resolve_operand(lhs), self.resolve_operand(rhs)) {
-                    (Some(Resolved::Key(key, aspect)), Some(Resolved::Const(c)))
-                    | (Some(Resolved::Const(c)), Some(Resolved::Key(key, aspect))) => {
-                        Some(Val::Cmp { key, aspect, c, eq: *op == BinOp::Eq })
-                    }
-                    (Some(Resolved::Const(a)), Some(Resolved::Const(b))) => {
-                        Some(Val::Const(u128::from((a == b) == (*op == BinOp::Eq))))
-                    }
-                    _ => None,
+            Rvalue::BinaryOp {
+                op: op @ (BinOp::Eq | BinOp::Ne),
+                lhs,
+                rhs,
+            } => match (self.resolve_operand(lhs), self.resolve_operand(rhs)) {
+                (Some(Resolved::Key(key, aspect)), Some(Resolved::Const(c)))
+                | (Some(Resolved::Const(c)), Some(Resolved::Key(key, aspect))) => Some(Val::Cmp {
+                    key,
+                    aspect,
+                    c,
+                    eq: *op == BinOp::Eq,
+                }),
+                (Some(Resolved::Const(a)), Some(Resolved::Const(b))) => {
+                    Some(Val::Const(u128::from((a == b) == (*op == BinOp::Eq))))
                 }
-            }
+                _ => None,
+            },
             _ => None,
         };
         let discr = match rvalue {
@@ -434,9 +497,12 @@ impl Facts {
                 .into_iter()
                 .filter_map(|a| self.known.get(&(k.clone(), a)).map(|v| (a, v.clone())))
                 .collect(),
-            Some(Val::Discr(k)) => {
-                self.known.get(&(k.clone(), Aspect::Discr)).map(|v| (Aspect::Value, v.clone())).into_iter().collect()
-            }
+            Some(Val::Discr(k)) => self
+                .known
+                .get(&(k.clone(), Aspect::Discr))
+                .map(|v| (Aspect::Value, v.clone()))
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         };
         let Some(key) = PlaceKey::of(place) else {
@@ -469,20 +535,21 @@ impl Facts {
         let before = (self.vals.len(), self.known.len());
         self.vals.retain(|l, v| other.vals.get(l) == Some(v));
         let mut changed = false;
-        self.known.retain(|slot, k| match (&*k, other.known.get(slot)) {
-            (a, Some(b)) if a == b => true,
-            (Known::IsNot(a), Some(Known::IsNot(b))) => {
-                let common: Vec<u128> = a.iter().filter(|x| b.contains(x)).copied().collect();
-                if common.is_empty() {
-                    false
-                } else {
-                    changed |= common.len() != a.len();
-                    *k = Known::IsNot(common);
-                    true
+        self.known
+            .retain(|slot, k| match (&*k, other.known.get(slot)) {
+                (a, Some(b)) if a == b => true,
+                (Known::IsNot(a), Some(Known::IsNot(b))) => {
+                    let common: Vec<u128> = a.iter().filter(|x| b.contains(x)).copied().collect();
+                    if common.is_empty() {
+                        false
+                    } else {
+                        changed |= common.len() != a.len();
+                        *k = Known::IsNot(common);
+                        true
+                    }
                 }
-            }
-            _ => false,
-        });
+                _ => false,
+            });
         changed || before != (self.vals.len(), self.known.len())
     }
 }
@@ -493,10 +560,16 @@ mod tests {
     use kmir::{Constant, TyId};
 
     fn local(l: LocalId) -> Place {
-        Place { local: l, projection: vec![] }
+        Place {
+            local: l,
+            projection: vec![],
+        }
     }
     fn konst(v: u128) -> Rvalue {
-        Rvalue::Use(Operand::Constant(Constant { ty: 0 as TyId, value: ConstValue::Scalar(v) }))
+        Rvalue::Use(Operand::Constant(Constant {
+            ty: 0 as TyId,
+            value: ConstValue::Scalar(v),
+        }))
     }
     fn copy(l: LocalId) -> Rvalue {
         Rvalue::Use(Operand::Copy(local(l)))
@@ -537,7 +610,10 @@ mod tests {
         let r = f.resolve_operand(&Operand::Move(local(5))).unwrap();
         assert_eq!(r, Resolved::Key(PlaceKey::local(3), Aspect::Discr));
         assert!(f.assume(&r, None, &[1]));
-        assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), Some(&Known::IsNot(vec![1])));
+        assert_eq!(
+            f.known(&PlaceKey::local(3), Aspect::Discr),
+            Some(&Known::IsNot(vec![1]))
+        );
         // `_3` escapes through `&mut`: a call forgets it.
         f.forget_memory(&[3]);
         assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), None);
@@ -552,8 +628,14 @@ mod tests {
         b.assign(&local(1), &konst(1), none, &[]);
         b.assign(&local(2), &konst(1), none, &[]);
         assert!(a.intersect(&b));
-        assert_eq!(a.resolve_operand(&Operand::Copy(local(1))), Some(Resolved::Const(1)));
-        assert_eq!(a.value_of(&a.resolve_operand(&Operand::Copy(local(2))).unwrap()), None);
+        assert_eq!(
+            a.resolve_operand(&Operand::Copy(local(1))),
+            Some(Resolved::Const(1))
+        );
+        assert_eq!(
+            a.value_of(&a.resolve_operand(&Operand::Copy(local(2))).unwrap()),
+            None
+        );
         assert!(!a.intersect(&b));
     }
 }

@@ -24,12 +24,19 @@ fn name(input: &Input<'_>, f: FnId) -> String {
 }
 
 fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
-    Loc { krate: krate_index(input.program, f), span }
+    Loc {
+        krate: krate_index(input.program, f),
+        span,
+    }
 }
 
 /// Notes explaining why `f` has the expectation it has, down to where it
 /// comes from: a spec entry, an annotation, a default.
-pub(crate) fn why_expects(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f: FnId) -> Vec<Note> {
+pub(crate) fn why_expects(
+    input: &Input<'_>,
+    lookup: &dyn Fn(FnId) -> Summary,
+    f: FnId,
+) -> Vec<Note> {
     let mut notes = Vec::new();
     let mut current = f;
     let mut seen = vec![f];
@@ -43,18 +50,34 @@ pub(crate) fn why_expects(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f
                 let verb = match r.kind {
                     EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
                     EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
-                    EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
+                    EdgeKind::Indirect => {
+                        format!("calls a function pointer that may be `{callee}`")
+                    }
                     EdgeKind::Call => format!("calls `{callee}`"),
                 };
                 let at = if r.adj == 0 {
                     String::new()
                 } else {
-                    format!(" with the preemption count raised by {} since its entry", r.adj)
+                    format!(
+                        " with the preemption count raised by {} since its entry",
+                        r.adj
+                    )
                 };
-                notes.push(Note::at(
-                    loc(input, current, r.span),
-                    format!("`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}", s.expect, r.callee_expect),
-                ));
+                let text = format!(
+                    "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}",
+                    s.expect, r.callee_expect
+                );
+                // Drop glue has no source of its own: its span is core's
+                // `drop_in_place`, which would only distract.
+                let is_glue = input
+                    .program
+                    .body_of(current)
+                    .is_some_and(|(_, i)| matches!(i.kind, kmir::InstanceKind::DropGlue { .. }));
+                notes.push(if is_glue {
+                    Note::text(text)
+                } else {
+                    Note::at(loc(input, current, r.span), text)
+                });
                 if seen.contains(&r.callee) {
                     break;
                 }
@@ -62,8 +85,15 @@ pub(crate) fn why_expects(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f
                 current = r.callee;
             }
             Source::Annotation { path, .. } => {
-                let span = input.annotations.get(path).and_then(|a| a.preempt.as_ref().or(a.drop_preempt.as_ref())).map(|(_, s)| *s);
-                let text = format!("`{who}` is annotated to expect the preemption count to be {}", s.expect);
+                let span = input
+                    .annotations
+                    .get(path)
+                    .and_then(|a| a.preempt.as_ref().or(a.drop_preempt.as_ref()))
+                    .map(|(_, s)| *s);
+                let text = format!(
+                    "`{who}` is annotated to expect the preemption count to be {}",
+                    s.expect
+                );
                 notes.push(match span {
                     Some(sp) => Note::at(annotation_loc(input, path, sp), text),
                     None => Note::text(text),
@@ -71,8 +101,16 @@ pub(crate) fn why_expects(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f
                 break;
             }
             Source::Spec { name: c } => {
-                let why = input.spec.lookup(c).and_then(|s| s.note.clone()).unwrap_or_default();
-                let why = if why.is_empty() { String::new() } else { format!(": {why}") };
+                let why = input
+                    .spec
+                    .lookup(c)
+                    .and_then(|s| s.note.clone())
+                    .unwrap_or_default();
+                let why = if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                };
                 notes.push(Note::text(format!(
                     "`{c}` is a C function that expects the preemption count to be {} (kernel spec{why})",
                     s.expect
@@ -115,11 +153,18 @@ impl Texts<'_, '_> {
     pub fn violation(&self, v: &Violation) -> Finding {
         let input = self.input;
         let callee = name(input, v.target.callee);
-        let what = if v.target.kind == EdgeKind::Drop { "drop" } else { "call" };
+        let what = if v.target.kind == EdgeKind::Drop {
+            "drop"
+        } else {
+            "call"
+        };
         let mut finding = Finding::new(
             "sleep-in-atomic",
             Severity::Error,
-            format!("this {what} expects the preemption count to be {}", v.callee_expect),
+            format!(
+                "this {what} expects the preemption count to be {}",
+                v.callee_expect
+            ),
         )
         .at(loc(input, self.f, v.span))
         .label(match v.target.kind {
@@ -140,13 +185,19 @@ impl Texts<'_, '_> {
             .program
             .callees(self.f)
             .into_iter()
-            .filter(|(g, e)| e.block != v.block && (self.lookup)(*g).uniform_adjust().is_some_and(|a| a > 0))
+            .filter(|(g, e)| {
+                e.block != v.block && (self.lookup)(*g).uniform_adjust().is_some_and(|a| a > 0)
+            })
             .filter(|(_, e)| (e.span.lo_line, e.span.lo_col) <= (v.span.lo_line, v.span.lo_col))
             .take(3)
             .map(|(g, e)| {
                 Note::at(
                     loc(input, self.f, e.span),
-                    format!("the preemption count is raised by {} here by `{}`", (self.lookup)(g).adjust_text(), name(input, g)),
+                    format!(
+                        "the preemption count is raised by {} here by `{}`",
+                        (self.lookup)(g).adjust_text(),
+                        name(input, g)
+                    ),
                 )
             })
             .collect();
@@ -178,13 +229,20 @@ impl Texts<'_, '_> {
                 _ => "and ",
             };
             let text = match adj {
-                Adj::Known(a) => format!("{lead}preemption count adjustment is {a} on a path reaching this return"),
-                Adj::Top => format!("{lead}preemption count adjustment is changed in the previous iteration of the loop"),
+                Adj::Known(a) => format!(
+                    "{lead}preemption count adjustment is {a} on a path reaching this return"
+                ),
+                Adj::Top => format!(
+                    "{lead}preemption count adjustment is changed in the previous iteration of the loop"
+                ),
             };
             finding = finding.note(Note::at(loc(input, self.f, *span), text));
         }
         for (span, g, adj) in failure.changes.iter().take(6) {
-            finding = finding.note(Note::at(loc(input, self.f, *span), format!("`{}` adjusts the count by {adj}", name(input, *g))));
+            finding = finding.note(Note::at(
+                loc(input, self.f, *span),
+                format!("`{}` adjusts the count by {adj}", name(input, *g)),
+            ));
         }
         finding.note(Note::help(
             "release what is acquired on every path, or annotate the function with `#[klint::preempt_count(adjust = N, unchecked)]` if the imbalance is intended",
@@ -194,19 +252,34 @@ impl Texts<'_, '_> {
     pub fn annotation_mismatch(&self, d: &DeclaredView, inferred: &Summary) -> Vec<Finding> {
         let input = self.input;
         let mut out = Vec::new();
-        let subject = if d.on_trait { "trait method" } else { "function" };
+        let subject = if d.on_trait {
+            "trait method"
+        } else {
+            "function"
+        };
         let primary = if d.on_trait {
-            input.program.body_of(self.f).map(|(_, i)| i.span).unwrap_or_default()
+            input
+                .program
+                .body_of(self.f)
+                .map(|(_, i)| i.span)
+                .unwrap_or_default()
         } else {
             d.span
         };
-        let primary_loc = if d.on_trait { loc(input, self.f, primary) } else { annotation_loc(input, &d.path, primary) };
+        let primary_loc = if d.on_trait {
+            loc(input, self.f, primary)
+        } else {
+            annotation_loc(input, &d.path, primary)
+        };
         if let Some(a) = d.adjust
             && !inferred.poisoned
             && inferred.uniform_adjust() != Some(a)
         {
             let but = if d.on_trait {
-                format!("but the adjustment of this implementing function is {}", inferred.adjust_text())
+                format!(
+                    "but the adjustment of this implementing function is {}",
+                    inferred.adjust_text()
+                )
             } else {
                 format!("but the adjustment inferred is {}", inferred.adjust_text())
             };
@@ -220,7 +293,10 @@ impl Texts<'_, '_> {
             .in_function(self.f)
             .subject(format!("{} adjust", d.path));
             if d.on_trait {
-                f = f.note(Note::at(annotation_loc(input, &d.path, d.span), "the trait method is defined here"));
+                f = f.note(Note::at(
+                    annotation_loc(input, &d.path, d.span),
+                    "the trait method is defined here",
+                ));
             }
             out.push(f);
         }
@@ -228,7 +304,10 @@ impl Texts<'_, '_> {
             && !inferred.expect.contains(&e)
         {
             let but = if d.on_trait {
-                format!("but the expectation of this implementing function is {}", inferred.expect)
+                format!(
+                    "but the expectation of this implementing function is {}",
+                    inferred.expect
+                )
             } else {
                 format!("but the expectation inferred is {}", inferred.expect)
             };
@@ -242,9 +321,18 @@ impl Texts<'_, '_> {
             .in_function(self.f)
             .subject(format!("{} expect", d.path));
             if d.on_trait {
-                f = f.note(Note::at(annotation_loc(input, &d.path, d.span), "the trait method is defined here"));
+                f = f.note(Note::at(
+                    annotation_loc(input, &d.path, d.span),
+                    "the trait method is defined here",
+                ));
             }
-            let lookup = |g: FnId| if g == self.f { inferred.clone() } else { (self.lookup)(g) };
+            let lookup = |g: FnId| {
+                if g == self.f {
+                    inferred.clone()
+                } else {
+                    (self.lookup)(g)
+                }
+            };
             for n in why_expects(input, &lookup, self.f) {
                 f = f.note(n);
             }
@@ -255,7 +343,11 @@ impl Texts<'_, '_> {
 }
 
 pub(crate) fn recursion_failure(input: &Input<'_>, f: FnId, s: &Summary) -> Finding {
-    let span = input.program.body_of(f).map(|(_, i)| i.span).unwrap_or_default();
+    let span = input
+        .program
+        .body_of(f)
+        .map(|(_, i)| i.span)
+        .unwrap_or_default();
     Finding::new(
         "recursion",
         Severity::Error,
@@ -272,20 +364,31 @@ pub(crate) fn recursion_failure(input: &Input<'_>, f: FnId, s: &Summary) -> Find
     .subject(name(input, f))
 }
 
-pub(crate) fn fn_pointer(input: &Input<'_>, user: FnId, target: FnId, s: &Summary, at: Loc) -> Finding {
+pub(crate) fn fn_pointer(
+    input: &Input<'_>,
+    user: FnId,
+    target: FnId,
+    s: &Summary,
+    at: Loc,
+) -> Finding {
     Finding::new(
         "fn-pointer",
         Severity::Warning,
         "converting this function to pointer may result in preemption count rule violation",
     )
     .at(at)
-    .label(format!("`{}` is being converted to a pointer", name(input, target)))
+    .label(format!(
+        "`{}` is being converted to a pointer",
+        name(input, target)
+    ))
     .note(Note::text(format!(
         "adjustment of this function is inferred to be {} and expectation is inferred to be {}",
         s.adjust_text(),
         s.expect
     )))
-    .note(Note::text("while the adjustment for function pointers is assumed to be 0 and the expectation be 0"))
+    .note(Note::text(
+        "while the adjustment for function pointers is assumed to be 0 and the expectation be 0",
+    ))
     .in_function(user)
     .subject(name(input, target))
 }
@@ -303,7 +406,10 @@ pub(crate) fn vtable(
 ) -> Finding {
     let part = match drop_of {
         Some(ty) => format!("drop glue of `{ty}` is constructed as part of `dyn {trait_path}`"),
-        None => format!("`{}` is constructed as part of `dyn {trait_path}`", name(input, target)),
+        None => format!(
+            "`{}` is constructed as part of `dyn {trait_path}`",
+            name(input, target)
+        ),
     };
     let _ = FnKind::Shim;
     Finding::new(

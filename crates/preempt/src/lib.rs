@@ -67,11 +67,18 @@ pub fn run(input: &Input<'_>) -> Output {
         .into_iter()
         .map(|s| s.unwrap_or_else(|| Summary::neutral(Source::Builtin)))
         .collect();
-    let checks = Checks { input, summaries: &summaries };
+    let checks = Checks {
+        input,
+        summaries: &summaries,
+    };
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
     findings.extend(checks.exported());
-    Output { summaries, findings, unknown_foreign }
+    Output {
+        summaries,
+        findings,
+        unknown_foreign,
+    }
 }
 
 fn annotation_of<'a>(input: &'a Input<'_>, path: &str) -> Option<&'a (PreemptCount, kmir::Span)> {
@@ -79,54 +86,89 @@ fn annotation_of<'a>(input: &'a Input<'_>, path: &str) -> Option<&'a (PreemptCou
 }
 
 /// Summaries that do not come from a body.
-fn external_summary(input: &Input<'_>, f: &program::Function, unknown: &mut BTreeSet<String>) -> Option<Summary> {
+fn external_summary(
+    input: &Input<'_>,
+    f: &program::Function,
+    unknown: &mut BTreeSet<String>,
+) -> Option<Summary> {
     let annotated = |path: &str| {
         annotation_of(input, path).map(|(a, _)| {
             Summary::fixed(
                 a.adjust.unwrap_or(0),
                 a.expect.unwrap_or(ExpectRange::TOP),
-                Source::Annotation { path: path.to_string(), unchecked: true },
+                Source::Annotation {
+                    path: path.to_string(),
+                    unchecked: true,
+                },
             )
         })
     };
     match &f.kind {
         FnKind::Body { .. } => None,
-        FnKind::Foreign => Some(annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
-            Some(s) => Summary {
-                cases: spec_cases(s),
-                sleeps_if_flag: s.sleeps_if_flag.clone(),
-                sleeps_if_zero: s.sleeps_if_zero,
-                ..Summary::fixed(s.adjust, s.expect, Source::Spec { name: f.symbol.clone() })
-            },
-            None => {
-                unknown.insert(f.symbol.clone());
-                Summary::may_sleep(Source::UnknownForeign)
-            }
-        })),
-        FnKind::Upstream { .. } => Some(annotated(&f.item_path).unwrap_or_else(|| Summary::neutral(Source::NotExtracted))),
-        FnKind::Shim => Some(Summary::neutral(Source::Builtin)),
-        FnKind::Unknown(IndirectKey::FnPtr { .. }) => Some(Summary::may_sleep(Source::UnknownIndirect)),
-        FnKind::Unknown(IndirectKey::Virtual { trait_method, .. }) => {
-            Some(annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)))
+        FnKind::Foreign => {
+            Some(
+                annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
+                    Some(s) => Summary {
+                        cases: spec_cases(s),
+                        sleeps_if_flag: s.sleeps_if_flag.clone(),
+                        sleeps_if_zero: s.sleeps_if_zero,
+                        ..Summary::fixed(
+                            s.adjust,
+                            s.expect,
+                            Source::Spec {
+                                name: f.symbol.clone(),
+                            },
+                        )
+                    },
+                    None => {
+                        unknown.insert(f.symbol.clone());
+                        Summary::may_sleep(Source::UnknownForeign)
+                    }
+                }),
+            )
         }
+        FnKind::Upstream { .. } => {
+            Some(annotated(&f.item_path).unwrap_or_else(|| Summary::neutral(Source::NotExtracted)))
+        }
+        FnKind::Shim => Some(Summary::neutral(Source::Builtin)),
+        FnKind::Unknown(IndirectKey::FnPtr { .. }) => {
+            Some(Summary::may_sleep(Source::UnknownIndirect))
+        }
+        FnKind::Unknown(IndirectKey::Virtual { trait_method, .. }) => Some(
+            annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)),
+        ),
     }
 }
 
 /// A spinning `try_acquire` raises the count only when it succeeds.
 fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
     match &s.lock {
-        Some(spec::LockEffect { op: spec::LockOp::TryAcquire { success }, kind, .. })
-            if !kind.may_sleep_while_held() =>
-        {
+        Some(spec::LockEffect {
+            op: spec::LockOp::TryAcquire { success },
+            kind,
+            ..
+        }) if !kind.may_sleep_while_held() => {
             let on_success = s.adjust + 1;
             match success {
                 spec::TrySuccess::ReturnsNonZero => vec![
-                    Case { ret: Some(RetFact::Is(0)), ..Case::always(s.adjust) },
-                    Case { ret: Some(RetFact::IsNot(0)), ..Case::always(on_success) },
+                    Case {
+                        ret: Some(RetFact::Is(0)),
+                        ..Case::always(s.adjust)
+                    },
+                    Case {
+                        ret: Some(RetFact::IsNot(0)),
+                        ..Case::always(on_success)
+                    },
                 ],
                 spec::TrySuccess::ReturnsZero => vec![
-                    Case { ret: Some(RetFact::Is(0)), ..Case::always(on_success) },
-                    Case { ret: Some(RetFact::IsNot(0)), ..Case::always(s.adjust) },
+                    Case {
+                        ret: Some(RetFact::Is(0)),
+                        ..Case::always(on_success)
+                    },
+                    Case {
+                        ret: Some(RetFact::IsNot(0)),
+                        ..Case::always(s.adjust)
+                    },
                 ],
             }
         }
@@ -154,7 +196,11 @@ fn declared(input: &Input<'_>, f: FnId) -> Option<Declared> {
     let (_, inst) = input.program.body_of(f)?;
     let from = |path: &str, on_trait: bool, drop: bool| {
         let a = input.annotations.get(path)?;
-        let (pc, span) = if drop { a.drop_preempt.as_ref()? } else { a.preempt.as_ref()? };
+        let (pc, span) = if drop {
+            a.drop_preempt.as_ref()?
+        } else {
+            a.preempt.as_ref()?
+        };
         Some(Declared {
             adjust: pc.adjust,
             expect: pc.expect,
@@ -171,26 +217,42 @@ fn declared(input: &Input<'_>, f: FnId) -> Option<Declared> {
             _ => None,
         };
     }
-    from(&inst.item_path, false, false).or_else(|| inst.trait_item.as_deref().and_then(|t| from(t, true, false)))
+    from(&inst.item_path, false, false).or_else(|| {
+        inst.trait_item
+            .as_deref()
+            .and_then(|t| from(t, true, false))
+    })
 }
 
 /// Drop glues whose body the analysis does not read: `dyn Trait`, arrays and
 /// slices (whose glue loops over the elements).
-fn special_drop(input: &Input<'_>, f: FnId, lookup: &dyn Fn(FnId) -> Summary) -> Option<(Summary, Vec<Finding>)> {
+fn special_drop(
+    input: &Input<'_>,
+    f: FnId,
+    lookup: &dyn Fn(FnId) -> Summary,
+) -> Option<(Summary, Vec<Finding>)> {
     let (krate, inst) = input.program.body_of(f)?;
-    let kmir::InstanceKind::DropGlue { ty } = inst.kind else { return None };
+    let kmir::InstanceKind::DropGlue { ty } = inst.kind else {
+        return None;
+    };
     let dump = &krate.dump;
     let t = dump.ty(ty)?;
     match &t.kind {
         kmir::TyKind::Dynamic { traits } => {
             let principal = traits.first()?;
-            let declared = input.annotations.get(principal).and_then(|a| a.drop_preempt.as_ref());
+            let declared = input
+                .annotations
+                .get(principal)
+                .and_then(|a| a.drop_preempt.as_ref());
             Some((
                 match declared {
                     Some((pc, _)) => Summary::fixed(
                         pc.adjust.unwrap_or(0),
                         pc.expect.unwrap_or(ExpectRange::TOP),
-                        Source::Annotation { path: principal.clone(), unchecked: true },
+                        Source::Annotation {
+                            path: principal.clone(),
+                            unchecked: true,
+                        },
                     ),
                     // klint's VDROP_DEFAULT: dropping a `dyn` may sleep.
                     None => Summary::may_sleep(Source::UnknownIndirect),
@@ -199,10 +261,18 @@ fn special_drop(input: &Input<'_>, f: FnId, lookup: &dyn Fn(FnId) -> Summary) ->
             ))
         }
         kmir::TyKind::Array { .. } | kmir::TyKind::Slice { .. } => {
-            let elem_glue = input.program.callees(f).into_iter().find(|(_, e)| e.kind == EdgeKind::Drop)?.0;
+            let elem_glue = input
+                .program
+                .callees(f)
+                .into_iter()
+                .find(|(_, e)| e.kind == EdgeKind::Drop)?
+                .0;
             let elem = lookup(elem_glue);
             let elem_adj = elem.uniform_adjust().unwrap_or(0);
-            let loc = Loc { krate: krate_index(input.program, f), span: inst.span };
+            let loc = Loc {
+                krate: krate_index(input.program, f),
+                span: inst.span,
+            };
             let elem_name = &input.program.function(elem_glue).name;
             match &t.kind {
                 kmir::TyKind::Array { len: Some(n), .. } => {
@@ -217,7 +287,9 @@ fn special_drop(input: &Input<'_>, f: FnId, lookup: &dyn Fn(FnId) -> Summary) ->
                         elem.expect
                     } else {
                         let last = (n - 1) * i64::from(elem_adj);
-                        elem.expect.shift_back(i32::try_from(last).unwrap_or(i32::MAX)).intersect(&elem.expect)
+                        elem.expect
+                            .shift_back(i32::try_from(last).unwrap_or(i32::MAX))
+                            .intersect(&elem.expect)
                     };
                     let mut fs = vec![];
                     if expect.is_empty() {
@@ -237,7 +309,13 @@ fn special_drop(input: &Input<'_>, f: FnId, lookup: &dyn Fn(FnId) -> Summary) ->
                             .subject(t.display.clone()),
                         );
                     }
-                    Some((Summary { poisoned: expect.is_empty(), ..Summary::fixed(total, expect, Source::Inferred) }, fs))
+                    Some((
+                        Summary {
+                            poisoned: expect.is_empty(),
+                            ..Summary::fixed(total, expect, Source::Inferred)
+                        },
+                        fs,
+                    ))
                 }
                 _ => {
                     let mut fs = vec![];
@@ -257,7 +335,13 @@ fn special_drop(input: &Input<'_>, f: FnId, lookup: &dyn Fn(FnId) -> Summary) ->
                             .subject(t.display.clone()),
                         );
                     }
-                    Some((Summary { poisoned: elem_adj != 0, ..Summary::fixed(0, elem.expect, Source::Inferred) }, fs))
+                    Some((
+                        Summary {
+                            poisoned: elem_adj != 0,
+                            ..Summary::fixed(0, elem.expect, Source::Inferred)
+                        },
+                        fs,
+                    ))
                 }
             }
         }
@@ -274,9 +358,16 @@ pub(crate) fn krate_index(program: &Program, f: FnId) -> u32 {
 
 fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) -> SccOutcome {
     let program = input.program;
-    let bodies: Vec<FnId> = members.iter().copied().filter(|f| program.body_of(*f).is_some()).collect();
+    let bodies: Vec<FnId> = members
+        .iter()
+        .copied()
+        .filter(|f| program.body_of(*f).is_some())
+        .collect();
     if bodies.is_empty() {
-        return SccOutcome { summaries: vec![], findings: vec![] };
+        return SccOutcome {
+            summaries: vec![],
+            findings: vec![],
+        };
     }
     let recursive = members.len() > 1
         || program
@@ -289,7 +380,10 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
             Some(d) if d.adjust.is_some() && d.expect.is_some() => Summary::fixed(
                 d.adjust.unwrap_or(0),
                 d.expect.unwrap_or(ExpectRange::TOP),
-                Source::Annotation { path: d.path.clone(), unchecked: d.unchecked },
+                Source::Annotation {
+                    path: d.path.clone(),
+                    unchecked: d.unchecked,
+                },
             ),
             // klint's provisional value for recursion: adjustment 0, any context.
             _ => Summary::neutral(Source::Inferred),
@@ -304,7 +398,9 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
             if let Some(s) = snapshot.get(&g) {
                 return s.clone();
             }
-            done[g.index()].clone().unwrap_or_else(|| Summary::neutral(Source::Builtin))
+            done[g.index()]
+                .clone()
+                .unwrap_or_else(|| Summary::neutral(Source::Builtin))
         };
         let mut outcomes = Vec::new();
         for &f in &bodies {
@@ -312,21 +408,29 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
             provisional.insert(f, outcome.summary.clone());
             outcomes.push((f, outcome));
         }
-        let stable = outcomes.iter().all(|(f, o)| snapshot.get(f) == Some(&o.summary));
+        let stable = outcomes
+            .iter()
+            .all(|(f, o)| snapshot.get(f) == Some(&o.summary));
         if !recursive || stable || rounds >= MAX_SCC_ROUNDS {
             let mut findings = Vec::new();
             let mut summaries = Vec::new();
             for (f, o) in outcomes {
                 findings.extend(o.findings);
                 let mut summary = o.summary;
-                if recursive && !stable && snapshot.get(&f).map(|s| &s.cases) != Some(&summary.cases) {
+                if recursive
+                    && !stable
+                    && snapshot.get(&f).map(|s| &s.cases) != Some(&summary.cases)
+                {
                     findings.push(findings_text::recursion_failure(input, f, &summary));
                     summary.poisoned = true;
                     summary.source = Source::Recursive;
                 }
                 summaries.push((f, summary));
             }
-            return SccOutcome { summaries, findings };
+            return SccOutcome {
+                summaries,
+                findings,
+            };
         }
     }
 }
@@ -337,16 +441,26 @@ struct FunctionOutcome {
 }
 
 /// One function: its body's fixed point, combined with what is declared.
-fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summary + Sync)) -> FunctionOutcome {
+fn analyze_function(
+    input: &Input<'_>,
+    f: FnId,
+    lookup: &(dyn Fn(FnId) -> Summary + Sync),
+) -> FunctionOutcome {
     let program = input.program;
     if let Some((summary, findings)) = special_drop(input, f, lookup) {
         return FunctionOutcome { summary, findings };
     }
     let Some((krate, inst)) = program.body_of(f) else {
-        return FunctionOutcome { summary: Summary::neutral(Source::Builtin), findings: vec![] };
+        return FunctionOutcome {
+            summary: Summary::neutral(Source::Builtin),
+            findings: vec![],
+        };
     };
     let Some(body) = &inst.body else {
-        return FunctionOutcome { summary: Summary::neutral(Source::Builtin), findings: vec![] };
+        return FunctionOutcome {
+            summary: Summary::neutral(Source::Builtin),
+            findings: vec![],
+        };
     };
     let declared = declared(input, f);
     if let Some(d) = &declared
@@ -354,8 +468,14 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
         && let (Some(adjust), Some(expect)) = (d.adjust, d.expect)
     {
         // klint trusts a complete `unchecked` annotation without reading the body.
-        let source = Source::Annotation { path: d.path.clone(), unchecked: true };
-        return FunctionOutcome { summary: Summary::fixed(adjust, expect, source), findings: vec![] };
+        let source = Source::Annotation {
+            path: d.path.clone(),
+            unchecked: true,
+        };
+        return FunctionOutcome {
+            summary: Summary::fixed(adjust, expect, source),
+            findings: vec![],
+        };
     }
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
@@ -364,7 +484,13 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
     let runs: Vec<Option<ArgCond>> = match &split {
         Some((pointee, variants)) => variants
             .iter()
-            .map(|&d| Some(if *pointee { ArgCond::Pointee(d) } else { ArgCond::Value(d) }))
+            .map(|&d| {
+                Some(if *pointee {
+                    ArgCond::Pointee(d)
+                } else {
+                    ArgCond::Value(d)
+                })
+            })
             .collect(),
         None => vec![None],
     };
@@ -387,7 +513,10 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
             reason = run.reason.clone();
         }
         for v in run.violations {
-            if !violations.iter().any(|w| w.block == v.block && w.target.callee == v.target.callee) {
+            if !violations
+                .iter()
+                .any(|w| w.block == v.block && w.target.callee == v.target.callee)
+            {
                 violations.push(v);
             }
         }
@@ -411,12 +540,20 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
     }
     let first_adjust = failure_adjust(&failed);
     let mut summary = Summary {
-        cases: if failed.is_some() { vec![Case::always(first_adjust)] } else { cases },
+        cases: if failed.is_some() {
+            vec![Case::always(first_adjust)]
+        } else {
+            cases
+        },
         expect,
         sleeps_if_flag: None,
         sleeps_if_zero: None,
         // Only worth keeping when the variants differ.
-        expect_when: if expect_when.iter().all(|(_, e)| *e == expect) { Vec::new() } else { expect_when },
+        expect_when: if expect_when.iter().all(|(_, e)| *e == expect) {
+            Vec::new()
+        } else {
+            expect_when
+        },
         source: Source::Inferred,
         reason,
         poisoned: failed.is_some(),
@@ -433,7 +570,10 @@ fn analyze_function(input: &Input<'_>, f: FnId, lookup: &(dyn Fn(FnId) -> Summar
             summary.expect = e;
             summary.expect_when.clear();
         }
-        summary.source = Source::Annotation { path: d.path, unchecked: d.unchecked };
+        summary.source = Source::Annotation {
+            path: d.path,
+            unchecked: d.unchecked,
+        };
     }
     FunctionOutcome { summary, findings }
 }
@@ -449,10 +589,14 @@ fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<(bool, Vec<u
     }
     let ty = body.locals.get(1)?.ty;
     let (pointee, ty) = match &dump.ty(ty)?.kind {
-        kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => (true, *pointee),
+        kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
+            (true, *pointee)
+        }
         _ => (false, ty),
     };
-    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else { return None };
+    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
+        return None;
+    };
     let adt = dump.adts.iter().find(|a| &a.path == path)?;
     if adt.kind != kmir::AdtKind::Enum || adt.variants.len() < 2 || adt.variants.len() > MAX_SPLIT {
         return None;
@@ -471,9 +615,13 @@ fn simplify(mut cases: Vec<Case>) -> Vec<Case> {
         return vec![Case::always(cases.first().map_or(0, |c| c.adjust))];
     }
     // The same outcome for every variant: the condition says nothing.
-    let outcomes: Vec<(Option<RetFact>, Option<u128>, i32)> = cases.iter().map(|c| (c.ret, c.post, c.adjust)).collect();
+    let outcomes: Vec<(Option<RetFact>, Option<u128>, i32)> =
+        cases.iter().map(|c| (c.ret, c.post, c.adjust)).collect();
     if outcomes.windows(2).all(|w| w[0] == w[1]) {
-        return vec![Case { when: None, ..cases[0] }];
+        return vec![Case {
+            when: None,
+            ..cases[0]
+        }];
     }
     cases
 }
@@ -500,7 +648,13 @@ pub(crate) struct DeclaredView {
 }
 
 fn d_view(d: &Declared) -> DeclaredView {
-    DeclaredView { adjust: d.adjust, expect: d.expect, path: d.path.clone(), span: d.span, on_trait: d.on_trait }
+    DeclaredView {
+        adjust: d.adjust,
+        expect: d.expect,
+        path: d.path.clone(),
+        span: d.span,
+        on_trait: d.on_trait,
+    }
 }
 
 /// Checks that need every summary.
@@ -521,18 +675,32 @@ impl Checks<'_> {
         let mut seen_fns: BTreeSet<FnId> = BTreeSet::new();
         let mut seen_vtables: BTreeSet<(String, String)> = BTreeSet::new();
         for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else { continue };
+            let FnKind::Body { krate, instance } = f.kind else {
+                continue;
+            };
             let dump = &program.crates[krate as usize].dump;
-            let Some(body) = &dump.instances[instance as usize].body else { continue };
+            let Some(body) = &dump.instances[instance as usize].body else {
+                continue;
+            };
             for block in &body.blocks {
                 for s in &block.statements {
-                    let kmir::StatementKind::Assign { rvalue: kmir::Rvalue::Cast { kind, .. }, .. } = &s.kind else {
+                    let kmir::StatementKind::Assign {
+                        rvalue: kmir::Rvalue::Cast { kind, .. },
+                        ..
+                    } = &s.kind
+                    else {
                         continue;
                     };
-                    let loc = Loc { krate, span: s.span };
+                    let loc = Loc {
+                        krate,
+                        span: s.span,
+                    };
                     match kind {
-                        kmir::CastKind::ReifyFnPointer { symbol } | kmir::CastKind::ClosureFnPointer { symbol } => {
-                            let Some(target) = program.lookup(symbol) else { continue };
+                        kmir::CastKind::ReifyFnPointer { symbol }
+                        | kmir::CastKind::ClosureFnPointer { symbol } => {
+                            let Some(target) = program.lookup(symbol) else {
+                                continue;
+                            };
                             if !seen_fns.insert(target) {
                                 continue;
                             }
@@ -541,18 +709,35 @@ impl Checks<'_> {
                                 continue;
                             }
                             if s.uniform_adjust() != Some(0) || !s.expect.contains_value(0) {
-                                findings.push(findings_text::fn_pointer(self.input, FnId(i as u32), target, s, loc));
+                                findings.push(findings_text::fn_pointer(
+                                    self.input,
+                                    FnId(i as u32),
+                                    target,
+                                    s,
+                                    loc,
+                                ));
                             }
                         }
                         kmir::CastKind::Unsize { vtable: Some(v) } => {
-                            let Some(vt) = dump.vtables.get(*v as usize) else { continue };
-                            let (Some(concrete), Some(trait_path)) = (dump.ty(vt.concrete), &vt.trait_path) else {
+                            let Some(vt) = dump.vtables.get(*v as usize) else {
                                 continue;
                             };
-                            if !seen_vtables.insert((concrete.display.clone(), trait_path.clone())) {
+                            let (Some(concrete), Some(trait_path)) =
+                                (dump.ty(vt.concrete), &vt.trait_path)
+                            else {
+                                continue;
+                            };
+                            if !seen_vtables.insert((concrete.display.clone(), trait_path.clone()))
+                            {
                                 continue;
                             }
-                            findings.extend(self.vtable(FnId(i as u32), vt, &concrete.display, trait_path, loc));
+                            findings.extend(self.vtable(
+                                FnId(i as u32),
+                                vt,
+                                &concrete.display,
+                                trait_path,
+                                loc,
+                            ));
                         }
                         _ => {}
                     }
@@ -562,7 +747,14 @@ impl Checks<'_> {
         findings
     }
 
-    fn vtable(&self, user: FnId, vt: &kmir::Vtable, concrete: &str, trait_path: &str, loc: Loc) -> Vec<Finding> {
+    fn vtable(
+        &self,
+        user: FnId,
+        vt: &kmir::Vtable,
+        concrete: &str,
+        trait_path: &str,
+        loc: Loc,
+    ) -> Vec<Finding> {
         let program = self.input.program;
         let mut out = Vec::new();
         for entry in &vt.entries {
@@ -571,23 +763,40 @@ impl Checks<'_> {
                     let declared = annotation_of(self.input, method).map(|(a, _)| {
                         (a.adjust.unwrap_or(0), a.expect.unwrap_or(ExpectRange::TOP))
                     });
-                    (symbol, declared.unwrap_or((0, ExpectRange::exactly(0))), None)
+                    (
+                        symbol,
+                        declared.unwrap_or((0, ExpectRange::exactly(0))),
+                        None,
+                    )
                 }
                 kmir::VtableEntry::DropInPlace { glue: Some(glue) } => {
-                    let declared = self.input.annotations.get(trait_path).and_then(|a| a.drop_preempt.as_ref()).map(
-                        |(a, _)| (a.adjust.unwrap_or(0), a.expect.unwrap_or(ExpectRange::TOP)),
-                    );
-                    (glue, declared.unwrap_or((0, ExpectRange::exactly(0))), Some(concrete))
+                    let declared = self
+                        .input
+                        .annotations
+                        .get(trait_path)
+                        .and_then(|a| a.drop_preempt.as_ref())
+                        .map(|(a, _)| {
+                            (a.adjust.unwrap_or(0), a.expect.unwrap_or(ExpectRange::TOP))
+                        });
+                    (
+                        glue,
+                        declared.unwrap_or((0, ExpectRange::exactly(0))),
+                        Some(concrete),
+                    )
                 }
                 _ => continue,
             };
-            let Some(target) = program.lookup(symbol) else { continue };
+            let Some(target) = program.lookup(symbol) else {
+                continue;
+            };
             let s = self.summary(target);
             if s.poisoned {
                 continue;
             }
             if s.uniform_adjust() != Some(expected.0) || !s.expect.contains(&expected.1) {
-                out.push(findings_text::vtable(self.input, user, target, s, expected, trait_path, what, loc));
+                out.push(findings_text::vtable(
+                    self.input, user, target, s, expected, trait_path, what, loc,
+                ));
             }
         }
         out
@@ -598,19 +807,39 @@ impl Checks<'_> {
         let program = self.input.program;
         let mut out = Vec::new();
         for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else { continue };
+            let FnKind::Body { krate, instance } = f.kind else {
+                continue;
+            };
             let inst = &program.crates[krate as usize].dump.instances[instance as usize];
-            if !self.input.annotations.get(&inst.item_path).is_some_and(|a| a.report) {
+            if !self
+                .input
+                .annotations
+                .get(&inst.item_path)
+                .is_some_and(|a| a.report)
+            {
                 continue;
             }
             let s = self.summary(FnId(i as u32));
             out.push(
-                Finding::new("report", Severity::Note, format!("reporting preemption count for instance `{}`", f.name))
-                    .at(Loc { krate, span: inst.span })
-                    .note(Note::text(format!("adjustment is inferred to be {}", s.adjust_text())))
-                    .note(Note::text(format!("expectation is inferred to be {}", s.expect)))
-                    .in_function(FnId(i as u32))
-                    .subject(f.name.clone()),
+                Finding::new(
+                    "report",
+                    Severity::Note,
+                    format!("reporting preemption count for instance `{}`", f.name),
+                )
+                .at(Loc {
+                    krate,
+                    span: inst.span,
+                })
+                .note(Note::text(format!(
+                    "adjustment is inferred to be {}",
+                    s.adjust_text()
+                )))
+                .note(Note::text(format!(
+                    "expectation is inferred to be {}",
+                    s.expect
+                )))
+                .in_function(FnId(i as u32))
+                .subject(f.name.clone()),
             );
         }
         out
@@ -622,9 +851,17 @@ impl Checks<'_> {
         let program = self.input.program;
         let mut out = Vec::new();
         for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else { continue };
+            let FnKind::Body { krate, instance } = f.kind else {
+                continue;
+            };
             let inst = &program.crates[krate as usize].dump.instances[instance as usize];
-            if !inst.exported || self.input.annotations.get(&inst.item_path).is_some_and(|a| a.preempt.is_some()) {
+            if !inst.exported
+                || self
+                    .input
+                    .annotations
+                    .get(&inst.item_path)
+                    .is_some_and(|a| a.preempt.is_some())
+            {
                 continue;
             }
             let s = self.summary(FnId(i as u32));
@@ -635,16 +872,25 @@ impl Checks<'_> {
                 Some(spec) => (spec.adjust, spec.expect),
                 None => (0, ExpectRange::TOP),
             };
-            let loc = Loc { krate, span: inst.span };
+            let loc = Loc {
+                krate,
+                span: inst.span,
+            };
             if s.uniform_adjust() != Some(adj) {
                 out.push(
                     Finding::new(
                         "extern-function",
                         Severity::Error,
-                        format!("extern function `{}` must have preemption count adjustment {adj}", f.name),
+                        format!(
+                            "extern function `{}` must have preemption count adjustment {adj}",
+                            f.name
+                        ),
                     )
                     .at(loc)
-                    .note(Note::text(format!("preemption count adjustment inferred is {}", s.adjust_text())))
+                    .note(Note::text(format!(
+                        "preemption count adjustment inferred is {}",
+                        s.adjust_text()
+                    )))
                     .in_function(FnId(i as u32))
                     .subject(f.name.clone()),
                 );
@@ -652,13 +898,23 @@ impl Checks<'_> {
                 let mut finding = Finding::new(
                     "extern-function",
                     Severity::Error,
-                    format!("extern function `{}` must have preemption count expectation {expect}", f.name),
+                    format!(
+                        "extern function `{}` must have preemption count expectation {expect}",
+                        f.name
+                    ),
                 )
                 .at(loc)
-                .note(Note::text(format!("preemption count expectation inferred is {}", s.expect)))
+                .note(Note::text(format!(
+                    "preemption count expectation inferred is {}",
+                    s.expect
+                )))
                 .in_function(FnId(i as u32))
                 .subject(f.name.clone());
-                for n in findings_text::why_expects(self.input, &|g| self.summary(g).clone(), FnId(i as u32)) {
+                for n in findings_text::why_expects(
+                    self.input,
+                    &|g| self.summary(g).clone(),
+                    FnId(i as u32),
+                ) {
                     finding = finding.note(n);
                 }
                 out.push(finding);

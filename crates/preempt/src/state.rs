@@ -21,7 +21,7 @@ pub enum Adj {
 }
 
 impl Adj {
-    pub fn add(self, delta: i32) -> Adj {
+    pub fn shifted(self, delta: i32) -> Adj {
         match self {
             Adj::Known(a) => a.checked_add(delta).map_or(Adj::Top, Adj::Known),
             Adj::Top => Adj::Top,
@@ -58,7 +58,9 @@ pub struct PcState {
 
 impl PcState {
     pub fn single(adj: Adj, facts: Facts) -> Self {
-        PcState { paths: vec![Path { adj, facts }] }
+        PcState {
+            paths: vec![Path { adj, facts }],
+        }
     }
 
     pub fn is_unreachable(&self) -> bool {
@@ -69,11 +71,21 @@ impl PcState {
     pub fn add(&mut self, path: Path) -> bool {
         // A `Top` path absorbs every other: once the count is unknown here,
         // distinguishing known values again would not terminate in loops.
-        let target = if self.paths.iter().any(|p| p.adj == Adj::Top) { Adj::Top } else { path.adj };
+        let target = if self.paths.iter().any(|p| p.adj == Adj::Top) {
+            Adj::Top
+        } else {
+            path.adj
+        };
         let changed = match self.paths.binary_search_by(|p| p.adj.cmp(&target)) {
             Ok(i) => self.paths[i].facts.intersect(&path.facts),
             Err(i) => {
-                self.paths.insert(i, Path { adj: target, facts: path.facts });
+                self.paths.insert(
+                    i,
+                    Path {
+                        adj: target,
+                        facts: path.facts,
+                    },
+                );
                 true
             }
         };
@@ -90,7 +102,10 @@ impl PcState {
         for p in paths {
             facts.intersect(&p.facts);
         }
-        self.paths = vec![Path { adj: Adj::Top, facts }];
+        self.paths = vec![Path {
+            adj: Adj::Top,
+            facts,
+        }];
     }
 }
 
@@ -109,7 +124,10 @@ mod tests {
     use super::*;
 
     fn path(a: i32) -> Path {
-        Path { adj: Adj::Known(a), facts: Facts::default() }
+        Path {
+            adj: Adj::Known(a),
+            facts: Facts::default(),
+        }
     }
 
     #[test]
@@ -121,7 +139,13 @@ mod tests {
         assert_eq!(s.paths.len(), MAX_PATHS);
         assert!(!s.add(path(3)));
         assert!(s.add(path(100)));
-        assert_eq!(s.paths, vec![Path { adj: Adj::Top, facts: Facts::default() }]);
+        assert_eq!(
+            s.paths,
+            vec![Path {
+                adj: Adj::Top,
+                facts: Facts::default()
+            }]
+        );
         // Top absorbs.
         assert!(!s.add(path(1)));
         assert_eq!(s.paths.len(), 1);

@@ -37,7 +37,12 @@ pub struct Case {
 
 impl Case {
     pub fn always(adjust: i32) -> Case {
-        Case { when: None, ret: None, post: None, adjust }
+        Case {
+            when: None,
+            ret: None,
+            post: None,
+            adjust,
+        }
     }
 
     pub fn describe(&self) -> String {
@@ -56,7 +61,11 @@ impl Case {
         if let Some(p) = self.post {
             parts.push(format!("leaves `*arg0` with discriminant {p}"));
         }
-        if parts.is_empty() { format!("{:+}", self.adjust) } else { format!("{:+} ({})", self.adjust, parts.join(", ")) }
+        if parts.is_empty() {
+            format!("{:+}", self.adjust)
+        } else {
+            format!("{:+} ({})", self.adjust, parts.join(", "))
+        }
     }
 }
 
@@ -138,11 +147,13 @@ impl Summary {
         Summary::fixed(0, ExpectRange::exactly(0), source)
     }
 
-
     /// The adjustment for every case, or `None` if they differ.
     pub fn uniform_adjust(&self) -> Option<i32> {
         let first = self.cases.first()?.adjust;
-        self.cases.iter().all(|c| c.adjust == first).then_some(first)
+        self.cases
+            .iter()
+            .all(|c| c.adjust == first)
+            .then_some(first)
     }
 
     pub fn adjust_text(&self) -> String {

@@ -394,7 +394,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         );
     }
 
-    roots.sort_by(|a, b| a.0.cmp(&b.0));
+    roots.sort_by_key(|r| r.0);
     roots.dedup_by(|a, b| a.0 == b.0);
 
     (

@@ -28,7 +28,9 @@ impl Sources {
             let text = if path.is_absolute() {
                 std::fs::read_to_string(path).ok()
             } else {
-                self.roots.iter().find_map(|r| std::fs::read_to_string(r.join(path)).ok())
+                self.roots
+                    .iter()
+                    .find_map(|r| std::fs::read_to_string(r.join(path)).ok())
             };
             self.files.insert(name.to_string(), text);
         }
@@ -63,7 +65,14 @@ pub fn call_trace(program: &Program, f: FnId) -> Vec<TraceStep> {
         }
         for (caller, edge) in callers {
             if seen.insert(caller) {
-                prev.insert(caller, TraceStep { caller, callee: g, edge });
+                prev.insert(
+                    caller,
+                    TraceStep {
+                        caller,
+                        callee: g,
+                        edge,
+                    },
+                );
                 queue.push_back(caller);
             }
         }
@@ -83,7 +92,10 @@ pub fn call_trace(program: &Program, f: FnId) -> Vec<TraceStep> {
 /// A finding's identity across runs: its kind, the instance it is in and
 /// its subject, never spans or internal ids.
 pub fn stable_id(program: &Program, finding: &Finding) -> String {
-    let function = finding.function.map(|f| program.function(f).name.as_str()).unwrap_or("");
+    let function = finding
+        .function
+        .map(|f| program.function(f).name.as_str())
+        .unwrap_or("");
     // FNV-1a: tiny, dependency-free and fixed forever.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in [finding.kind, function, finding.subject.as_str()] {
@@ -119,7 +131,9 @@ fn locate(program: &Program, loc: Loc) -> Option<Located> {
 
 /// Byte offset of 1-based char column `col` in `line`.
 fn byte_of_column(line: &str, col: usize) -> usize {
-    line.char_indices().nth(col.saturating_sub(1)).map_or(line.len(), |(i, _)| i)
+    line.char_indices()
+        .nth(col.saturating_sub(1))
+        .map_or(line.len(), |(i, _)| i)
 }
 
 enum SnippetOrOrigin<'a> {
@@ -138,23 +152,35 @@ fn level(sev: Severity) -> Level<'static> {
 /// Renders one finding like rustc: the message, the primary snippet, plain
 /// notes, located notes as their own snippets, then the call trace.
 pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> String {
-    let trace = finding.function.map(|f| call_trace(program, f)).unwrap_or_default();
+    let trace = finding
+        .function
+        .map(|f| call_trace(program, f))
+        .unwrap_or_default();
     let primary = finding.primary.and_then(|l| locate(program, l));
-    let located_notes: Vec<(Option<Located>, &findings::Note)> =
-        finding.notes.iter().map(|n| (n.loc.and_then(|l| locate(program, l)), n)).collect();
+    let located_notes: Vec<(Option<Located>, &findings::Note)> = finding
+        .notes
+        .iter()
+        .map(|n| (n.loc.and_then(|l| locate(program, l)), n))
+        .collect();
     let trace_locs: Vec<(Located, String)> = trace
         .iter()
         .rev()
         .take(MAX_TRACE)
         .filter_map(|s| {
-            let loc = Loc { krate: krate_of(program, s.caller)?, span: s.edge.span };
+            let loc = Loc {
+                krate: krate_of(program, s.caller)?,
+                span: s.edge.span,
+            };
             let what = match s.edge.kind {
                 EdgeKind::Drop => "which is dropped here",
                 EdgeKind::Virtual => "which is called through a vtable here",
                 EdgeKind::Indirect => "which is called through a function pointer here",
                 EdgeKind::Call => "which is called from here",
             };
-            Some((locate(program, loc)?, format!("{what}, in `{}`", program.function(s.caller).name)))
+            Some((
+                locate(program, loc)?,
+                format!("{what}, in `{}`", program.function(s.caller).name),
+            ))
         })
         .collect();
 
@@ -163,7 +189,11 @@ pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> St
     if let Some(p) = &primary {
         keep.push(p.path.clone());
     }
-    keep.extend(located_notes.iter().filter_map(|(l, _)| l.as_ref().map(|l| l.path.clone())));
+    keep.extend(
+        located_notes
+            .iter()
+            .filter_map(|(l, _)| l.as_ref().map(|l| l.path.clone())),
+    );
     keep.extend(trace_locs.iter().map(|(l, _)| l.path.clone()));
     for k in &keep {
         sources.get(k);
@@ -171,32 +201,37 @@ pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> St
     let sources: &Sources = sources;
     let mut ro = ReadOnly { sources };
 
-    let mut main = Group::with_title(level(finding.severity).primary_title(finding.message.as_str()));
+    let mut main =
+        Group::with_title(level(finding.severity).primary_title(finding.message.as_str()));
     if let Some(p) = &primary {
         main = match ro.snippet(p, finding.label.as_deref(), AnnotationKind::Primary) {
             SnippetOrOrigin::Snippet(s) => main.element(s),
             SnippetOrOrigin::Origin(o) => main.element(o),
         };
     }
-    let mut groups = Vec::new();
-    for (l, n) in &located_notes {
-        if l.is_none() {
-            let lvl = if n.is_help { Level::HELP } else { Level::NOTE };
-            main = main.element(lvl.message(n.text.as_str()));
-        }
-    }
     if let Some(f) = finding.function {
-        main = main.element(Level::NOTE.message(format!("inside instance `{}`", program.function(f).name)));
+        main = main.element(
+            Level::NOTE.message(format!("inside instance `{}`", program.function(f).name)),
+        );
     }
-    groups.push(main);
+    // Notes in order: a located note opens a group of its own, a plain note
+    // joins the group before it, so a chain reads top to bottom.
+    let mut groups = vec![main];
     for (l, n) in &located_notes {
-        if let Some(l) = l {
-            let lvl = if n.is_help { Level::HELP } else { Level::NOTE };
-            let g = Group::with_title(lvl.secondary_title(n.text.as_str()));
-            groups.push(match ro.snippet(l, None, AnnotationKind::Context) {
-                SnippetOrOrigin::Snippet(s) => g.element(s),
-                SnippetOrOrigin::Origin(o) => g.element(o),
-            });
+        let lvl = if n.is_help { Level::HELP } else { Level::NOTE };
+        match l {
+            Some(l) => {
+                let g = Group::with_title(lvl.secondary_title(n.text.as_str()));
+                groups.push(match ro.snippet(l, None, AnnotationKind::Context) {
+                    SnippetOrOrigin::Snippet(s) => g.element(s),
+                    SnippetOrOrigin::Origin(o) => g.element(o),
+                });
+            }
+            None => {
+                if let Some(last) = groups.pop() {
+                    groups.push(last.element(lvl.message(n.text.as_str())));
+                }
+            }
         }
     }
     for (l, text) in &trace_locs {
@@ -207,9 +242,10 @@ pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> St
         });
     }
     if trace.len() > MAX_TRACE {
-        groups.push(Group::with_title(
-            Level::NOTE.secondary_title(format!("… {} more callers up to the root", trace.len() - MAX_TRACE)),
-        ));
+        groups.push(Group::with_title(Level::NOTE.secondary_title(format!(
+            "… {} more callers up to the root",
+            trace.len() - MAX_TRACE
+        ))));
     }
     let mut out = Renderer::plain().render(&groups);
     out.push('\n');
@@ -221,7 +257,12 @@ struct ReadOnly<'s> {
 }
 
 impl<'s> ReadOnly<'s> {
-    fn snippet<'a>(&mut self, at: &'a Located, label: Option<&'a str>, kind: AnnotationKind) -> SnippetOrOrigin<'a>
+    fn snippet<'a>(
+        &mut self,
+        at: &'a Located,
+        label: Option<&'a str>,
+        kind: AnnotationKind,
+    ) -> SnippetOrOrigin<'a>
     where
         's: 'a,
     {
@@ -237,14 +278,23 @@ impl<'s> ReadOnly<'s> {
                 let chunk = &text[chunk_start..chunk_end];
                 let start = byte_of_column(first, at.column);
                 let last_offset = last.as_ptr() as usize - first.as_ptr() as usize;
-                let end = (last_offset + byte_of_column(last, at.end_column)).min(chunk.trim_end().len());
-                let end = if end <= start { (start + 1).min(chunk.len()) } else { end };
+                let end =
+                    (last_offset + byte_of_column(last, at.end_column)).min(chunk.trim_end().len());
+                let end = if end <= start {
+                    (start + 1).min(chunk.len())
+                } else {
+                    end
+                };
                 let mut ann = kind.span(start..end);
                 if let Some(l) = label {
                     ann = ann.label(l);
                 }
                 return SnippetOrOrigin::Snippet(
-                    Snippet::source(chunk).line_start(at.line).path(path).fold(true).annotation(ann),
+                    Snippet::source(chunk)
+                        .line_start(at.line)
+                        .path(path)
+                        .fold(true)
+                        .annotation(ann),
                 );
             }
         }
@@ -301,11 +351,20 @@ pub struct JsonFinding {
 
 fn json_span(program: &Program, loc: Option<Loc>) -> Option<JsonSpan> {
     let l = locate(program, loc?)?;
-    Some(JsonSpan { file: l.path, line: l.line, column: l.column, end_line: l.end_line, end_column: l.end_column })
+    Some(JsonSpan {
+        file: l.path,
+        line: l.line,
+        column: l.column,
+        end_line: l.end_line,
+        end_column: l.end_column,
+    })
 }
 
 pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
-    let trace = finding.function.map(|f| call_trace(program, f)).unwrap_or_default();
+    let trace = finding
+        .function
+        .map(|f| call_trace(program, f))
+        .unwrap_or_default();
     JsonFinding {
         id: stable_id(program, finding),
         kind: finding.kind,
@@ -329,7 +388,13 @@ pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
                 caller: program.function(s.caller).name.clone(),
                 callee: program.function(s.callee).name.clone(),
                 edge: s.edge.kind.name(),
-                span: json_span(program, krate_of(program, s.caller).map(|krate| Loc { krate, span: s.edge.span })),
+                span: json_span(
+                    program,
+                    krate_of(program, s.caller).map(|krate| Loc {
+                        krate,
+                        span: s.edge.span,
+                    }),
+                ),
             })
             .collect(),
     }
