@@ -59,6 +59,7 @@ ui!(
     gfp,
     fp_guard_lifetimes,
     fp_control_flow,
+    fp_beyond_klint,
 );
 
 #[test]

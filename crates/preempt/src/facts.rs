@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue};
+use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue, UnOp};
 
 /// A place facts can follow: a local and field/downcast/deref projections.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -483,6 +483,22 @@ impl Facts {
                 }
                 _ => None,
             },
+            // `!(x == c)`: only comparisons are known to be booleans.
+            Rvalue::UnaryOp {
+                op: UnOp::Not,
+                operand: Operand::Copy(p) | Operand::Move(p),
+            } => match PlaceKey::of(p)
+                .filter(|k| k.proj.is_empty())
+                .and_then(|k| self.vals.get(&k.local))
+            {
+                Some(Val::Cmp { key, aspect, c, eq }) => Some(Val::Cmp {
+                    key: key.clone(),
+                    aspect: *aspect,
+                    c: *c,
+                    eq: !*eq,
+                }),
+                _ => None,
+            },
             _ => None,
         };
         let discr = match rvalue {
@@ -637,5 +653,60 @@ mod tests {
             None
         );
         assert!(!a.intersect(&b));
+    }
+}
+
+#[cfg(test)]
+mod is_none_tests {
+    use super::*;
+    use kmir::{Constant, TyId};
+
+    #[test]
+    fn negated_comparison_of_a_discriminant() {
+        let deref1 = Place {
+            local: 1,
+            projection: vec![Projection::Deref],
+        };
+        let l = |n| Place {
+            local: n,
+            projection: vec![],
+        };
+        let mut f = Facts::default();
+        f.set_known(
+            PlaceKey {
+                local: 1,
+                proj: vec![ProjKey::Deref],
+            },
+            Aspect::Discr,
+            0,
+        );
+        f.assign(&l(3), &Rvalue::Discriminant(deref1), |_| None, &[]);
+        let one = Operand::Constant(Constant {
+            ty: 0 as TyId,
+            value: ConstValue::Scalar(1),
+        });
+        f.assign(
+            &l(2),
+            &Rvalue::BinaryOp {
+                op: BinOp::Eq,
+                lhs: Operand::Copy(l(3)),
+                rhs: one,
+            },
+            |_| None,
+            &[],
+        );
+        f.write_unknown(&l(3), &[]);
+        f.assign(
+            &l(0),
+            &Rvalue::UnaryOp {
+                op: UnOp::Not,
+                operand: Operand::Move(l(2)),
+            },
+            |_| None,
+            &[],
+        );
+        f.write_unknown(&l(2), &[]);
+        let r = f.resolve(&PlaceKey::local(0), Aspect::Value);
+        assert_eq!(f.value_of(&r), Some(Known::Is(1)), "{f:?}");
     }
 }
