@@ -739,6 +739,9 @@ impl Checks<'_> {
                                 loc,
                             ));
                         }
+                        kmir::CastKind::TraitUpcast { from, to } => {
+                            findings.extend(self.upcast(FnId(i as u32), dump, *from, *to, loc));
+                        }
                         _ => {}
                     }
                 }
@@ -800,6 +803,58 @@ impl Checks<'_> {
             }
         }
         out
+    }
+
+    /// klint's trait-upcasting check: dropping through the new `dyn` type
+    /// must be allowed wherever dropping through the old one was.
+    fn upcast(
+        &self,
+        user: FnId,
+        dump: &kmir::CrateDump,
+        from: kmir::TyId,
+        to: kmir::TyId,
+        loc: Loc,
+    ) -> Option<Finding> {
+        let principal = |t: kmir::TyId| match &dump.ty(t)?.kind {
+            kmir::TyKind::Dynamic { traits } => traits.first().cloned(),
+            _ => None,
+        };
+        let (src, tgt) = (principal(from)?, principal(to)?);
+        let drop_of = |path: &str| {
+            self.input
+                .annotations
+                .get(path)
+                .and_then(|a| a.drop_preempt.as_ref())
+                .map(|(a, _)| {
+                    (
+                        a.adjust.unwrap_or(0),
+                        a.expect.unwrap_or(ExpectRange::exactly(0)),
+                    )
+                })
+                // klint's VDROP_DEFAULT.
+                .unwrap_or((0, ExpectRange::exactly(0)))
+        };
+        let (sa, se) = drop_of(&src);
+        let (ta, te) = drop_of(&tgt);
+        if sa == ta && se.contains(&te) {
+            return None;
+        }
+        Some(
+            Finding::new(
+                "trait-upcast",
+                Severity::Error,
+                "casting between traits with incompatible preemption count properties",
+            )
+            .at(loc)
+            .note(Note::help(format!(
+                "adjustment of `dyn {src}` is {sa} and expectation is {se}"
+            )))
+            .note(Note::help(format!(
+                "while the expected adjustment of `dyn {tgt}` is {ta} and the expectation is {te}"
+            )))
+            .in_function(user)
+            .subject(format!("dyn {src} as dyn {tgt}")),
+        )
     }
 
     /// `#[klint::report_preempt_count]`.
