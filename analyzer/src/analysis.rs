@@ -30,7 +30,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             Ok(extra) => spec.extend(extra),
             Err(e) => {
                 Diagnostic::error(format!("invalid spec file: {e}"))
-                    .help("see docs/spec.md for the format; `kanalyze` refuses to guess what a broken spec meant")
+                    .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
                     .emit();
                 return None;
             }
