@@ -87,30 +87,11 @@ pub fn reverse_postorder(body: &Body, follow_unwind: bool) -> Vec<BlockId> {
 
 /// Successor blocks, without unwind edges unless asked for.
 pub fn successors(block: &Block, follow_unwind: bool) -> Vec<BlockId> {
-    use kmir::{TerminatorKind as T, Unwind};
-    let mut v = match &block.terminator.kind {
-        T::Goto { target } => vec![*target],
-        T::SwitchInt {
-            targets, otherwise, ..
-        } => targets
-            .iter()
-            .map(|t| t.target)
-            .chain([*otherwise])
-            .collect(),
-        T::Resume | T::Abort | T::Return | T::Unreachable => vec![],
-        T::Drop { target, .. } | T::Assert { target, .. } => vec![*target],
-        T::Call { target, .. } | T::InlineAsm { target, .. } => target.iter().copied().collect(),
-    };
-    if follow_unwind {
-        let unwind = match &block.terminator.kind {
-            T::Drop { unwind, .. }
-            | T::Assert { unwind, .. }
-            | T::Call { unwind, .. }
-            | T::InlineAsm { unwind, .. } => Some(unwind),
-            _ => None,
-        };
-        if let Some(Unwind::Cleanup(b)) = unwind {
-            v.push(*b);
+    let mut v = block.terminator.kind.successors();
+    if !follow_unwind && let Some(u) = block.terminator.kind.unwind_target() {
+        // The unwind edge is always the last successor.
+        if v.last() == Some(&u) {
+            v.pop();
         }
     }
     v

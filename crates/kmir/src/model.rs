@@ -705,7 +705,22 @@ impl Body {
 }
 
 impl TerminatorKind {
-    /// Every block this terminator may continue at, unwind edges included.
+    /// The block this terminator continues at when the callee unwinds.
+    pub fn unwind_target(&self) -> Option<BlockId> {
+        match self {
+            TerminatorKind::Drop { unwind, .. }
+            | TerminatorKind::Assert { unwind, .. }
+            | TerminatorKind::Call { unwind, .. }
+            | TerminatorKind::InlineAsm { unwind, .. } => match unwind {
+                Unwind::Cleanup(b) => Some(*b),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Every block this terminator may continue at, unwind edges included
+    /// (last).
     pub fn successors(&self) -> Vec<BlockId> {
         let unwind = |u: &Unwind| match u {
             Unwind::Cleanup(b) => Some(*b),

@@ -259,6 +259,31 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The expectation a callee has at this site, given what the path knows
     /// about the arguments (a GFP flag known not to allow sleeping).
+    /// The state after a call or drop terminator at `block`.
+    fn after_call(&self, state: &PcState, terminator: &TerminatorKind, block: BlockId) -> PcState {
+        let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+        let mut out = PcState::default();
+        for p in &state.paths {
+            if targets.is_empty() {
+                // Intrinsics, unresolved callees, drops of nothing: no count
+                // effect, but the callee may still write through pointers.
+                let mut facts = p.facts.clone();
+                match terminator {
+                    TerminatorKind::Call { destination, .. } => {
+                        facts.forget_memory(&self.escaped);
+                        facts.write_unknown(destination, &self.escaped);
+                    }
+                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    _ => {}
+                }
+                out.add(Path { adj: p.adj, facts });
+            } else {
+                self.call_effect(p, terminator, targets, &mut out);
+            }
+        }
+        out
+    }
+
     /// The expectation for the variants of the first argument this path
     /// allows (all of them when it knows nothing).
     fn variant_expect(
@@ -423,43 +448,20 @@ impl Analysis for BodyAnalysis<'_> {
             | TerminatorKind::Resume
             | TerminatorKind::Abort
             | TerminatorKind::Unreachable => {}
-            TerminatorKind::Drop { place, target, .. } => {
-                let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
-                let mut out = PcState::default();
-                for p in &state.paths {
-                    if targets.is_empty() {
-                        let mut facts = p.facts.clone();
-                        facts.write_unknown(place, &self.escaped);
-                        out.add(Path { adj: p.adj, facts });
-                    } else {
-                        self.call_effect(p, &terminator.kind, targets, &mut out);
-                    }
-                }
-                if !out.is_unreachable() {
-                    propagate(*target, out);
-                }
+            TerminatorKind::Drop { target, .. } => {
+                propagate_nonempty(
+                    *target,
+                    self.after_call(&state, &terminator.kind, block),
+                    propagate,
+                );
             }
-            TerminatorKind::Call {
-                destination,
-                target,
-                ..
-            } => {
-                let Some(target) = target else { return };
-                let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
-                let mut out = PcState::default();
-                for p in &state.paths {
-                    if targets.is_empty() {
-                        // Intrinsics and unresolved callees: no count effect.
-                        let mut facts = p.facts.clone();
-                        facts.forget_memory(&self.escaped);
-                        facts.write_unknown(destination, &self.escaped);
-                        out.add(Path { adj: p.adj, facts });
-                    } else {
-                        self.call_effect(p, &terminator.kind, targets, &mut out);
-                    }
-                }
-                if !out.is_unreachable() {
-                    propagate(*target, out);
+            TerminatorKind::Call { target, .. } => {
+                if let Some(target) = target {
+                    propagate_nonempty(
+                        *target,
+                        self.after_call(&state, &terminator.kind, block),
+                        propagate,
+                    );
                 }
             }
             TerminatorKind::Assert {
@@ -494,6 +496,16 @@ impl Analysis for BodyAnalysis<'_> {
                 }
             }
         }
+    }
+}
+
+fn propagate_nonempty(
+    target: BlockId,
+    state: PcState,
+    propagate: &mut dyn FnMut(BlockId, PcState),
+) {
+    if !state.is_unreachable() {
+        propagate(target, state);
     }
 }
 

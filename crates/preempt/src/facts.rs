@@ -204,16 +204,21 @@ impl Facts {
                     && k.proj.is_empty()
                     && let Some(Val::Cmp { key, aspect, c, eq }) = self.vals.get(&k.local)
                 {
-                    return match self.known.get(&(key.clone(), *aspect)) {
-                        Some(Known::Is(x)) => Some(Known::Is(u128::from((x == c) == *eq))),
-                        Some(Known::IsNot(not)) if not.contains(c) => {
-                            Some(Known::Is(u128::from(!*eq)))
-                        }
-                        _ => None,
-                    };
+                    return self
+                        .comparison(key, *aspect, *c, *eq)
+                        .map(|t| Known::Is(u128::from(t)));
                 }
                 None
             }
+        }
+    }
+
+    /// The value of `(key.aspect == c) == eq`, if the facts decide it.
+    fn comparison(&self, key: &PlaceKey, aspect: Aspect, c: u128, eq: bool) -> Option<bool> {
+        match self.known.get(&(key.clone(), aspect))? {
+            Known::Is(x) => Some((*x == c) == eq),
+            Known::IsNot(not) if not.contains(&c) => Some(!eq),
+            Known::IsNot(_) => None,
         }
     }
 
@@ -363,12 +368,7 @@ impl Facts {
                     }
                 }
                 Val::Cmp { key, aspect, c, eq } => {
-                    let truth = match self.known.get(&(key, aspect)) {
-                        Some(Known::Is(x)) => Some((*x == c) == eq),
-                        Some(Known::IsNot(not)) if not.contains(&c) => Some(!eq),
-                        _ => None,
-                    };
-                    if let Some(t) = truth {
+                    if let Some(t) = self.comparison(&key, aspect, c, eq) {
                         self.known
                             .insert((root, Aspect::Value), Known::Is(u128::from(t)));
                     }
