@@ -57,6 +57,7 @@ ui!(
     recursion,
     drops,
     gfp,
+    defaults,
     fp_guard_lifetimes,
     fp_control_flow,
     fp_beyond_klint,
