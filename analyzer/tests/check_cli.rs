@@ -6,17 +6,28 @@ use std::process::Command;
 use test_harness::{CrateSpec, Extracted, extract, repo_root};
 
 fn kanalyze(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kanalyze")).args(args).current_dir(dir).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
     let clean = |b: &[u8]| {
         String::from_utf8_lossy(b)
             .replace(repo_root().to_str().unwrap(), "$ROOT")
             .replace(dir.to_str().unwrap(), "$TMP")
     };
-    (out.status.code().unwrap_or(-1), clean(&out.stdout), clean(&out.stderr))
+    (
+        out.status.code().unwrap_or(-1),
+        clean(&out.stdout),
+        clean(&out.stderr),
+    )
 }
 
 fn demo() -> Extracted {
-    extract(&[CrateSpec::lib("demo/klock.rs"), CrateSpec::lib("demo/demo_driver.rs").with_extern("klock")])
+    extract(&[
+        CrateSpec::lib("demo/klock.rs"),
+        CrateSpec::lib("demo/demo_driver.rs").with_extern("klock"),
+    ])
 }
 
 #[test]
@@ -24,9 +35,15 @@ fn default_command_is_check_and_exit_status_says_findings() {
     let out = demo();
     let (code, stdout, stderr) = kanalyze(&["kmir"], out.dir.path());
     assert_eq!(code, 1, "{stderr}");
-    assert!(stdout.contains("error: this call expects the preemption count to be 0"), "{stdout}");
+    assert!(
+        stdout.contains("error: this call expects the preemption count to be 0"),
+        "{stdout}"
+    );
     let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.starts_with("kanalyze: 1 error in 2 crates ("), "{stdout}");
+    assert!(
+        last.starts_with("kanalyze: 1 error in 2 crates ("),
+        "{stdout}"
+    );
     let (code2, stdout2, _) = kanalyze(&["check", "kmir"], out.dir.path());
     assert_eq!((code, &stdout), (code2, &stdout2));
 }
@@ -37,7 +54,11 @@ fn spec_file_overrides_the_builtin() {
     let dir = out.dir.path();
     // Declare msleep harmless: the annotation on `klock::msleep` still says
     // it may sleep, so the finding stays — annotations win over the spec.
-    std::fs::write(dir.join("extra.toml"), "[fn.msleep]\nexpect = \"0..\"\nnote = \"test override\"\n").unwrap();
+    std::fs::write(
+        dir.join("extra.toml"),
+        "[fn.msleep]\nexpect = \"0..\"\nnote = \"test override\"\n",
+    )
+    .unwrap();
     let (code, _, stderr) = kanalyze(&["kmir", "--spec", "extra.toml"], dir);
     assert_eq!(code, 1, "{stderr}");
 }
@@ -46,7 +67,11 @@ fn spec_file_overrides_the_builtin() {
 fn bad_spec_files_are_usage_errors() {
     let out = demo();
     let dir = out.dir.path();
-    std::fs::write(dir.join("broken.toml"), "[fn.spin_lock]\nadjust = \"one\"\n").unwrap();
+    std::fs::write(
+        dir.join("broken.toml"),
+        "[fn.spin_lock]\nadjust = \"one\"\n",
+    )
+    .unwrap();
     let (code, stdout, stderr) = kanalyze(&["kmir", "--spec", "broken.toml"], dir);
     assert_eq!(code, 2);
     assert!(stdout.is_empty());
@@ -64,7 +89,10 @@ fn usage_errors() {
     assert!(stderr.contains("Usage: kanalyze <COMMAND>"), "{stderr}");
     let (code, _, stderr) = kanalyze(&["check", "x", "--format", "xml"], tmp.path());
     assert_eq!(code, 2);
-    assert!(stderr.contains("invalid value 'xml' for '--format <FORMAT>'"), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'xml' for '--format <FORMAT>'"),
+        "{stderr}"
+    );
     let (code, _, stderr) = kanalyze(&["nothing-here"], tmp.path());
     assert_eq!(code, 2);
     insta::assert_snapshot!("missing_input", stderr);
@@ -73,24 +101,39 @@ fn usage_errors() {
 #[test]
 fn summary_explains_where_an_expectation_comes_from() {
     let out = demo();
-    let (code, stdout, stderr) = kanalyze(&["summary", "kmir", "demo_driver::wait_for_hardware"], out.dir.path());
+    let (code, stdout, stderr) = kanalyze(
+        &["summary", "kmir", "demo_driver::wait_for_hardware"],
+        out.dir.path(),
+    );
     assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!("summary_wait_for_hardware", stdout);
     let (code, stdout, _) = kanalyze(&["summary", "kmir", "klock::msleep"], out.dir.path());
     assert_eq!(code, 0);
-    assert!(stdout.contains("from:        annotation on `klock::msleep` (checked against the body)"), "{stdout}");
+    assert!(
+        stdout.contains("from:        annotation on `klock::msleep` (checked against the body)"),
+        "{stdout}"
+    );
     let (code, _, stderr) = kanalyze(&["summary", "kmir", "lock"], out.dir.path());
     assert_eq!(code, 2);
     assert!(stderr.starts_with("error: `lock` matches"), "{stderr}");
     let (code, _, stderr) = kanalyze(&["summary", "kmir", "no_such_fn"], out.dir.path());
     assert_eq!(code, 2);
-    assert!(stderr.starts_with("error: no function matches `no_such_fn`"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: no function matches `no_such_fn`"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn spec_functions_and_unknown_c_functions_in_summaries() {
     let out = demo();
-    let (_, stdout, _) = kanalyze(&["summary", "kmir", "klock::bindings::spin_lock"], out.dir.path());
+    let (_, stdout, _) = kanalyze(
+        &["summary", "kmir", "klock::bindings::spin_lock"],
+        out.dir.path(),
+    );
     assert!(stdout.contains("adjustment:  1"), "{stdout}");
-    assert!(stdout.contains("from:        the spec entry of `spin_lock`"), "{stdout}");
+    assert!(
+        stdout.contains("from:        the spec entry of `spin_lock`"),
+        "{stdout}"
+    );
 }

@@ -15,10 +15,13 @@ fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String
         .current_dir(dir)
         .output()
         .unwrap();
+    let sysroot = test_harness::nightly_rustc();
+    let sysroot = sysroot.parent().and_then(|p| p.parent()).unwrap().to_str().unwrap().to_string();
     let clean = |b: &[u8]| {
         String::from_utf8_lossy(b)
             .replace(repo_root().to_str().unwrap(), "$ROOT")
             .replace(dir.to_str().unwrap(), "$TMP")
+            .replace(&sysroot, "$SYSROOT")
     };
     (
         run.status.code().unwrap_or(-1),

@@ -161,6 +161,13 @@ impl<'tcx> Translator<'tcx> {
         self.span(stable)
     }
 
+    /// The canonical path of a definition (never a re-export), like
+    /// `def_path`; `CrateDef::name()` would give the visible path.
+    fn canon(&self, def: impl CrateDef) -> String {
+        let internal = rustc_internal::internal(self.tcx, def.def_id());
+        def_path(self.tcx, internal)
+    }
+
     // ---------------------------------------------------------------- types
 
     pub fn ty(&mut self, ty: sty::Ty) -> TyId {
@@ -202,11 +209,13 @@ impl<'tcx> Translator<'tcx> {
             R::Adt(adt, args) => {
                 self.adt(adt);
                 K::Adt {
-                    path: adt.name(),
+                    path: self.canon(adt),
                     args: self.type_args(&args),
                 }
             }
-            R::Foreign(def) => K::Foreign { path: def.name() },
+            R::Foreign(def) => K::Foreign {
+                path: self.canon(def),
+            },
             R::Array(elem, len) => K::Array {
                 elem: self.ty(elem),
                 len: len.eval_target_usize().ok(),
@@ -224,7 +233,7 @@ impl<'tcx> Translator<'tcx> {
                 mutable: is_mut(m),
             },
             R::FnDef(def, args) => K::FnDef {
-                path: def.name(),
+                path: self.canon(def),
                 args: self.type_args(&args),
             },
             R::FnPtr(sig) => {
@@ -240,20 +249,24 @@ impl<'tcx> Translator<'tcx> {
                 K::FnPtr { inputs, output }
             }
             R::Closure(def, args) => K::Closure {
-                path: def.name(),
+                path: self.canon(def),
                 args: self.type_args(&args),
             },
-            R::Coroutine(def, _) => K::Coroutine { path: def.name() },
+            R::Coroutine(def, _) => K::Coroutine {
+                path: self.canon(def),
+            },
             R::CoroutineClosure(def, _) => K::Closure {
-                path: def.name(),
+                path: self.canon(def),
                 args: vec![],
             },
             R::Dynamic(preds, _) => {
                 let mut traits = Vec::new();
                 for p in &preds {
                     match &p.value {
-                        sty::ExistentialPredicate::Trait(t) => traits.insert(0, t.def_id.name()),
-                        sty::ExistentialPredicate::AutoTrait(t) => traits.push(t.name()),
+                        sty::ExistentialPredicate::Trait(t) => {
+                            traits.insert(0, self.canon(t.def_id))
+                        }
+                        sty::ExistentialPredicate::AutoTrait(t) => traits.push(self.canon(*t)),
                         sty::ExistentialPredicate::Projection(_) => {}
                     }
                 }
@@ -275,7 +288,7 @@ impl<'tcx> Translator<'tcx> {
     }
 
     fn adt(&mut self, adt: sty::AdtDef) {
-        let path = adt.name();
+        let path = self.canon(adt);
         if self.adts.contains_key(&path) {
             return;
         }
@@ -286,7 +299,10 @@ impl<'tcx> Translator<'tcx> {
         };
         let internal = rustc_internal::internal(self.tcx, adt);
         let discrs: Vec<u128> = if internal.is_enum() {
-            internal.discriminants(self.tcx).map(|(_, d)| d.val).collect()
+            internal
+                .discriminants(self.tcx)
+                .map(|(_, d)| d.val)
+                .collect()
         } else {
             vec![0]
         };
@@ -662,7 +678,7 @@ impl<'tcx> Translator<'tcx> {
                         out.vtables.push(v);
                     }
                 }
-                GlobalAlloc::Static(def) => out.statics.push(def.name()),
+                GlobalAlloc::Static(def) => out.statics.push(self.canon(def)),
                 GlobalAlloc::Memory(inner) => self.collect_pointers(&inner, out, depth + 1),
                 GlobalAlloc::TypeId { .. } => {}
             }
@@ -759,7 +775,9 @@ impl<'tcx> Translator<'tcx> {
                 count: count.eval_target_usize().ok(),
             },
             R::CopyForDeref(p) => kmir::Rvalue::CopyForDeref(self.place(p)),
-            R::ThreadLocalRef(item) => kmir::Rvalue::ThreadLocalRef { path: item.name() },
+            R::ThreadLocalRef(item) => kmir::Rvalue::ThreadLocalRef {
+                path: self.canon(*item),
+            },
         }
     }
 
@@ -1009,7 +1027,9 @@ impl<'tcx> Translator<'tcx> {
                         symbol: self.reference(&instance),
                     },
                 },
-                Err(_) => kmir::Callee::Unresolved { path: def.name() },
+                Err(_) => kmir::Callee::Unresolved {
+                    path: self.canon(def),
+                },
             },
             _ => {
                 let internal = rustc_internal::internal(self.tcx, fn_ty);
