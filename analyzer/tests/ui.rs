@@ -16,7 +16,13 @@ fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String
         .output()
         .unwrap();
     let sysroot = test_harness::nightly_rustc();
-    let sysroot = sysroot.parent().and_then(|p| p.parent()).unwrap().to_str().unwrap().to_string();
+    let sysroot = sysroot
+        .parent()
+        .and_then(|p| p.parent())
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     let clean = |b: &[u8]| {
         String::from_utf8_lossy(b)
             .replace(repo_root().to_str().unwrap(), "$ROOT")
