@@ -5,11 +5,13 @@
 //! table of the same dump (`TyId`, `FileId`, `VtableId`, block and local
 //! indices) or a linker symbol (`Symbol`) that is meaningful across crates.
 //!
-//! Invariants the extractor guarantees (and `CrateDump::validate` checks):
+//! Invariants the extractor guarantees; `validate` checks the first two on
+//! every decoded dump:
 //! * every `TyId`, `FileId`, `VtableId` is in range of its table;
 //! * block targets and locals of a body are in range of that body;
 //! * `Callee::Direct` symbols name either an instance of this dump or an
-//!   entry of `externals`.
+//!   entry of `externals` (the linker tolerates a dump that breaks this: the
+//!   call is counted as unresolved).
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
@@ -633,7 +635,8 @@ pub struct StaticItem {
 /// A local item with tool attributes.
 pub struct ItemAttrs {
     pub path: String,
-    /// `fn`, `assoc fn`, `foreign fn`, `struct`, `enum`, `union`, `trait`, …
+    /// The compiler's description: `function`, `associated function`,
+    /// `foreign function`, `struct`, `enum`, `union`, `trait`, …
     pub kind: String,
     pub span: Span,
     pub attrs: Vec<ToolAttr>,
