@@ -607,7 +607,13 @@ impl<'tcx> Translator<'tcx> {
         let ty = self.ty(c.ty());
         let value = match c.kind() {
             sty::ConstantKind::ZeroSized => kmir::ConstValue::ZeroSized,
-            sty::ConstantKind::Allocated(alloc) => self.allocation_value(c.ty(), alloc),
+            sty::ConstantKind::Allocated(alloc) => {
+                let mut v = self.allocation_value(c.ty(), alloc);
+                if let kmir::ConstValue::Memory { variant, .. } = &mut v {
+                    *variant = self.enum_variant(c);
+                }
+                v
+            }
             sty::ConstantKind::Ty(tc) => match tc.kind() {
                 sty::TyConstKind::Value(t, alloc) => self.allocation_value(*t, alloc),
                 sty::TyConstKind::ZSTValue(_) => kmir::ConstValue::ZeroSized,
@@ -618,6 +624,22 @@ impl<'tcx> Translator<'tcx> {
             }
         };
         kmir::Constant { ty, value }
+    }
+
+    /// The variant an enum constant holds, read the way rustc's MIR printer
+    /// reads it.
+    fn enum_variant(&self, c: &sty::MirConst) -> Option<u32> {
+        let internal = rustc_internal::internal(self.tcx, c.clone());
+        let imir::Const::Val(val, ty) = internal else {
+            return None;
+        };
+        if !matches!(ty.kind(), ty::Adt(def, _) if def.is_enum()) {
+            return None;
+        }
+        let destructured = self
+            .tcx
+            .try_destructure_mir_constant_for_user_output(val, ty)?;
+        destructured.variant.map(|v| v.as_u32())
     }
 
     fn allocation_value(&mut self, ty: sty::Ty, alloc: &sty::Allocation) -> kmir::ConstValue {
@@ -642,6 +664,7 @@ impl<'tcx> Translator<'tcx> {
             fn_ptrs: pointers.fns,
             vtables: pointers.vtables,
             statics: pointers.statics,
+            variant: None,
         }
     }
 

@@ -343,10 +343,16 @@ impl<'d> Printer<'d> {
                 fn_ptrs,
                 vtables,
                 statics,
+                variant,
             } => {
-                let refs: Vec<String> = fn_ptrs
+                let refs: Vec<String> = variant
                     .iter()
-                    .map(|s| format!("fn {}", self.symbol_name(s)))
+                    .map(|v| format!("variant #{v}"))
+                    .chain(
+                        fn_ptrs
+                            .iter()
+                            .map(|s| format!("fn {}", self.symbol_name(s))),
+                    )
                     .chain(vtables.iter().map(|v| format!("vtable #{v}")))
                     .chain(statics.iter().map(|s| format!("static {s}")))
                     .collect();

@@ -383,11 +383,14 @@ pub enum ConstValue {
     Scalar(u128),
     /// A zero-sized value, e.g. a fn item or `()`.
     ZeroSized,
-    /// Any other evaluated constant: the code pointers and vtables it refers to.
+    /// Any other evaluated constant: the code pointers and vtables it refers
+    /// to, and for an enum the index of the variant it holds
+    /// (`const Option::<()>::Some(())`).
     Memory {
         fn_ptrs: Vec<Symbol>,
         vtables: Vec<VtableId>,
         statics: Vec<String>,
+        variant: Option<u32>,
     },
     /// A constant the compiler could not evaluate here (should not happen in mono items).
     Unevaluated,

@@ -70,22 +70,29 @@ impl<'a> BodyAnalysis<'a> {
         }
     }
 
+    /// The discriminant an aggregate or enum constant gives its destination.
     fn adt_discr(&self, rvalue: &Rvalue) -> Option<u128> {
-        let Rvalue::Aggregate {
-            kind: AggregateKind::Adt { ty, variant, .. },
-            ..
-        } = rvalue
-        else {
-            return None;
+        let (ty, variant) = match rvalue {
+            Rvalue::Aggregate {
+                kind: AggregateKind::Adt { ty, variant, .. },
+                ..
+            } => (*ty, *variant),
+            Rvalue::Use(kmir::Operand::Constant(c)) => match c.value {
+                kmir::ConstValue::Memory {
+                    variant: Some(v), ..
+                } => (c.ty, v),
+                _ => return None,
+            },
+            _ => return None,
         };
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(*ty)?.kind else {
+        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
             return None;
         };
         let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
         if adt.kind != kmir::AdtKind::Enum {
             return None;
         }
-        adt.variants.get(*variant as usize).map(|v| v.discr)
+        adt.variants.get(variant as usize).map(|v| v.discr)
     }
 
     fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
@@ -193,6 +200,17 @@ impl<'a> BodyAnalysis<'a> {
         }
     }
 
+    /// The discriminant of a constant first argument (`drop(None)`).
+    fn const_arg0_discr(&self, terminator: &TerminatorKind) -> Option<u128> {
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return None;
+        };
+        let op @ kmir::Operand::Constant(_) = args.first()? else {
+            return None;
+        };
+        self.adt_discr(&Rvalue::Use(op.clone()))
+    }
+
     /// The paths after a call or drop of `targets` from `path`.
     fn call_effect(
         &self,
@@ -215,6 +233,9 @@ impl<'a> BodyAnalysis<'a> {
                     (Some(ArgCond::Value(d)), _, Some(p)) => {
                         let r = facts.resolve(p, Aspect::Discr);
                         facts.assume(&r, Some(d), &[])
+                    }
+                    (Some(ArgCond::Value(d)), _, None) => {
+                        self.const_arg0_discr(terminator).is_none_or(|c| c == d)
                     }
                     _ => true,
                 };

@@ -502,7 +502,7 @@ impl Facts {
             _ => None,
         };
         let discr = match rvalue {
-            Rvalue::Aggregate { .. } => adt_discr(rvalue),
+            Rvalue::Aggregate { .. } | Rvalue::Use(Operand::Constant(_)) => adt_discr(rvalue),
             _ => None,
         };
         // What is known about the new value, for destinations that cannot
