@@ -162,6 +162,8 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     for p in &problems {
         let d = match p {
             program::LinkProblem::IdenticalDuplicate { .. } => Diagnostic::warning(p.to_string()),
+            program::LinkProblem::OtherTarget { .. } => Diagnostic::warning(p.to_string())
+                .note("a build's host tools and proc-macro dependencies are compiled by the same RUSTC, so their dumps land in the same directory"),
             program::LinkProblem::ConflictingDuplicate { .. } => Diagnostic::warning(p.to_string())
                 .help(
                     "remove stale dumps from the directory, or point kanalyze at one build's dumps",

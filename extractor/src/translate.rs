@@ -174,9 +174,31 @@ impl<'tcx> Translator<'tcx> {
         if let Some(id) = self.type_ids.get(&ty) {
             return *id;
         }
-        let kind = match ty.kind() {
-            sty::TyKind::RigidTy(rigid) => self.rigid_ty(rigid),
-            _ => kmir::TyKind::Other,
+        // Types outside bodies (a static's type) may still hold projections
+        // (`IdArray<<D as Driver>::IdInfo, N>`, the kernel's device tables):
+        // normalize first, and never ask rustc_public for the kind of an
+        // alias it cannot convert.
+        let internal = rustc_internal::internal(self.tcx, ty);
+        let normalized = self
+            .tcx
+            .try_normalize_erasing_regions(
+                TypingEnv::fully_monomorphized(),
+                rustc_middle::ty::Unnormalized::new(internal),
+            )
+            .unwrap_or(internal);
+        if normalized != internal {
+            let stable: sty::Ty = rustc_internal::stable(normalized);
+            let id = self.ty(stable);
+            self.type_ids.insert(ty, id);
+            return id;
+        }
+        let kind = if rustc_middle::ty::TypeVisitableExt::has_aliases(&internal) {
+            kmir::TyKind::Other
+        } else {
+            match ty.kind() {
+                sty::TyKind::RigidTy(rigid) => self.rigid_ty(rigid),
+                _ => kmir::TyKind::Other,
+            }
         };
         let id = self.types.len() as TyId;
         let display = canonical_ty_string(self.tcx, ty);

@@ -29,6 +29,13 @@ pub enum LinkProblem {
         kept: PathBuf,
         skipped: PathBuf,
     },
+    /// Crates built for another target than the program's (build tools and
+    /// proc-macro dependencies of a kernel build, compiler probes): left out.
+    OtherTarget {
+        target: String,
+        program_target: String,
+        crates: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for LinkProblem {
@@ -44,6 +51,16 @@ impl std::fmt::Display for LinkProblem {
                 kept.display(),
                 skipped.display(),
                 kept.display()
+            ),
+            LinkProblem::OtherTarget {
+                target,
+                program_target,
+                crates,
+            } => write!(
+                f,
+                "{} crate(s) built for target `{target}` are left out of the program, which is built for `{program_target}`: {}",
+                crates.len(),
+                crates.join(", ")
             ),
             LinkProblem::IdenticalDuplicate {
                 crate_name,
@@ -109,6 +126,38 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     }
     let mut k = keep.iter();
     crates.retain(|_| *k.next().unwrap_or(&true));
+
+    // 1b. One target: the one with the most instances (a kernel build also
+    // compiles host tools and proc-macro dependencies through RUSTC).
+    let mut by_target: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &crates {
+        *by_target.entry(c.dump.header.target.as_str()).or_default() += c.dump.instances.len() + 1;
+    }
+    if by_target.len() > 1 {
+        let program_target = by_target
+            .iter()
+            .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
+            .map(|(t, _)| t.to_string())
+            .unwrap_or_default();
+        let mut others: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in &crates {
+            if c.dump.header.target != program_target {
+                others
+                    .entry(c.dump.header.target.clone())
+                    .or_default()
+                    .push(c.dump.header.crate_name.clone());
+            }
+        }
+        crates.retain(|c| c.dump.header.target == program_target);
+        for (target, mut names) in others {
+            names.sort();
+            problems.push(LinkProblem::OtherTarget {
+                target,
+                program_target: program_target.clone(),
+                crates: names,
+            });
+        }
+    }
 
     let mut stats = LinkStats {
         crates: crates.len(),

@@ -83,3 +83,23 @@ fn generic_of_crate_a_instantiated_in_crate_b() {
             .any(|i| i.name.starts_with("twocrate_b::walk::{closure#0}"))
     );
 }
+
+#[test]
+fn static_whose_type_is_a_projection() {
+    let out = extract(&[CrateSpec::lib("extract/aliases.rs").arg("-Dwarnings")]);
+    assert!(
+        !out.stderr.contains("extraction of crate"),
+        "{}",
+        out.stderr
+    );
+    let dump = out.dump("aliases");
+    let table = dump
+        .statics
+        .iter()
+        .find(|s| s.path == "aliases::TABLE")
+        .expect("the static");
+    assert_eq!(
+        dump.ty(table.ty).unwrap().display,
+        "aliases::IdArray<u8, 2>"
+    );
+}

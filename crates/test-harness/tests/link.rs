@@ -189,3 +189,33 @@ fn duplicate_dumps_are_reported_and_skipped() {
     assert_eq!(p.crates[0].path, std::path::PathBuf::from("c/graph.kmir"));
     assert_eq!(p.crates[0].dump, changed);
 }
+
+#[test]
+fn crates_of_another_target_are_left_out() {
+    let out = extract(&[
+        CrateSpec::lib("extract/twocrate_a.rs"),
+        CrateSpec::lib("extract/twocrate_b.rs").with_extern("twocrate_a"),
+        CrateSpec::lib("extract/graph.rs"),
+    ]);
+    let mut crates: Vec<LinkedCrate> = out
+        .dump_paths()
+        .into_iter()
+        .map(|path| LinkedCrate { dump: kmir::read_file(&path).unwrap(), path, modified: None })
+        .collect();
+    for c in &mut crates {
+        if c.dump.header.crate_name == "graph" {
+            c.dump.header.target = "host-tools".into();
+        }
+    }
+    let real = crates[0].dump.header.target.clone();
+    let (p, problems) = program::link(crates);
+    assert_eq!(p.stats.crates, 2);
+    assert_eq!(
+        problems,
+        [program::LinkProblem::OtherTarget {
+            target: "host-tools".into(),
+            program_target: real,
+            crates: vec!["graph".into()]
+        }]
+    );
+}
