@@ -200,14 +200,25 @@ fn crates_of_another_target_are_left_out() {
     let mut crates: Vec<LinkedCrate> = out
         .dump_paths()
         .into_iter()
-        .map(|path| LinkedCrate { dump: kmir::read_file(&path).unwrap(), path, modified: None })
+        .map(|path| LinkedCrate {
+            dump: kmir::read_file(&path).unwrap(),
+            path,
+            modified: None,
+        })
         .collect();
     for c in &mut crates {
-        if c.dump.header.crate_name == "graph" {
+        if c.dump.header.crate_name == "twocrate_a" {
             c.dump.header.target = "host-tools".into();
         }
     }
-    let real = crates[0].dump.header.target.clone();
+    let real = crates
+        .iter()
+        .find(|c| c.dump.header.crate_name == "graph")
+        .unwrap()
+        .dump
+        .header
+        .target
+        .clone();
     let (p, problems) = program::link(crates);
     assert_eq!(p.stats.crates, 2);
     assert_eq!(
@@ -215,7 +226,7 @@ fn crates_of_another_target_are_left_out() {
         [program::LinkProblem::OtherTarget {
             target: "host-tools".into(),
             program_target: real,
-            crates: vec!["graph".into()]
+            crates: vec!["twocrate_a".into()]
         }]
     );
 }
