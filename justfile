@@ -11,3 +11,8 @@ test:
 # Extract the crates.io corpus and print its numbers (minutes).
 corpus:
     cargo test --release -p test-harness --test corpus -- --ignored --nocapture
+
+# Build the Rust part of Linux 7.3 with kextract and analyse the dumps
+# (first run 5-10 min: packages, bindgen, source; see scripts/kernel.sh --help).
+kernel *ARGS:
+    ./scripts/kernel.sh {{ARGS}}
