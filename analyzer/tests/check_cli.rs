@@ -1,25 +1,18 @@
 //! `kanalyze check` and `kanalyze summary`: flags, spec files and bad input.
 
 use std::path::Path;
-use std::process::Command;
 
-use test_harness::{CrateSpec, Extracted, extract, repo_root};
+mod common;
+
+use test_harness::{CrateSpec, Extracted, extract};
 
 fn kanalyze(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let clean = |b: &[u8]| {
-        String::from_utf8_lossy(b)
-            .replace(repo_root().to_str().unwrap(), "$ROOT")
-            .replace(dir.to_str().unwrap(), "$TMP")
-    };
+    let run = common::kanalyze(dir, args);
+    let clean = |t: &str| common::redact(t, &[dir]);
     (
-        out.status.code().unwrap_or(-1),
-        clean(&out.stdout),
-        clean(&out.stderr),
+        run.code.unwrap_or(-1),
+        clean(&run.stdout),
+        clean(&run.stderr),
     )
 }
 
