@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::analysis::{Analysed, analyse};
 use crate::cli::{CheckArgs, Format};
-use crate::diag::Diagnostic;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
 /// Exit status when an error-level finding was reported.
@@ -30,13 +29,8 @@ pub fn run(args: &CheckArgs) -> u8 {
         Format::Json => json(&analysed, &mut out),
     }
     .and_then(|()| out.flush());
-    match result {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => {
-            Diagnostic::error(format!("cannot write the output: {e}")).emit();
-            return EXIT_FAILURE;
-        }
+    if super::output_failed(result) {
+        return EXIT_FAILURE;
     }
     if analysed.errors() > 0 {
         EXIT_FINDINGS

@@ -19,14 +19,8 @@ pub fn run(args: &DumpArgs) -> u8 {
     let mut out = BufWriter::new(stdout.lock());
     let mut state = State::default();
     let result = dump(args, &mut out, &mut state).and_then(|()| out.flush());
-    match result {
-        Ok(()) => {}
-        // `kanalyze dump … | head`: the reader has all it wants.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => {
-            Diagnostic::error(format!("cannot write the output: {e}")).emit();
-            return EXIT_FAILURE;
-        }
+    if super::output_failed(result) {
+        return EXIT_FAILURE;
     }
     if state.errors > 0 {
         EXIT_BAD_INPUT

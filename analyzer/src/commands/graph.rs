@@ -69,13 +69,8 @@ pub fn run(args: &GraphArgs) -> u8 {
         }
         out.flush()
     })();
-    match result {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => {
-            Diagnostic::error(format!("cannot write the output: {e}")).emit();
-            return EXIT_FAILURE;
-        }
+    if super::output_failed(result) {
+        return EXIT_FAILURE;
     }
     // Skipped inputs were reported as warnings; the graph of the rest is
     // still a result: exit 2 is for "nothing usable".

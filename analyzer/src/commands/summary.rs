@@ -121,12 +121,9 @@ pub fn run(args: &SummaryArgs) -> u8 {
         Ok(())
     })()
     .and_then(|()| out.flush());
-    match result {
-        Ok(()) => EXIT_OK,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(e) => {
-            Diagnostic::error(format!("cannot write the output: {e}")).emit();
-            EXIT_FAILURE
-        }
+    if super::output_failed(result) {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
     }
 }

@@ -159,20 +159,7 @@ impl<'a> BodyAnalysis<'a> {
     }
 
     fn place_variant_discr(&self, place: &Place, variant: u32) -> Option<u128> {
-        let mut ty = self.body.local(place.local)?.ty;
-        for p in &place.projection {
-            match p {
-                kmir::Projection::Field { ty: t, .. } | kmir::Projection::OpaqueCast(t) => ty = *t,
-                kmir::Projection::Deref => match &self.dump.ty(ty)?.kind {
-                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
-                        ty = *pointee
-                    }
-                    kmir::TyKind::Adt { args, .. } => ty = *args.first()?,
-                    _ => return None,
-                },
-                _ => return None,
-            }
-        }
+        let ty = self.place_ty(place)?;
         let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
             return None;
         };

@@ -417,16 +417,26 @@ impl Facts {
         }
     }
 
-    pub fn set_discriminant(&mut self, place: &Place, discr: Option<u128>, escaped: &[LocalId]) {
+    /// Forgets what a write to `place` invalidates; the place written, if
+    /// facts can name it.
+    fn prepare_write(&mut self, place: &Place, escaped: &[LocalId]) -> Option<PlaceKey> {
         let Some(key) = PlaceKey::of(place) else {
             self.forget_memory(escaped);
-            return;
+            return None;
         };
         let key = self.normalize(&key);
         if key.has_deref() {
+            // Another pointer may alias it: everything behind pointers goes.
             self.forget_memory(escaped);
         }
         self.forget(&key);
+        Some(key)
+    }
+
+    pub fn set_discriminant(&mut self, place: &Place, discr: Option<u128>, escaped: &[LocalId]) {
+        let Some(key) = self.prepare_write(place, escaped) else {
+            return;
+        };
         if let Some(d) = discr {
             self.set_known(key, Aspect::Discr, d);
         }
@@ -521,16 +531,9 @@ impl Facts {
                 .collect(),
             _ => Vec::new(),
         };
-        let Some(key) = PlaceKey::of(place) else {
-            self.forget_memory(escaped);
+        let Some(key) = self.prepare_write(place, escaped) else {
             return;
         };
-        let key = self.normalize(&key);
-        if key.has_deref() {
-            // Another pointer may alias it: everything behind pointers goes.
-            self.forget_memory(escaped);
-        }
-        self.forget(&key);
         if key.proj.is_empty() && !key.has_deref() {
             if let Some(v) = new {
                 // A copy of a copy names the original; never an alias chain.
