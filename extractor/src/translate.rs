@@ -435,6 +435,10 @@ impl<'tcx> Translator<'tcx> {
             ty::InstanceKind::Item(_) => instance_sig(tcx, internal),
             _ => None,
         };
+        let fn_ty = internal.ty(tcx, TypingEnv::fully_monomorphized());
+        let unsafe_fn = matches!(internal.def, ty::InstanceKind::Item(_))
+            && matches!(fn_ty.kind(), ty::FnDef(..))
+            && fn_ty.fn_sig(tcx).safety().is_unsafe();
         Ok(kmir::Instance {
             symbol,
             name: stable.name(),
@@ -444,6 +448,7 @@ impl<'tcx> Translator<'tcx> {
             span,
             exported,
             fn_sig,
+            unsafe_fn,
             codegenned,
             body,
         })

@@ -110,6 +110,10 @@ pub struct Instance {
     /// safety ignored. `None` for instances that cannot be pointed to
     /// (drop glue, shims).
     pub fn_sig: Option<String>,
+    /// Declared `unsafe fn`: its safety contract may include lock state
+    /// ("the caller holds the lock"), so the lock analysis does not ask it
+    /// to be balanced.
+    pub unsafe_fn: bool,
     /// Emitted by this crate's codegen. False for instances that the
     /// optimizer inlined everywhere (so codegen never emitted them) but that
     /// the drop-elaborated bodies of this dump still call: their bodies are

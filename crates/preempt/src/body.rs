@@ -11,9 +11,11 @@ use kmir::{
 };
 use program::{EdgeKind, FnId, Program};
 
-use crate::facts::{Aspect, Facts, Known, PlaceKey, Resolved, Val};
+use crate::facts::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val};
+use crate::locks::{Acquired, Held};
+use crate::places::Places;
 use crate::state::{Adj, Path, PcState};
-use crate::summary::{ArgCond, Case, Reason, RetFact, Summary};
+use crate::summary::{ArgCond, Case, Reason, RetFact, Summary, Take};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
 /// glue or `&mut self` method was called on) after `*_1` changes, so that a
@@ -28,6 +30,8 @@ pub struct Target {
 }
 
 pub struct BodyAnalysis<'a> {
+    pub func: FnId,
+    pub places: Places<'a>,
     pub dump: &'a CrateDump,
     pub body: &'a Body,
     /// Targets by block, from the call graph.
@@ -60,6 +64,8 @@ impl<'a> BodyAnalysis<'a> {
         let trace = std::env::var("KANALYZE_TRACE")
             .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
         BodyAnalysis {
+            func: caller,
+            places: Places::new(dump, body, &program.function(caller).name),
             dump,
             body,
             sites,
@@ -98,6 +104,8 @@ impl<'a> BodyAnalysis<'a> {
     fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
         match &statement.kind {
             StatementKind::Assign { place, rvalue } => {
+                // Pointers in the new value, read before the write.
+                let addrs = self.rvalue_addrs(facts, rvalue);
                 if let Rvalue::Discriminant(p) = rvalue
                     && let (Some(key), Some(discrs)) = (
                         PlaceKey::of(p),
@@ -107,6 +115,9 @@ impl<'a> BodyAnalysis<'a> {
                     facts.set_domain(&key, discrs);
                 }
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                if !addrs.is_empty() {
+                    facts.set_addrs(place, addrs);
+                }
             }
             StatementKind::SetDiscriminant { place, variant } => {
                 let discr = self.place_variant_discr(place, *variant);
@@ -128,6 +139,86 @@ impl<'a> BodyAnalysis<'a> {
                 }
             }
         }
+    }
+
+    /// The pointers an rvalue's value holds: a reference's target, a cast
+    /// pointer's, and those inside the operands of an aggregate.
+    fn rvalue_addrs(&self, facts: &Facts, rvalue: &Rvalue) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
+        match rvalue {
+            Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } => self
+                .places
+                .location(facts, place)
+                .map(|l| vec![(Vec::new(), l)])
+                .unwrap_or_default(),
+            Rvalue::Use(op) => self.places.operand_addrs(facts, op),
+            Rvalue::Cast { operand, .. } => self
+                .places
+                .operand_addrs(facts, operand)
+                .into_iter()
+                .filter(|(suffix, _)| suffix.is_empty())
+                .collect(),
+            Rvalue::Aggregate { kind, operands } => {
+                let prefix: Vec<ProjKey> = match kind {
+                    AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
+                        vec![ProjKey::Downcast(*variant)]
+                    }
+                    _ => Vec::new(),
+                };
+                let mut out = Vec::new();
+                for (i, op) in operands.iter().enumerate() {
+                    for (suffix, l) in self.places.operand_addrs(facts, op) {
+                        let mut proj = prefix.clone();
+                        proj.push(ProjKey::Field(i as u32));
+                        proj.extend(suffix);
+                        out.push((proj, l));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pointers inside `*args[0]` before the call, when the call
+    /// returns a value of the pointee's type.
+    fn returned_pointee(
+        &self,
+        facts: &Facts,
+        args: &[kmir::Operand],
+        destination: &Place,
+    ) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
+        let Some(kmir::Operand::Copy(arg) | kmir::Operand::Move(arg)) = args.first() else {
+            return Vec::new();
+        };
+        let (Some(arg_ty), Some(dest_ty)) = (
+            self.places.place_ty(arg),
+            self.places.place_ty(destination),
+        ) else {
+            return Vec::new();
+        };
+        let pointee = match self.dump.ty(arg_ty).map(|t| &t.kind) {
+            Some(kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. }) => {
+                *pointee
+            }
+            _ => return Vec::new(),
+        };
+        if pointee != dest_ty {
+            return Vec::new();
+        }
+        let Some(target) = facts.pointee(&args[0]) else {
+            return Vec::new();
+        };
+        facts.addrs_under(&target)
+    }
+
+    fn is_enum(&self, ty: kmir::TyId) -> bool {
+        let Some(kmir::TyKind::Adt { path, .. }) = self.dump.ty(ty).map(|t| &t.kind) else {
+            return false;
+        };
+        self.dump
+            .adts
+            .iter()
+            .any(|a| &a.path == path && a.kind == kmir::AdtKind::Enum)
     }
 
     /// The discriminant values of an enum type.
@@ -203,6 +294,7 @@ impl<'a> BodyAnalysis<'a> {
         &self,
         path: &Path,
         terminator: &TerminatorKind,
+        span: kmir::Span,
         targets: &[Target],
         out: &mut PcState,
     ) {
@@ -257,9 +349,55 @@ impl<'a> BodyAnalysis<'a> {
                     TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
                     _ => {}
                 }
+                let mut locks = path.locks.clone();
+                if case.ret_addrs.is_empty()
+                    && let TerminatorKind::Call {
+                        args, destination, ..
+                    } = terminator
+                {
+                    // `Option::take`, `mem::replace`, `ptr::read`, `clone`:
+                    // a function that returns a `T` from a `&T`/`&mut T`
+                    // whose body shows no pointer of its own returns (a copy
+                    // of) what the pointer points to.
+                    let copied = self.returned_pointee(&path.facts, args, destination);
+                    if !copied.is_empty() {
+                        facts.set_addrs(destination, copied);
+                    }
+                }
+                if case.has_lock_effect() {
+                    let (args, dropped) = call_operands(terminator);
+                    let subst = |l| self.places.substitute(&path.facts, l, args, dropped);
+                    for l in &case.release {
+                        if let Some(l) = subst(l) {
+                            locks.release(&l);
+                        }
+                    }
+                    for (l, kind, trylock) in &case.acquire {
+                        if let Some(l) = subst(l) {
+                            locks.acquire(Held {
+                                lock: l,
+                                kind: *kind,
+                                trylock: *trylock,
+                                at: Acquired {
+                                    span,
+                                    callee: t.callee,
+                                },
+                            });
+                        }
+                    }
+                    if let TerminatorKind::Call { destination, .. } = terminator {
+                        let addrs: Vec<_> = case
+                            .ret_addrs
+                            .iter()
+                            .filter_map(|(suffix, l)| Some((suffix.clone(), subst(l)?)))
+                            .collect();
+                        facts.set_addrs(destination, addrs);
+                    }
+                }
                 out.add(Path {
                     adj: path.adj.shifted(case.adjust),
                     facts,
+                    locks,
                 });
             }
         }
@@ -268,7 +406,9 @@ impl<'a> BodyAnalysis<'a> {
     /// The expectation a callee has at this site, given what the path knows
     /// about the arguments (a GFP flag known not to allow sleeping).
     /// The state after a call or drop terminator at `block`.
-    fn after_call(&self, state: &PcState, terminator: &TerminatorKind, block: BlockId) -> PcState {
+    fn after_call(&self, state: &PcState, terminator: &Terminator, block: BlockId) -> PcState {
+        let span = terminator.span;
+        let terminator = &terminator.kind;
         let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
         let mut out = PcState::default();
         for p in &state.paths {
@@ -284,9 +424,9 @@ impl<'a> BodyAnalysis<'a> {
                     TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
                     _ => {}
                 }
-                out.add(Path { adj: p.adj, facts });
+                out.add(p.with(p.adj, facts));
             } else {
-                self.call_effect(p, terminator, targets, &mut out);
+                self.call_effect(p, terminator, span, targets, &mut out);
             }
         }
         out
@@ -430,7 +570,7 @@ impl Analysis for BodyAnalysis<'_> {
                             None => true,
                         };
                         if feasible {
-                            out.add(Path { adj: p.adj, facts });
+                            out.add(p.with(p.adj, facts));
                         }
                     }
                     if !out.is_unreachable() {
@@ -445,7 +585,7 @@ impl Analysis for BodyAnalysis<'_> {
                         None => true,
                     };
                     if feasible {
-                        out.add(Path { adj: p.adj, facts });
+                        out.add(p.with(p.adj, facts));
                     }
                 }
                 if !out.is_unreachable() {
@@ -459,7 +599,7 @@ impl Analysis for BodyAnalysis<'_> {
             TerminatorKind::Drop { target, .. } => {
                 propagate_nonempty(
                     *target,
-                    self.after_call(&state, &terminator.kind, block),
+                    self.after_call(&state, terminator, block),
                     propagate,
                 );
             }
@@ -467,7 +607,7 @@ impl Analysis for BodyAnalysis<'_> {
                 if let Some(target) = target {
                     propagate_nonempty(
                         *target,
-                        self.after_call(&state, &terminator.kind, block),
+                        self.after_call(&state, terminator, block),
                         propagate,
                     );
                 }
@@ -487,7 +627,7 @@ impl Analysis for BodyAnalysis<'_> {
                         None => true,
                     };
                     if feasible {
-                        out.add(Path { adj: p.adj, facts });
+                        out.add(p.with(p.adj, facts));
                     }
                 }
                 if !out.is_unreachable() {
@@ -504,6 +644,15 @@ impl Analysis for BodyAnalysis<'_> {
                 }
             }
         }
+    }
+}
+
+/// The arguments of a call, or the place a drop drops.
+pub fn call_operands(terminator: &TerminatorKind) -> (&[kmir::Operand], Option<&Place>) {
+    match terminator {
+        TerminatorKind::Call { args, .. } => (args, None),
+        TerminatorKind::Drop { place, .. } => (&[], Some(place)),
+        _ => (&[], None),
     }
 }
 
@@ -669,6 +818,37 @@ pub struct Violation {
     pub possible: ExpectRange,
     /// The count is unknown here (the adjustment could not be tracked).
     pub unknown_adjustment: bool,
+    /// The locks held on the path that violates the expectation.
+    pub held: Vec<Held>,
+}
+
+/// Something about lock state found at one call or drop site.
+#[derive(Clone, Debug)]
+pub enum LockEvent {
+    /// The lock is acquired while already held.
+    Double {
+        held: Held,
+        take: Take,
+        site: kmir::Span,
+        callee: FnId,
+    },
+    /// Another lock of the same class is acquired while one is held.
+    SameClass {
+        held: Held,
+        take: Take,
+        site: kmir::Span,
+        callee: FnId,
+    },
+}
+
+/// "`to` acquired while `from` held": an edge of the lock-order graph.
+#[derive(Clone, Debug)]
+pub struct OrderEdge {
+    pub from: Held,
+    pub to: Take,
+    /// The call (in this function) during which `to` is acquired.
+    pub site: kmir::Span,
+    pub callee: FnId,
 }
 
 /// Why the adjustment could not be inferred.
@@ -688,6 +868,10 @@ pub struct BodyOutcome {
     pub returns: Vec<(Path, kmir::Span)>,
     /// Sites where the count changes (callee, adjustment text).
     pub changes: Vec<(kmir::Span, FnId, String)>,
+    /// Locks acquired during the body (directly or in callees), in its terms.
+    pub takes: Vec<Take>,
+    pub lock_events: Vec<LockEvent>,
+    pub edges: Vec<OrderEdge>,
 }
 
 /// Runs the analysis of one body to its fixed point and reads the summary
@@ -709,6 +893,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     let mut violations = Vec::new();
     let mut returns: Vec<(Path, kmir::Span)> = Vec::new();
     let mut changes = Vec::new();
+    let mut locks = LockSites::default();
     dataflow::visit(
         analysis,
         analysis.body,
@@ -723,6 +908,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                 let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
                 for t in targets {
                     let summary = (analysis.summary_of)(t.callee);
+                    locks.visit_call(analysis, state, terminator, *t, &summary);
                     if summary.uniform_adjust() != Some(0) {
                         changes.push((terminator.span, t.callee, summary.adjust_text()));
                     }
@@ -731,7 +917,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                     }
                     let mut site_required = ExpectRange::TOP;
                     let mut callee_expect = summary.expect;
-                    let mut worst: Option<(Adj, ExpectRange)> = None;
+                    let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
                     for p in &state.paths {
                         let e = analysis.effective_expect(&summary, &terminator.kind, &p.facts);
                         callee_expect = e;
@@ -744,11 +930,11 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                         };
                         let narrowed = site_required.intersect(&required);
                         if expect.intersect(&narrowed).is_empty() && worst.is_none() {
-                            worst = Some((p.adj, e));
+                            worst = Some((p.adj, e, p.locks.held.clone()));
                         }
                         site_required = narrowed;
                     }
-                    if let Some((adj, e)) = worst {
+                    if let Some((adj, e, held)) = worst {
                         let possible = match adj {
                             Adj::Known(a) => expect.shift(a),
                             Adj::Top => ExpectRange::TOP,
@@ -760,6 +946,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                             callee_expect: e,
                             possible,
                             unknown_adjustment: adj == Adj::Top,
+                            held,
                         });
                         continue;
                     }
@@ -794,6 +981,105 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
         violations,
         returns,
         changes,
+        takes: locks.takes,
+        lock_events: locks.events,
+        edges: locks.edges,
+    }
+}
+
+/// The lock findings of one body, gathered site by site.
+#[derive(Default)]
+struct LockSites {
+    takes: Vec<Take>,
+    events: Vec<LockEvent>,
+    edges: Vec<OrderEdge>,
+}
+
+impl LockSites {
+    fn visit_call(
+        &mut self,
+        analysis: &BodyAnalysis<'_>,
+        state: &PcState,
+        terminator: &Terminator,
+        target: Target,
+        summary: &Summary,
+    ) {
+        if summary.takes.is_empty() {
+            return;
+        }
+        let (args, dropped) = call_operands(&terminator.kind);
+        let mut reported = false;
+        for p in &state.paths {
+            for take in &summary.takes {
+                let Some(lock) = analysis
+                    .places
+                    .substitute(&p.facts, &take.lock, args, dropped)
+                else {
+                    continue;
+                };
+                // A lock function's own effect happens at this call.
+                let (func, span) = if take.func == target.callee {
+                    (analysis.func, terminator.span)
+                } else {
+                    (take.func, take.span)
+                };
+                let here = Take {
+                    lock,
+                    kind: take.kind,
+                    trylock: take.trylock,
+                    irqs_disabled: take.irqs_disabled || p.locks.irqs_disabled(),
+                    func,
+                    span,
+                };
+                if !take.trylock {
+                    for h in &p.locks.held {
+                        if !crate::locks::has_object(h.kind) {
+                            continue;
+                        }
+                        if h.lock == here.lock {
+                            if !crate::locks::recursive_ok(h.kind, here.kind) && !reported {
+                                reported = true;
+                                self.events.push(LockEvent::Double {
+                                    held: h.clone(),
+                                    take: here.clone(),
+                                    site: terminator.span,
+                                    callee: target.callee,
+                                });
+                            }
+                        } else if h.lock.class() == here.lock.class() {
+                            if !reported {
+                                reported = true;
+                                self.events.push(LockEvent::SameClass {
+                                    held: h.clone(),
+                                    take: here.clone(),
+                                    site: terminator.span,
+                                    callee: target.callee,
+                                });
+                            }
+                        } else if !self.edges.iter().any(|e| {
+                            e.from.lock.class() == h.lock.class()
+                                && e.to.lock.class() == here.lock.class()
+                        }) {
+                            self.edges.push(OrderEdge {
+                                from: h.clone(),
+                                to: here.clone(),
+                                site: terminator.span,
+                                callee: target.callee,
+                            });
+                        }
+                    }
+                }
+                if self.takes.len() < crate::summary::MAX_TAKES
+                    && !self.takes.iter().any(|t| {
+                        t.lock == here.lock
+                            && t.kind == here.kind
+                            && t.irqs_disabled == here.irqs_disabled
+                    })
+                {
+                    self.takes.push(here);
+                }
+            }
+        }
     }
 }
 
@@ -812,6 +1098,7 @@ pub fn cases_at_return(
             when,
             ..Case::always(0)
         }]);
+        // (A function that never returns leaves the caller's locks alone.)
     }
     let mut cases: Vec<Case> = Vec::new();
     for (p, _) in returns {
@@ -837,11 +1124,25 @@ pub fn cases_at_return(
         } else {
             None
         };
+        let keep = |l: &crate::locks::LockPath| !l.is_local();
         let case = Case {
             when,
             ret,
             post,
             adjust,
+            acquire: p
+                .locks
+                .held
+                .iter()
+                .filter(|h| keep(&h.lock))
+                .map(|h| (h.lock.clone(), h.kind, h.trylock))
+                .collect(),
+            release: p.locks.released.iter().filter(|l| keep(l)).cloned().collect(),
+            ret_addrs: f
+                .addrs_under(&PlaceKey::local(0))
+                .into_iter()
+                .filter(|(_, l)| keep(l))
+                .collect(),
         };
         if !cases.contains(&case) {
             cases.push(case);

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 
 use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue, UnOp};
 
+use crate::locks::LockPath;
+
 /// A place facts can follow: a local and field/downcast/deref projections.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PlaceKey {
@@ -71,6 +73,10 @@ impl PlaceKey {
 
     fn starts_with(&self, prefix: &PlaceKey) -> bool {
         self.local == prefix.local && self.proj.starts_with(&prefix.proj)
+    }
+
+    pub fn with(&self, proj: ProjKey) -> PlaceKey {
+        self.with_suffix(&[proj])
     }
 
     fn with_suffix(&self, suffix: &[ProjKey]) -> PlaceKey {
@@ -132,6 +138,9 @@ pub struct Facts {
     /// The discriminants an enum place can have (from its type): lets
     /// "not `None`" become "`Some`".
     domains: BTreeMap<PlaceKey, Vec<u128>>,
+    /// The pointer stored at a place points to this abstract location (the
+    /// lock analysis names locks by them).
+    addrs: BTreeMap<PlaceKey, LockPath>,
 }
 
 impl Facts {
@@ -323,6 +332,12 @@ impl Facts {
     /// value of something inside it) become independent and keep its facts;
     /// then every fact about `place` and what is inside it is forgotten.
     fn forget(&mut self, place: &PlaceKey) {
+        self.forget_but(place, false);
+    }
+
+    /// `forget`, optionally keeping the pointers stored in the place (see
+    /// `forget_memory`).
+    fn forget_but(&mut self, place: &PlaceKey, keep_addrs: bool) {
         let aliases: Vec<(LocalId, Val)> = self
             .vals
             .iter()
@@ -361,6 +376,13 @@ impl Facts {
                         .map(|(k, d)| (root.with_suffix(&k.proj[source.proj.len()..]), d.clone()))
                         .collect();
                     self.domains.extend(domains);
+                    let addrs: Vec<(PlaceKey, LockPath)> = self
+                        .addrs
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&source))
+                        .map(|(k, l)| (root.with_suffix(&k.proj[source.proj.len()..]), l.clone()))
+                        .collect();
+                    self.addrs.extend(addrs);
                 }
                 Val::Discr(of) => {
                     if let Some(k) = self.known.get(&(of, Aspect::Discr)).cloned() {
@@ -377,6 +399,9 @@ impl Facts {
             }
         }
         self.known.retain(|(k, _), _| !k.starts_with(place));
+        if !keep_addrs {
+            self.addrs.retain(|k, _| !k.starts_with(place));
+        }
         if place.proj.is_empty() {
             self.vals.remove(&place.local);
         }
@@ -392,6 +417,7 @@ impl Facts {
             .filter(|(k, _)| k.has_deref())
             .map(|(k, _)| k.clone())
             .collect();
+        behind.extend(self.addrs.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.vals.values().filter_map(|v| match v {
             Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => {
                 Some(k.clone())
@@ -403,8 +429,13 @@ impl Facts {
         for k in behind {
             self.forget(&k);
         }
+        // A local whose address escaped keeps the pointers stored in it: a
+        // guard lent out by `&mut` (`guard.get()`, `CondVar::wait(&mut g)`)
+        // still points to its lock afterwards. Code that changes which lock
+        // a guard refers to through a `&mut` does not exist in practice; the
+        // value facts (drop flags, variants) are forgotten as before.
         for &l in escaped {
-            self.forget(&PlaceKey::local(l));
+            self.forget_but(&PlaceKey::local(l), true);
         }
     }
 
@@ -531,9 +562,16 @@ impl Facts {
                 .collect(),
             _ => Vec::new(),
         };
+        let carried_addrs = match &new {
+            Some(Val::Copy(k)) => self.addrs_under(k),
+            _ => Vec::new(),
+        };
         let Some(key) = self.prepare_write(place, escaped) else {
             return;
         };
+        for (suffix, l) in carried_addrs {
+            self.addrs.insert(key.with_suffix(&suffix), l);
+        }
         if key.proj.is_empty() && !key.has_deref() {
             if let Some(v) = new {
                 // A copy of a copy names the original; never an alias chain.
@@ -549,10 +587,47 @@ impl Facts {
         }
     }
 
+    /// Where the pointer stored at `key` points, if known.
+    pub fn addr(&self, key: &PlaceKey) -> Option<&LockPath> {
+        self.addrs.get(&self.normalize_fully(key))
+    }
+
+    /// A place's canonical name: through the alias of its local, also for
+    /// the local itself (`_7` copied from `_5` is `_5`).
+    pub fn normalize_fully(&self, key: &PlaceKey) -> PlaceKey {
+        match self.vals.get(&key.local) {
+            Some(Val::Copy(source)) => source.with_suffix(&key.proj),
+            _ => self.normalize(key),
+        }
+    }
+
+    /// The pointers stored inside the value at `key`: (projection below
+    /// `key`, location).
+    pub fn addrs_under(&self, key: &PlaceKey) -> Vec<(Vec<ProjKey>, LockPath)> {
+        let key = self.normalize_fully(key);
+        self.addrs
+            .range(key.clone()..)
+            .take_while(|(k, _)| k.starts_with(&key))
+            .map(|(k, l)| (k.proj[key.proj.len()..].to_vec(), l.clone()))
+            .collect()
+    }
+
+    /// Records pointers stored inside the value just written to `place`.
+    pub fn set_addrs(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, LockPath)>) {
+        let Some(key) = PlaceKey::of(place) else {
+            return;
+        };
+        let key = self.normalize_fully(&key);
+        for (suffix, l) in entries {
+            self.addrs.insert(key.with_suffix(&suffix), l);
+        }
+    }
+
     /// Keeps only what both sides know; says whether `self` lost anything.
     pub fn intersect(&mut self, other: &Facts) -> bool {
-        let before = (self.vals.len(), self.known.len());
+        let before = (self.vals.len(), self.known.len(), self.addrs.len());
         self.vals.retain(|l, v| other.vals.get(l) == Some(v));
+        self.addrs.retain(|k, l| other.addrs.get(k) == Some(l));
         let mut changed = false;
         self.known
             .retain(|slot, k| match (&*k, other.known.get(slot)) {
@@ -569,7 +644,7 @@ impl Facts {
                 }
                 _ => false,
             });
-        changed || before != (self.vals.len(), self.known.len())
+        changed || before != (self.vals.len(), self.known.len(), self.addrs.len())
     }
 }
 

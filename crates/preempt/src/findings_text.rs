@@ -201,8 +201,22 @@ impl Texts<'_, '_> {
                 )
             })
             .collect();
-        for n in raised {
-            finding = finding.note(n);
+        if v.held.is_empty() {
+            for n in raised {
+                finding = finding.note(n);
+            }
+        }
+        // The locks held, each where it was taken (the preemption count is
+        // raised by taking a spinning one).
+        for h in &v.held {
+            finding = finding.note(Note::at(
+                loc(input, self.f, h.at.span),
+                format!(
+                    "{} is held here: acquired by `{}`",
+                    crate::lock_text::held_phrase(h),
+                    name(input, h.at.callee)
+                ),
+            ));
         }
         for n in why_expects(input, self.lookup, v.target.callee) {
             finding = finding.note(n);

@@ -11,12 +11,16 @@
 mod body;
 pub mod facts;
 mod findings_text;
+mod lock_order;
+mod lock_text;
+pub mod locks;
+mod places;
 pub mod state;
 pub mod summary;
 
 use std::collections::{BTreeSet, HashMap};
 
-use annotations::{ExpectRange, ItemAnnotations, PreemptCount};
+use annotations::{ExpectRange, ItemAnnotations, KanalyzeAnnotation, LockRef, PreemptCount};
 use findings::{Finding, Loc, Note, Severity};
 use program::{EdgeKind, FnId, FnKind, IndirectKey, Program, Schedule};
 use rayon::prelude::*;
@@ -46,10 +50,11 @@ pub fn run(input: &Input<'_>) -> Output {
     let mut summaries: Vec<Option<Summary>> = vec![None; program.functions.len()];
     let mut unknown_foreign = BTreeSet::new();
     for (i, f) in program.functions.iter().enumerate() {
-        summaries[i] = external_summary(input, f, &mut unknown_foreign);
+        summaries[i] = external_summary(input, FnId::new(i), f, &mut unknown_foreign);
     }
     let schedule = Schedule::new(program);
     let mut findings = Vec::new();
+    let mut order_edges = Vec::new();
     for level in &schedule.levels {
         let done = &summaries;
         let results: Vec<SccOutcome> = level
@@ -61,6 +66,7 @@ pub fn run(input: &Input<'_>) -> Output {
                 summaries[f.index()] = Some(s);
             }
             findings.extend(r.findings);
+            order_edges.extend(r.edges);
         }
     }
     let summaries: Vec<Summary> = summaries
@@ -74,6 +80,8 @@ pub fn run(input: &Input<'_>) -> Output {
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
     findings.extend(checks.exported());
+    findings.extend(lock_order::cycles(input, &order_edges));
+    findings.extend(lock_order::irq_safety(input, &summaries));
     Output {
         summaries,
         findings,
@@ -88,6 +96,7 @@ fn annotation_of<'a>(input: &'a Input<'_>, path: &str) -> Option<&'a (PreemptCou
 /// Summaries that do not come from a body.
 fn external_summary(
     input: &Input<'_>,
+    id: FnId,
     f: &program::Function,
     unknown: &mut BTreeSet<String>,
 ) -> Option<Summary> {
@@ -110,6 +119,7 @@ fn external_summary(
                 annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
                     Some(s) => Summary {
                         cases: spec_cases(s),
+                        takes: spec_takes(s, id),
                         sleeps_if_flag: s.sleeps_if_flag.clone(),
                         sleeps_if_zero: s.sleeps_if_zero,
                         ..Summary::fixed(
@@ -140,45 +150,87 @@ fn external_summary(
     }
 }
 
-/// A spinning `try_acquire` raises the count only when it succeeds.
+/// The lock a spec's lock effect is about, in the C function's terms: the
+/// pointee of its argument, or a global context.
+fn spec_lock_path(effect: &spec::LockEffect) -> locks::LockPath {
+    match effect.arg {
+        Some(arg) => locks::LockPath {
+            root: locks::Root::Arg {
+                index: arg + 1,
+                ty: format!("*mut {}", effect.kind.c_type()),
+            },
+            steps: vec![locks::Step::Deref {
+                to: effect.kind.c_type().to_string(),
+            }],
+        },
+        None => locks::LockPath::new(locks::Root::Static(format!("<{}>", effect.kind))),
+    }
+}
+
+/// The cases of a C function from its spec: a `try_acquire` raises the
+/// count (for a spinning kind) and holds the lock only when it succeeds.
 fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
-    match &s.lock {
-        Some(spec::LockEffect {
-            op: spec::LockOp::TryAcquire { success },
-            kind,
-            ..
-        }) if !kind.may_sleep_while_held() => {
-            let on_success = s.adjust + 1;
-            match success {
-                spec::TrySuccess::ReturnsNonZero => vec![
-                    Case {
-                        ret: Some(RetFact::Is(0)),
-                        ..Case::always(s.adjust)
-                    },
-                    Case {
-                        ret: Some(RetFact::IsNot(0)),
-                        ..Case::always(on_success)
-                    },
-                ],
-                spec::TrySuccess::ReturnsZero => vec![
-                    Case {
-                        ret: Some(RetFact::Is(0)),
-                        ..Case::always(on_success)
-                    },
-                    Case {
-                        ret: Some(RetFact::IsNot(0)),
-                        ..Case::always(s.adjust)
-                    },
-                ],
-            }
+    let Some(effect) = &s.lock else {
+        return vec![Case::always(s.adjust)];
+    };
+    let lock = spec_lock_path(effect);
+    match effect.op {
+        spec::LockOp::Acquire => vec![Case {
+            acquire: vec![(lock, effect.kind, false)],
+            ..Case::always(s.adjust)
+        }],
+        spec::LockOp::Release => vec![Case {
+            release: vec![lock],
+            ..Case::always(s.adjust)
+        }],
+        spec::LockOp::TryAcquire { success } => {
+            let raise = i32::from(!effect.kind.may_sleep_while_held());
+            let failed = Case::always(s.adjust);
+            let succeeded = Case {
+                acquire: vec![(lock, effect.kind, true)],
+                ..Case::always(s.adjust + raise)
+            };
+            let (zero, nonzero) = match success {
+                spec::TrySuccess::ReturnsNonZero => (failed, succeeded),
+                spec::TrySuccess::ReturnsZero => (succeeded, failed),
+            };
+            vec![
+                Case {
+                    ret: Some(RetFact::Is(0)),
+                    ..zero
+                },
+                Case {
+                    ret: Some(RetFact::IsNot(0)),
+                    ..nonzero
+                },
+            ]
         }
-        _ => vec![Case::always(s.adjust)],
+    }
+}
+
+/// The acquisitions a C function makes, for the order graph.
+fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
+    match &s.lock {
+        Some(effect @ spec::LockEffect { op, kind, .. })
+            if !matches!(op, spec::LockOp::Release) && locks::has_object(*kind) =>
+        {
+            vec![summary::Take {
+                lock: spec_lock_path(effect),
+                kind: *kind,
+                trylock: matches!(op, spec::LockOp::TryAcquire { .. }),
+                irqs_disabled: *kind == spec::LockKind::SpinIrq,
+                func: f,
+                span: kmir::Span::default(),
+            }]
+        }
+        _ => Vec::new(),
     }
 }
 
 struct SccOutcome {
     summaries: Vec<(FnId, Summary)>,
     findings: Vec<Finding>,
+    edges: Vec<(FnId, body::OrderEdge)>,
 }
 
 /// What annotations or the type of a drop glue fix in advance.
@@ -367,6 +419,7 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
         return SccOutcome {
             summaries: vec![],
             findings: vec![],
+            edges: vec![],
         };
     }
     let recursive = members.len() > 1
@@ -414,8 +467,10 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
         if !recursive || stable || rounds >= MAX_SCC_ROUNDS {
             let mut findings = Vec::new();
             let mut summaries = Vec::new();
+            let mut edges = Vec::new();
             for (f, o) in outcomes {
                 findings.extend(o.findings);
+                edges.extend(o.edges.into_iter().map(|e| (f, e)));
                 let mut summary = o.summary;
                 if recursive
                     && !stable
@@ -430,6 +485,7 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
             return SccOutcome {
                 summaries,
                 findings,
+                edges,
             };
         }
     }
@@ -438,6 +494,7 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
 struct FunctionOutcome {
     summary: Summary,
     findings: Vec<Finding>,
+    edges: Vec<body::OrderEdge>,
 }
 
 /// One function: its body's fixed point, combined with what is declared.
@@ -448,18 +505,24 @@ fn analyze_function(
 ) -> FunctionOutcome {
     let program = input.program;
     if let Some((summary, findings)) = special_drop(input, f, lookup) {
-        return FunctionOutcome { summary, findings };
+        return FunctionOutcome {
+            summary,
+            findings,
+            edges: vec![],
+        };
     }
     let Some((krate, inst)) = program.body_of(f) else {
         return FunctionOutcome {
             summary: Summary::neutral(Source::Builtin),
             findings: vec![],
+            edges: vec![],
         };
     };
     let Some(body) = &inst.body else {
         return FunctionOutcome {
             summary: Summary::neutral(Source::Builtin),
             findings: vec![],
+            edges: vec![],
         };
     };
     let declared = declared(input, f);
@@ -475,6 +538,7 @@ fn analyze_function(
         return FunctionOutcome {
             summary: Summary::fixed(adjust, expect, source),
             findings: vec![],
+            edges: vec![],
         };
     }
     // A function whose first argument is (or points to) an enum is analysed
@@ -500,6 +564,7 @@ fn analyze_function(
     let mut cases: Vec<Case> = Vec::new();
     let mut failed: Option<body::AdjustFailure> = None;
     let mut expect_when = Vec::new();
+    let mut lock_runs = LockRuns::default();
     for when in runs {
         let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, lookup);
         analysis.entry = when;
@@ -512,6 +577,7 @@ fn analyze_function(
             expect = next;
             reason = run.reason.clone();
         }
+        lock_runs.absorb(&run);
         for v in run.violations {
             if !violations
                 .iter()
@@ -530,6 +596,7 @@ fn analyze_function(
         }
     }
     let cases = simplify(cases);
+    let cases_with_locks = cases.clone();
     let mut findings = Vec::new();
     let texts = findings_text::Texts { input, lookup, f };
     for v in &violations {
@@ -538,6 +605,8 @@ fn analyze_function(
     if let Some(failure) = &failed {
         findings.push(texts.adjust_failure(failure));
     }
+    let declares_adjust = declared.as_ref().is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
+    findings.extend(lock_runs.findings(input, f, inst, body, lookup, declares_adjust));
     let first_adjust = failure_adjust(&failed);
     let mut summary = Summary {
         cases: if failed.is_some() {
@@ -557,6 +626,7 @@ fn analyze_function(
         source: Source::Inferred,
         reason,
         poisoned: failed.is_some(),
+        takes: std::mem::take(&mut lock_runs.takes),
     };
     if let Some(d) = declared {
         if !d.unchecked {
@@ -565,6 +635,12 @@ fn analyze_function(
         if let Some(a) = d.adjust {
             summary.cases = vec![Case::always(a)];
             summary.poisoned = false;
+            // The lock effects of the body still hold.
+            if let Some(first) = cases_with_locks.first() {
+                summary.cases[0].acquire = first.acquire.clone();
+                summary.cases[0].release = first.release.clone();
+                summary.cases[0].ret_addrs = first.ret_addrs.clone();
+            }
         }
         if let Some(e) = d.expect {
             summary.expect = e;
@@ -575,7 +651,202 @@ fn analyze_function(
             unchecked: d.unchecked,
         };
     }
-    FunctionOutcome { summary, findings }
+    FunctionOutcome {
+        summary,
+        findings,
+        edges: std::mem::take(&mut lock_runs.edges),
+    }
+}
+
+/// The lock results of a function's runs (one per entry variant).
+#[derive(Default)]
+struct LockRuns {
+    takes: Vec<summary::Take>,
+    events: Vec<body::LockEvent>,
+    edges: Vec<body::OrderEdge>,
+    /// Locks held at a return: (lock, return span, owned by the return value).
+    leaks: Vec<(locks::Held, kmir::Span, bool)>,
+    released: Vec<locks::LockPath>,
+}
+
+impl LockRuns {
+    fn absorb(&mut self, run: &body::BodyOutcome) {
+        for t in &run.takes {
+            if self.takes.len() < summary::MAX_TAKES && !self.takes.contains(t) {
+                self.takes.push(t.clone());
+            }
+        }
+        self.events.extend(run.lock_events.iter().cloned());
+        self.edges.extend(run.edges.iter().cloned());
+        for (p, span) in &run.returns {
+            let ret = p.facts.addrs_under(&facts::PlaceKey::local(0));
+            for h in &p.locks.held {
+                if !locks::has_object(h.kind) || h.lock.is_local() {
+                    continue;
+                }
+                let owned = ret.iter().any(|(_, r)| {
+                    r.root == h.lock.root && h.lock.steps.starts_with(&r.steps)
+                });
+                if !self.leaks.iter().any(|(l, _, _)| l.lock == h.lock) {
+                    self.leaks.push((h.clone(), *span, owned));
+                }
+            }
+            for l in &p.locks.released {
+                if !self.released.contains(l) {
+                    self.released.push(l.clone());
+                }
+            }
+        }
+    }
+
+    fn findings(
+        &self,
+        input: &Input<'_>,
+        f: FnId,
+        inst: &kmir::Instance,
+        body: &kmir::Body,
+        lookup: &dyn Fn(FnId) -> Summary,
+        declares_adjust: bool,
+    ) -> Vec<Finding> {
+        let declared: Vec<&KanalyzeAnnotation> = input
+            .annotations
+            .get(&inst.item_path)
+            .into_iter()
+            .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
+            .collect();
+        let nested = declared
+            .iter()
+            .any(|a| matches!(a, KanalyzeAnnotation::NestedLock { .. }));
+        let mut out = Vec::new();
+        let mut seen_sites = Vec::new();
+        for e in &self.events {
+            let (site, same_class) = match e {
+                body::LockEvent::Double { site, .. } => (*site, false),
+                body::LockEvent::SameClass { site, .. } => (*site, true),
+            };
+            if (same_class && nested) || seen_sites.contains(&site) {
+                continue;
+            }
+            seen_sites.push(site);
+            out.push(lock_text::event(input, f, e));
+        }
+        // Balance: only for safe functions that are not glue; an `unsafe fn`
+        // may leave lock state to its caller by contract.
+        if inst.unsafe_fn || matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
+            return out;
+        }
+        let declares = |lock: &locks::LockPath, what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
+            declared.iter().any(|a| match what(a) {
+                Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
+                Some(LockRef::Return) => true,
+                None => false,
+            })
+        };
+        let stores_guard = stores_guard_through_args(input, f, body);
+        for (held, ret, owned) in &self.leaks {
+            let acquires = declares(&held.lock, |a| match a {
+                KanalyzeAnnotation::Acquires(r) => Some(*r),
+                _ => None,
+            });
+            // A klint annotation that the function moves the preemption
+            // count says it returns holding a spinning lock on purpose.
+            let declared_by_klint = declares_adjust && !held.kind.may_sleep_while_held();
+            if !owned
+                && !acquires
+                && !stores_guard
+                && !declared_by_klint
+                && leak_starts_here(input, held, lookup)
+            {
+                out.push(lock_text::leak(input, f, held, *ret));
+            }
+        }
+        for lock in &self.released {
+            let allowed = lock.through_stored_pointer()
+                || declares_adjust
+                || declares(lock, |a| match a {
+                    KanalyzeAnnotation::Releases(r) | KanalyzeAnnotation::MustHold(r) => Some(*r),
+                    _ => None,
+                });
+            if !allowed {
+                out.push(lock_text::unbalanced(input, f, lock, release_site(input, f)));
+            }
+        }
+        out
+    }
+}
+
+/// Whether a lock still held at a return was lost here: taken by a C lock
+/// function or an `unsafe fn` (whose contract hands it over), or returned
+/// inside a guard that this function then forgot. A lock a safe callee
+/// already leaked is reported in that callee, not again in every caller.
+fn leak_starts_here(input: &Input<'_>, held: &locks::Held, lookup: &dyn Fn(FnId) -> Summary) -> bool {
+    let callee = held.at.callee;
+    match input.program.body_of(callee) {
+        None => true,
+        Some((_, inst)) if inst.unsafe_fn => true,
+        Some(_) => lookup(callee).cases.iter().any(|c| {
+            !c.acquire.is_empty()
+                && c.acquire.iter().all(|(l, _, _)| {
+                    c.ret_addrs
+                        .iter()
+                        .any(|(_, r)| r.root == l.root && l.steps.starts_with(&r.steps))
+                })
+        }),
+    }
+}
+
+/// The first call in `f` whose callee releases a lock.
+fn release_site(input: &Input<'_>, f: FnId) -> Option<(kmir::Span, FnId)> {
+    let summaries_release = |g: FnId| match &input.program.function(g).kind {
+        FnKind::Foreign => input
+            .spec
+            .lookup(&input.program.function(g).symbol)
+            .and_then(|s| s.lock.as_ref())
+            .is_some_and(|l| l.op == spec::LockOp::Release),
+        _ => false,
+    };
+    input
+        .program
+        .callees(f)
+        .into_iter()
+        .find(|(g, _)| summaries_release(*g))
+        .map(|(g, e)| (e.span, g))
+}
+
+/// Whether `f` stores a guard-like value through one of its arguments
+/// (`self.guard = Some(lock.lock())`): the lock then stays held on return
+/// by design, owned by the caller's memory.
+fn stores_guard_through_args(input: &Input<'_>, f: FnId, body: &kmir::Body) -> bool {
+    let Some((krate, _)) = input.program.body_of(f) else {
+        return false;
+    };
+    let dump = &krate.dump;
+    let guardish = |ty: kmir::TyId| {
+        dump.ty(ty)
+            .is_some_and(|t| t.display.contains("Guard"))
+    };
+    body.blocks.iter().flat_map(|b| &b.statements).any(|s| {
+        let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
+            return false;
+        };
+        if !(1..=body.arg_count).contains(&place.local)
+            || !place.projection.contains(&kmir::Projection::Deref)
+        {
+            return false;
+        }
+        match rvalue {
+            kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p)) => body
+                .local(p.local)
+                .is_some_and(|l| p.projection.is_empty() && guardish(l.ty)),
+            kmir::Rvalue::Aggregate { operands, .. } => operands.iter().any(|o| match o {
+                kmir::Operand::Move(p) | kmir::Operand::Copy(p) => {
+                    body.local(p.local).is_some_and(|l| guardish(l.ty))
+                }
+                _ => false,
+            }),
+            _ => false,
+        }
+    })
 }
 
 /// Most variants a function is split by; beyond, one run for all.
@@ -609,19 +880,23 @@ fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<(bool, Vec<u
 fn simplify(mut cases: Vec<Case>) -> Vec<Case> {
     cases.sort();
     cases.dedup();
-    let informative = cases.iter().any(|c| c.ret.is_some() || c.post.is_some());
+    let informative = cases
+        .iter()
+        .any(|c| c.ret.is_some() || c.post.is_some() || c.has_lock_effect());
     let uniform = cases.windows(2).all(|w| w[0].adjust == w[1].adjust);
     if uniform && !informative {
         return vec![Case::always(cases.first().map_or(0, |c| c.adjust))];
     }
     // The same outcome for every variant: the condition says nothing.
-    let outcomes: Vec<(Option<RetFact>, Option<u128>, i32)> =
-        cases.iter().map(|c| (c.ret, c.post, c.adjust)).collect();
-    if outcomes.windows(2).all(|w| w[0] == w[1]) {
-        return vec![Case {
+    let outcomes: Vec<Case> = cases
+        .iter()
+        .map(|c| Case {
             when: None,
-            ..cases[0]
-        }];
+            ..c.clone()
+        })
+        .collect();
+    if outcomes.windows(2).all(|w| w[0] == w[1]) {
+        return vec![outcomes[0].clone()];
     }
     cases
 }

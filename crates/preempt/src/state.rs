@@ -10,6 +10,7 @@
 use dataflow::JoinSemiLattice;
 
 use crate::facts::Facts;
+use crate::locks::LockState;
 
 /// How far the preemption count moved since the function's entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,6 +43,27 @@ impl std::fmt::Display for Adj {
 pub struct Path {
     pub adj: Adj,
     pub facts: Facts,
+    /// The locks held and released since entry.
+    pub locks: LockState,
+}
+
+impl Path {
+    pub fn new(adj: Adj, facts: Facts) -> Self {
+        Path {
+            adj,
+            facts,
+            locks: LockState::default(),
+        }
+    }
+
+    /// The same locks, other facts and adjustment.
+    pub fn with(&self, adj: Adj, facts: Facts) -> Self {
+        Path {
+            adj,
+            facts,
+            locks: self.locks.clone(),
+        }
+    }
 }
 
 /// Distinct adjustments kept apart at one program point; beyond this the
@@ -49,8 +71,8 @@ pub struct Path {
 /// iteration changes the count).
 pub const MAX_PATHS: usize = 8;
 
-/// Paths sorted by adjustment, at most one per adjustment; empty means the
-/// point is unreachable.
+/// Paths sorted by adjustment, at most one per adjustment and lock state;
+/// empty means the point is unreachable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PcState {
     pub paths: Vec<Path>,
@@ -59,7 +81,7 @@ pub struct PcState {
 impl PcState {
     pub fn single(adj: Adj, facts: Facts) -> Self {
         PcState {
-            paths: vec![Path { adj, facts }],
+            paths: vec![Path::new(adj, facts)],
         }
     }
 
@@ -76,14 +98,23 @@ impl PcState {
         } else {
             path.adj
         };
-        let changed = match self.paths.binary_search_by(|p| p.adj.cmp(&target)) {
-            Ok(i) => self.paths[i].facts.intersect(&path.facts),
-            Err(i) => {
+        let changed = match self
+            .paths
+            .iter()
+            .position(|p| p.adj == target && p.locks.same_as(&path.locks))
+        {
+            Some(i) => self.paths[i].facts.intersect(&path.facts),
+            None => {
+                let key = (target, path.locks.key());
+                let i = self
+                    .paths
+                    .partition_point(|p| (p.adj, p.locks.key()) < key);
                 self.paths.insert(
                     i,
                     Path {
                         adj: target,
                         facts: path.facts,
+                        locks: path.locks,
                     },
                 );
                 true
@@ -99,12 +130,15 @@ impl PcState {
         let mut paths = std::mem::take(&mut self.paths).into_iter();
         let Some(first) = paths.next() else { return };
         let mut facts = first.facts;
+        let mut locks = first.locks;
         for p in paths {
             facts.intersect(&p.facts);
+            locks.meet(&p.locks);
         }
         self.paths = vec![Path {
             adj: Adj::Top,
             facts,
+            locks,
         }];
     }
 }
@@ -124,10 +158,7 @@ mod tests {
     use super::*;
 
     fn path(a: i32) -> Path {
-        Path {
-            adj: Adj::Known(a),
-            facts: Facts::default(),
-        }
+        Path::new(Adj::Known(a), Facts::default())
     }
 
     #[test]
@@ -141,10 +172,7 @@ mod tests {
         assert!(s.add(path(100)));
         assert_eq!(
             s.paths,
-            vec![Path {
-                adj: Adj::Top,
-                facts: Facts::default()
-            }]
+            vec![Path::new(Adj::Top, Facts::default())]
         );
         // Top absorbs.
         assert!(!s.add(path(1)));

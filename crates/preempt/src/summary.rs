@@ -4,6 +4,10 @@
 
 use annotations::ExpectRange;
 use program::{EdgeKind, FnId};
+use spec::LockKind;
+
+use crate::facts::ProjKey;
+use crate::locks::LockPath;
 
 /// A condition on the first argument at entry: the discriminant of the
 /// enum it points to (`&mut self` methods, drop glue) or is (by value).
@@ -26,13 +30,21 @@ pub enum RetFact {
 
 /// One way a call can go: under `when`, the count moves by `adjust`, the
 /// result satisfies `ret`, and the enum behind the first argument is left
-/// with discriminant `post` (`Option::take` leaves `None`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// with discriminant `post` (`Option::take` leaves `None`). Lock paths are
+/// in the callee's terms (rooted at its arguments or statics).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Case {
     pub when: Option<ArgCond>,
     pub ret: Option<RetFact>,
     pub post: Option<u128>,
     pub adjust: i32,
+    /// Locks held on return that were not held on entry (with whether a
+    /// trylock took them).
+    pub acquire: Vec<(LockPath, LockKind, bool)>,
+    /// Locks released that were held on entry (the caller must hold them).
+    pub release: Vec<LockPath>,
+    /// Pointers in the returned value: (projection inside it, location).
+    pub ret_addrs: Vec<(Vec<ProjKey>, LockPath)>,
 }
 
 impl Case {
@@ -42,7 +54,15 @@ impl Case {
             ret: None,
             post: None,
             adjust,
+            acquire: Vec::new(),
+            release: Vec::new(),
+            ret_addrs: Vec::new(),
         }
+    }
+
+    /// Whether the case changes or designates locks.
+    pub fn has_lock_effect(&self) -> bool {
+        !self.acquire.is_empty() || !self.release.is_empty() || !self.ret_addrs.is_empty()
     }
 
     pub fn describe(&self) -> String {
@@ -60,6 +80,20 @@ impl Case {
         }
         if let Some(p) = self.post {
             parts.push(format!("leaves `*arg0` with discriminant {p}"));
+        }
+        for (l, kind, _) in &self.acquire {
+            parts.push(format!("acquires `{}` ({kind})", l.describe()));
+        }
+        for l in &self.release {
+            parts.push(format!("releases `{}`", l.describe()));
+        }
+        for (proj, l) in &self.ret_addrs {
+            let at = if proj.is_empty() {
+                "returns".to_string()
+            } else {
+                format!("returns, at {proj:?},")
+            };
+            parts.push(format!("{at} a pointer to `{}`", l.describe()));
         }
         if parts.is_empty() {
             format!("{:+}", self.adjust)
@@ -89,6 +123,24 @@ pub enum Source {
     /// The recursion could not be resolved; an error was reported.
     Recursive,
 }
+
+/// A lock acquired somewhere during a call (not necessarily still held on
+/// return): what the lock-order graph and the IRQ-safety check need.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Take {
+    /// In the terms of the function whose summary holds it.
+    pub lock: LockPath,
+    pub kind: LockKind,
+    pub trylock: bool,
+    /// Interrupts were disabled by the function itself at that point.
+    pub irqs_disabled: bool,
+    /// The innermost function that called the lock function, and where.
+    pub func: FnId,
+    pub span: kmir::Span,
+}
+
+/// Most takes a summary keeps.
+pub const MAX_TAKES: usize = 64;
 
 /// The call or drop that determined a function's expectation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +173,9 @@ pub struct Summary {
     /// Inference failed and was reported: callers use the summary without
     /// reporting anything more about it.
     pub poisoned: bool,
+    /// Every lock with an object acquired during a call, in the callee's
+    /// terms (for the order graph and IRQ safety).
+    pub takes: Vec<Take>,
 }
 
 impl Summary {
@@ -134,6 +189,7 @@ impl Summary {
             source,
             reason: None,
             poisoned: false,
+            takes: Vec::new(),
         }
     }
 

@@ -28,6 +28,10 @@ pub use schedule::Schedule;
 pub struct FnId(pub u32);
 
 impl FnId {
+    pub fn new(index: usize) -> FnId {
+        FnId(u32::try_from(index).expect("fewer than 2^32 functions"))
+    }
+
     pub fn index(self) -> usize {
         self.0 as usize
     }

@@ -184,6 +184,21 @@ impl LockKind {
         }
     }
 
+    /// The C type of the lock object, for messages.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            LockKind::Spin | LockKind::SpinIrq | LockKind::SpinBh => "spinlock_t",
+            LockKind::RawSpin => "raw_spinlock_t",
+            LockKind::ReadLock | LockKind::WriteLock => "rwlock_t",
+            LockKind::Mutex => "struct mutex",
+            LockKind::RwSemRead | LockKind::RwSemWrite => "struct rw_semaphore",
+            LockKind::Srcu => "struct srcu_struct",
+            LockKind::Semaphore => "struct semaphore",
+            LockKind::LocalLock => "local_lock_t",
+            LockKind::Rcu | LockKind::Irq | LockKind::Bh | LockKind::Preempt => "(global)",
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<LockKind> {
         LockKind::ALL.into_iter().find(|k| k.name() == name)
     }

@@ -1,0 +1,190 @@
+//! The wording of the lock-state findings of one function: double
+//! acquisition, nesting within one class, locks leaked across a return and
+//! locks released without being held.
+
+use findings::{Finding, Loc, Note, Severity};
+use program::FnId;
+use spec::LockKind;
+
+use crate::body::LockEvent;
+use crate::locks::{Held, LockPath, has_object};
+use crate::summary::Take;
+use crate::{Input, krate_index};
+
+fn name(input: &Input<'_>, f: FnId) -> String {
+    input.program.function(f).name.clone()
+}
+
+pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
+    Loc {
+        krate: krate_index(input.program, f),
+        span,
+    }
+}
+
+/// "lock `Binder.inner` (spin)", or the global context a kind stands for.
+pub(crate) fn lock_phrase(lock: &LockPath, kind: LockKind) -> String {
+    if has_object(kind) {
+        format!("lock `{}` ({kind})", lock.class())
+    } else {
+        match kind {
+            LockKind::Rcu => "the RCU read-side critical section".to_string(),
+            LockKind::Irq => "the interrupts-disabled section".to_string(),
+            LockKind::Bh => "the bottom-halves-disabled section".to_string(),
+            _ => "the preemption-disabled section".to_string(),
+        }
+    }
+}
+
+pub(crate) fn held_phrase(h: &Held) -> String {
+    lock_phrase(&h.lock, h.kind)
+}
+
+/// Where a take happened, as a note (it may be deep in a callee).
+pub(crate) fn take_note(input: &Input<'_>, take: &Take, text: String) -> Note {
+    Note::at(loc(input, take.func, take.span), text)
+}
+
+pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
+    match e {
+        LockEvent::Double {
+            held,
+            take,
+            site,
+            callee,
+        } => {
+            let class = held.lock.class();
+            let mut finding = Finding::new(
+                "double-lock",
+                Severity::Error,
+                format!("lock `{class}` is acquired while it is already held"),
+            )
+            .at(loc(input, f, *site))
+            .label(if take.func == f && take.span == *site {
+                format!("`{}` acquires it again here", name(input, *callee))
+            } else {
+                format!("`{}` acquires it again", name(input, *callee))
+            })
+            .in_function(f)
+            .subject(class.0.clone())
+            .note(Note::at(
+                loc(input, f, held.at.span),
+                format!(
+                    "the lock was acquired here by `{}` and is still held",
+                    name(input, held.at.callee)
+                ),
+            ));
+            if !(take.func == f && take.span == *site) {
+                finding = finding.note(take_note(
+                    input,
+                    take,
+                    format!(
+                        "`{}` acquires `{}` here",
+                        name(input, take.func),
+                        take.lock.describe()
+                    ),
+                ));
+            }
+            finding.note(Note::text(format!(
+                "both acquisitions name the same lock object, `{}`: a {} lock is not recursive, so this deadlocks",
+                held.lock.describe(),
+                held.kind
+            )))
+        }
+        LockEvent::SameClass {
+            held,
+            take,
+            site,
+            callee,
+        } => {
+            let class = held.lock.class();
+            Finding::new(
+                "nested-lock-class",
+                Severity::Warning,
+                format!("a second lock of class `{class}` is acquired while one is held"),
+            )
+            .at(loc(input, f, *site))
+            .label(format!(
+                "`{}` acquires `{}`",
+                name(input, *callee),
+                take.lock.describe()
+            ))
+            .in_function(f)
+            .subject(class.0.clone())
+            .note(Note::at(
+                loc(input, f, held.at.span),
+                format!(
+                    "`{}` was acquired here by `{}`",
+                    held.lock.describe(),
+                    name(input, held.at.callee)
+                ),
+            ))
+            .note(Note::text(
+                "if both are the same object this deadlocks; if they are two instances, another path that nests them the other way round deadlocks against this one",
+            ))
+            .note(Note::help(
+                "if the nesting follows an order (parent before child), say so with `#[kanalyze::nested_lock(subclass = 1)]` on this function",
+            ))
+        }
+    }
+}
+
+/// A lock still held when the function returns.
+pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> Finding {
+    let class = held.lock.class();
+    Finding::new(
+        "lock-leak",
+        Severity::Error,
+        format!("`{}` returns with {} held", name(input, f), held_phrase(held)),
+    )
+    .at(loc(input, f, held.at.span))
+    .label(format!(
+        "acquired here by `{}`",
+        name(input, held.at.callee)
+    ))
+    .in_function(f)
+    .subject(class.0)
+    .note(Note::at(
+        loc(input, f, ret),
+        "the function returns here with the lock held, and no guard in its return value releases it",
+    ))
+    .note(Note::help(
+        "release it on every path (drop the guard), return the guard, or, if the caller is meant to release it, declare it with `#[kanalyze::acquires(N)]` (the kernel's `__acquires`)",
+    ))
+}
+
+/// A lock released that the function did not acquire.
+pub(crate) fn unbalanced(
+    input: &Input<'_>,
+    f: FnId,
+    lock: &LockPath,
+    site: Option<(kmir::Span, FnId)>,
+) -> Finding {
+    let class = lock.class();
+    let span = site
+        .map(|(s, _)| s)
+        .or_else(|| input.program.body_of(f).map(|(_, i)| i.span))
+        .unwrap_or_default();
+    let mut finding = Finding::new(
+        "unbalanced-unlock",
+        Severity::Error,
+        format!(
+            "`{}` releases lock `{class}`, which it did not acquire",
+            name(input, f)
+        ),
+    )
+    .at(loc(input, f, span))
+    .in_function(f)
+    .subject(class.0);
+    if let Some((_, callee)) = site {
+        finding = finding.label(format!("released here by `{}`", name(input, callee)));
+    }
+    finding
+        .note(Note::text(format!(
+            "`{}` is not held by the function on this path, and no guard passed to it owns it",
+            lock.describe()
+        )))
+        .note(Note::help(
+            "if callers must hold the lock, make the function `unsafe` with that safety contract, or declare it with `#[kanalyze::releases(N)]` (the kernel's `__releases`)",
+        ))
+}

@@ -1,0 +1,338 @@
+//! Abstract locations of places in one body, and the translation of a
+//! callee's lock paths into the caller's terms at a call site.
+
+use kmir::{Body, ConstValue, CrateDump, LocalId, Operand, Place, Projection, StatementKind, TyId};
+
+use crate::facts::{Facts, PlaceKey, ProjKey};
+use crate::locks::{LockPath, Root, Step};
+
+/// What a body needs to name the memory its places denote.
+pub struct Places<'a> {
+    pub dump: &'a CrateDump,
+    pub body: &'a Body,
+    pub func: &'a str,
+    /// Arguments never overwritten in the body: what they point to on entry
+    /// is what they point to everywhere.
+    stable_args: Vec<LocalId>,
+}
+
+impl<'a> Places<'a> {
+    pub fn new(dump: &'a CrateDump, body: &'a Body, func: &'a str) -> Self {
+        let mut unstable = Vec::new();
+        let direct = |p: &Place| !p.projection.contains(&Projection::Deref);
+        for block in &body.blocks {
+            for s in &block.statements {
+                match &s.kind {
+                    StatementKind::Assign { place, rvalue } => {
+                        if direct(place) {
+                            unstable.push(place.local);
+                        }
+                        if let kmir::Rvalue::Ref {
+                            mutable: true,
+                            place: p,
+                        }
+                        | kmir::Rvalue::AddressOf { place: p, .. } = rvalue
+                            && direct(p)
+                        {
+                            unstable.push(p.local);
+                        }
+                    }
+                    StatementKind::SetDiscriminant { place, .. } if direct(place) => {
+                        unstable.push(place.local)
+                    }
+                    _ => {}
+                }
+            }
+            if let kmir::TerminatorKind::Call { destination, .. } = &block.terminator.kind
+                && direct(destination)
+            {
+                unstable.push(destination.local);
+            }
+        }
+        let stable_args = (1..=body.arg_count)
+            .filter(|l| !unstable.contains(l))
+            .collect();
+        Places {
+            dump,
+            body,
+            func,
+            stable_args,
+        }
+    }
+
+    fn ty_display(&self, ty: TyId) -> String {
+        self.dump
+            .ty(ty)
+            .map_or_else(|| "?".to_string(), |t| t.display.clone())
+    }
+
+    /// The memory of local `local` itself.
+    pub fn root(&self, local: LocalId) -> Option<LockPath> {
+        let ty = self.body.local(local)?.ty;
+        let ty = self.ty_display(ty);
+        let root = if (1..=self.body.arg_count).contains(&local) {
+            Root::Arg { index: local, ty }
+        } else {
+            Root::Local {
+                func: self.func.to_string(),
+                local,
+                ty,
+            }
+        };
+        Some(LockPath::new(root))
+    }
+
+    fn pointee_ty(&self, ty: TyId) -> Option<TyId> {
+        match &self.dump.ty(ty)?.kind {
+            kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
+                Some(*pointee)
+            }
+            // `Box<T>`: its first generic argument.
+            kmir::TyKind::Adt { args, .. } => args.first().copied(),
+            _ => None,
+        }
+    }
+
+    fn field_step(&self, owner: TyId, variant: Option<u32>, index: u32) -> Step {
+        let owner_display = self.ty_display(owner);
+        let name = match self.dump.ty(owner).map(|t| &t.kind) {
+            Some(kmir::TyKind::Adt { path, .. }) => self
+                .dump
+                .adts
+                .iter()
+                .find(|a| &a.path == path)
+                .and_then(|a| a.variants.get(variant.unwrap_or(0) as usize))
+                .and_then(|v| v.fields.get(index as usize))
+                .map(|f| f.name.clone()),
+            _ => None,
+        };
+        Step::Field {
+            index,
+            owner: owner_display,
+            name: name.unwrap_or_else(|| index.to_string()),
+        }
+    }
+
+    /// Where the pointer stored at `key` (whose own location is `loc`)
+    /// points: a recorded fact, or for an argument that never changes, "its
+    /// pointee on entry".
+    pub fn pointee(
+        &self,
+        facts: &Facts,
+        key: &PlaceKey,
+        loc: Option<&LockPath>,
+        deref: Step,
+    ) -> Option<LockPath> {
+        if let Some(l) = facts.addr(key) {
+            return Some(l.clone());
+        }
+        let loc = loc?;
+        match loc.root {
+            Root::Arg { index, .. } if self.stable_args.contains(&index) => {
+                return loc.with(deref);
+            }
+            _ => {}
+        }
+        // A copy of an argument (`_6 = move _2`): the argument's pointee.
+        let canon = facts.normalize_fully(key);
+        if canon.local != key.local
+            && self.stable_args.contains(&canon.local)
+            && canon.proj.ends_with(&key.proj)
+        {
+            let prefix = &canon.proj[..canon.proj.len() - key.proj.len()];
+            let mut path = self.root(canon.local)?;
+            for p in prefix {
+                path = path.with(match p {
+                    ProjKey::Field(i) => Step::Field {
+                        index: *i,
+                        owner: "?".to_string(),
+                        name: i.to_string(),
+                    },
+                    ProjKey::Downcast(v) => Step::Downcast(*v),
+                    ProjKey::Deref => return None,
+                })?;
+            }
+            return path.extended(&loc.steps)?.with(deref);
+        }
+        None
+    }
+
+    /// The abstract location of `place`'s memory.
+    pub fn location(&self, facts: &Facts, place: &Place) -> Option<LockPath> {
+        if place.local == crate::body::ENTRY_ARG0 {
+            return None;
+        }
+        let mut key = PlaceKey::local(place.local);
+        let mut loc = self.root(place.local)?;
+        let mut ty = self.body.local(place.local)?.ty;
+        let mut variant = None;
+        for p in &place.projection {
+            match p {
+                Projection::Deref => {
+                    let to = self.pointee_ty(ty)?;
+                    let step = Step::Deref {
+                        to: self.ty_display(to),
+                    };
+                    loc = self.pointee(facts, &key, Some(&loc), step)?;
+                    key.proj.push(ProjKey::Deref);
+                    ty = to;
+                    variant = None;
+                }
+                Projection::Field { index, ty: fty } => {
+                    loc = loc.with(self.field_step(ty, variant, *index))?;
+                    key.proj.push(ProjKey::Field(*index));
+                    ty = *fty;
+                    variant = None;
+                }
+                Projection::Downcast { variant: v } => {
+                    loc = loc.with(Step::Downcast(*v))?;
+                    key.proj.push(ProjKey::Downcast(*v));
+                    variant = Some(*v);
+                }
+                Projection::OpaqueCast(t) => ty = *t,
+                Projection::Index(_)
+                | Projection::ConstantIndex { .. }
+                | Projection::Subslice { .. } => return None,
+            }
+        }
+        Some(loc)
+    }
+
+    /// Where the pointer value of `operand` points.
+    pub fn operand_pointee(&self, facts: &Facts, operand: &Operand) -> Option<LockPath> {
+        match operand {
+            Operand::Copy(p) | Operand::Move(p) => {
+                let key = PlaceKey::of(p)?;
+                let loc = self.location(facts, p);
+                let ty = self.place_ty(p)?;
+                let to = self.pointee_ty(ty)?;
+                self.pointee(
+                    facts,
+                    &key,
+                    loc.as_ref(),
+                    Step::Deref {
+                        to: self.ty_display(to),
+                    },
+                )
+            }
+            Operand::Constant(c) => match &c.value {
+                ConstValue::Memory { statics, .. } if statics.len() == 1 => {
+                    Some(LockPath::new(Root::Static(statics[0].clone())))
+                }
+                _ => None,
+            },
+            Operand::RuntimeChecks(_) => None,
+        }
+    }
+
+    pub fn place_ty(&self, place: &Place) -> Option<TyId> {
+        let mut ty = self.body.local(place.local)?.ty;
+        for p in &place.projection {
+            match p {
+                Projection::Field { ty: t, .. } | Projection::OpaqueCast(t) => ty = *t,
+                Projection::Deref => ty = self.pointee_ty(ty)?,
+                Projection::Downcast { .. } => {}
+                _ => return None,
+            }
+        }
+        Some(ty)
+    }
+
+    /// The pointers stored inside the value of `operand`, by projection.
+    pub fn operand_addrs(&self, facts: &Facts, operand: &Operand) -> Vec<(Vec<ProjKey>, LockPath)> {
+        match operand {
+            Operand::Copy(p) | Operand::Move(p) => {
+                let Some(key) = PlaceKey::of(p) else {
+                    return Vec::new();
+                };
+                let mut out = facts.addrs_under(&key);
+                // A pointer-typed operand with no recorded fact may still
+                // have a known pointee (a stable argument).
+                if !out.iter().any(|(s, _)| s.is_empty())
+                    && let Some(ty) = self.place_ty(p)
+                    && self.is_pointer(ty)
+                    && let Some(l) = self.operand_pointee(facts, operand)
+                {
+                    out.push((Vec::new(), l));
+                }
+                out
+            }
+            Operand::Constant(_) => self
+                .operand_pointee(facts, operand)
+                .map(|l| vec![(Vec::new(), l)])
+                .unwrap_or_default(),
+            Operand::RuntimeChecks(_) => Vec::new(),
+        }
+    }
+
+    fn is_pointer(&self, ty: TyId) -> bool {
+        matches!(
+            self.dump.ty(ty).map(|t| &t.kind),
+            Some(kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. })
+        )
+    }
+
+    /// A callee's lock path in the caller's terms, at a call (`args`) or a
+    /// drop of `dropped` (whose glue gets a pointer to it as argument 1).
+    pub fn substitute(
+        &self,
+        facts: &Facts,
+        path: &LockPath,
+        args: &[Operand],
+        dropped: Option<&Place>,
+    ) -> Option<LockPath> {
+        let index = match &path.root {
+            Root::Static(_) => return Some(path.clone()),
+            // The callee's own stack: nothing the caller can name.
+            Root::Local { .. } => return None,
+            Root::Arg { index, .. } => *index,
+        };
+        let steps = &path.steps;
+        // Where the walk is: at a caller place (its key and location), or at
+        // an abstract location.
+        let (mut key, mut loc, rest): (Option<PlaceKey>, Option<LockPath>, &[Step]) =
+            match (dropped, args.get(index as usize - 1)) {
+                (Some(place), _) if index == 1 => {
+                    // Argument 1 of a drop glue points to the dropped place.
+                    let (Step::Deref { .. }, rest) = steps.split_first()? else {
+                        return None;
+                    };
+                    (PlaceKey::of(place), self.location(facts, place), rest)
+                }
+                (None, Some(op)) => match op {
+                    Operand::Copy(p) | Operand::Move(p) => {
+                        (PlaceKey::of(p), self.location(facts, p), &steps[..])
+                    }
+                    Operand::Constant(_) => {
+                        let (Step::Deref { .. }, rest) = steps.split_first()? else {
+                            return None;
+                        };
+                        (None, Some(self.operand_pointee(facts, op)?), rest)
+                    }
+                    Operand::RuntimeChecks(_) => return None,
+                },
+                _ => return None,
+            };
+        for (i, step) in rest.iter().enumerate() {
+            let Some(k) = &key else {
+                // At an abstract location: the rest is symbolic.
+                return loc?.extended(&rest[i..]);
+            };
+            match step {
+                Step::Deref { .. } => {
+                    loc = Some(self.pointee(facts, k, loc.as_ref(), step.clone())?);
+                    key = None;
+                }
+                Step::Field { index, .. } => {
+                    loc = loc.and_then(|l| l.with(step.clone()));
+                    key = Some(k.with(ProjKey::Field(*index)));
+                }
+                Step::Downcast(v) => {
+                    loc = loc.and_then(|l| l.with(step.clone()));
+                    key = Some(k.with(ProjKey::Downcast(*v)));
+                }
+            }
+        }
+        loc
+    }
+}
