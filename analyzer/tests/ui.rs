@@ -70,6 +70,12 @@ ui!(
     fp_guard_lifetimes,
     fp_control_flow,
     fp_beyond_klint,
+    locks_double,
+    locks_order,
+    locks_leak,
+    locks_irq,
+    locks_sleep,
+    fp_locks,
 );
 
 #[test]

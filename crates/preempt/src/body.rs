@@ -143,7 +143,11 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The pointers an rvalue's value holds: a reference's target, a cast
     /// pointer's, and those inside the operands of an aggregate.
-    fn rvalue_addrs(&self, facts: &Facts, rvalue: &Rvalue) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
+    fn rvalue_addrs(
+        &self,
+        facts: &Facts,
+        rvalue: &Rvalue,
+    ) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
         match rvalue {
             Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } => self
                 .places
@@ -190,10 +194,9 @@ impl<'a> BodyAnalysis<'a> {
         let Some(kmir::Operand::Copy(arg) | kmir::Operand::Move(arg)) = args.first() else {
             return Vec::new();
         };
-        let (Some(arg_ty), Some(dest_ty)) = (
-            self.places.place_ty(arg),
-            self.places.place_ty(destination),
-        ) else {
+        let (Some(arg_ty), Some(dest_ty)) =
+            (self.places.place_ty(arg), self.places.place_ty(destination))
+        else {
             return Vec::new();
         };
         let pointee = match self.dump.ty(arg_ty).map(|t| &t.kind) {
@@ -1017,19 +1020,31 @@ impl LockSites {
                 else {
                     continue;
                 };
-                // A lock function's own effect happens at this call.
-                let (func, span) = if take.func == target.callee {
+                // A lock function's own effect (from the spec or an
+                // annotation, not a body) happens at this call.
+                let own_effect = !matches!(
+                    summary.source,
+                    crate::summary::Source::Inferred | crate::summary::Source::Recursive
+                );
+                let (func, span) = if own_effect {
                     (analysis.func, terminator.span)
                 } else {
                     (take.func, take.span)
                 };
+                let reacquire = take.reacquire || p.locks.released.contains(&lock);
+                let mut via = vec![(analysis.func, terminator.span)];
+                if !own_effect {
+                    via.extend(take.via.iter().take(crate::summary::MAX_VIA - 1).copied());
+                }
                 let here = Take {
                     lock,
                     kind: take.kind,
                     trylock: take.trylock,
+                    reacquire,
                     irqs_disabled: take.irqs_disabled || p.locks.irqs_disabled(),
                     func,
                     span,
+                    via,
                 };
                 if !take.trylock {
                     for h in &p.locks.held {
@@ -1037,7 +1052,10 @@ impl LockSites {
                             continue;
                         }
                         if h.lock == here.lock {
-                            if !crate::locks::recursive_ok(h.kind, here.kind) && !reported {
+                            if !crate::locks::recursive_ok(h.kind, here.kind)
+                                && !here.reacquire
+                                && !reported
+                            {
                                 reported = true;
                                 self.events.push(LockEvent::Double {
                                     held: h.clone(),
@@ -1132,12 +1150,16 @@ pub fn cases_at_return(
             adjust,
             acquire: p
                 .locks
-                .held
-                .iter()
+                .net_held()
                 .filter(|h| keep(&h.lock))
                 .map(|h| (h.lock.clone(), h.kind, h.trylock))
                 .collect(),
-            release: p.locks.released.iter().filter(|l| keep(l)).cloned().collect(),
+            release: p
+                .locks
+                .net_released()
+                .filter(|l| keep(l))
+                .cloned()
+                .collect(),
             ret_addrs: f
                 .addrs_under(&PlaceKey::local(0))
                 .into_iter()

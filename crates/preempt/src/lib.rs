@@ -80,7 +80,7 @@ pub fn run(input: &Input<'_>) -> Output {
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
     findings.extend(checks.exported());
-    findings.extend(lock_order::cycles(input, &order_edges));
+    findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     findings.extend(lock_order::irq_safety(input, &summaries));
     Output {
         summaries,
@@ -118,8 +118,8 @@ fn external_summary(
             Some(
                 annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
                     Some(s) => Summary {
-                        cases: spec_cases(s),
-                        takes: spec_takes(s, id),
+                        cases: spec_cases(&irq_kind(&f.symbol, s)),
+                        takes: spec_takes(&irq_kind(&f.symbol, s), id),
                         sleeps_if_flag: s.sleeps_if_flag.clone(),
                         sleeps_if_zero: s.sleeps_if_zero,
                         ..Summary::fixed(
@@ -148,6 +148,25 @@ fn external_summary(
             annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)),
         ),
     }
+}
+
+/// The spec's lock kinds do not say whether an acquisition also disables
+/// interrupts for raw spinlocks and rwlocks (`_raw_spin_lock_irqsave`,
+/// `read_lock_irq`); the name does. Those count as `spin_irq` for the
+/// IRQ-safety check.
+fn irq_kind(symbol: &str, s: &spec::FnSpec) -> spec::FnSpec {
+    let mut s = s.clone();
+    let name = symbol.strip_prefix("rust_helper_").unwrap_or(symbol);
+    if let Some(effect) = &mut s.lock
+        && matches!(
+            effect.kind,
+            spec::LockKind::RawSpin | spec::LockKind::ReadLock | spec::LockKind::WriteLock
+        )
+        && (name.contains("_irq") || name.contains("irqsave"))
+    {
+        effect.kind = spec::LockKind::SpinIrq;
+    }
+    s
 }
 
 /// The lock a spec's lock effect is about, in the C function's terms: the
@@ -218,9 +237,11 @@ fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
                 lock: spec_lock_path(effect),
                 kind: *kind,
                 trylock: matches!(op, spec::LockOp::TryAcquire { .. }),
+                reacquire: false,
                 irqs_disabled: *kind == spec::LockKind::SpinIrq,
                 func: f,
                 span: kmir::Span::default(),
+                via: Vec::new(),
             }]
         }
         _ => Vec::new(),
@@ -605,7 +626,9 @@ fn analyze_function(
     if let Some(failure) = &failed {
         findings.push(texts.adjust_failure(failure));
     }
-    let declares_adjust = declared.as_ref().is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
+    let declares_adjust = declared
+        .as_ref()
+        .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
     findings.extend(lock_runs.findings(input, f, inst, body, lookup, declares_adjust));
     let first_adjust = failure_adjust(&failed);
     let mut summary = Summary {
@@ -680,18 +703,18 @@ impl LockRuns {
         self.edges.extend(run.edges.iter().cloned());
         for (p, span) in &run.returns {
             let ret = p.facts.addrs_under(&facts::PlaceKey::local(0));
-            for h in &p.locks.held {
+            for h in p.locks.net_held() {
                 if !locks::has_object(h.kind) || h.lock.is_local() {
                     continue;
                 }
-                let owned = ret.iter().any(|(_, r)| {
-                    r.root == h.lock.root && h.lock.steps.starts_with(&r.steps)
-                });
+                let owned = ret
+                    .iter()
+                    .any(|(_, r)| r.root == h.lock.root && h.lock.steps.starts_with(&r.steps));
                 if !self.leaks.iter().any(|(l, _, _)| l.lock == h.lock) {
                     self.leaks.push((h.clone(), *span, owned));
                 }
             }
-            for l in &p.locks.released {
+            for l in p.locks.net_released() {
                 if !self.released.contains(l) {
                     self.released.push(l.clone());
                 }
@@ -728,14 +751,15 @@ impl LockRuns {
                 continue;
             }
             seen_sites.push(site);
-            out.push(lock_text::event(input, f, e));
+            out.push(lock_text::event(input, f, e, lookup));
         }
         // Balance: only for safe functions that are not glue; an `unsafe fn`
         // may leave lock state to its caller by contract.
         if inst.unsafe_fn || matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
             return out;
         }
-        let declares = |lock: &locks::LockPath, what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
+        let declares = |lock: &locks::LockPath,
+                        what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
             declared.iter().any(|a| match what(a) {
                 Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
                 Some(LockRef::Return) => true,
@@ -768,7 +792,12 @@ impl LockRuns {
                     _ => None,
                 });
             if !allowed {
-                out.push(lock_text::unbalanced(input, f, lock, release_site(input, f)));
+                out.push(lock_text::unbalanced(
+                    input,
+                    f,
+                    lock,
+                    release_site(input, f),
+                ));
             }
         }
         out
@@ -779,7 +808,11 @@ impl LockRuns {
 /// function or an `unsafe fn` (whose contract hands it over), or returned
 /// inside a guard that this function then forgot. A lock a safe callee
 /// already leaked is reported in that callee, not again in every caller.
-fn leak_starts_here(input: &Input<'_>, held: &locks::Held, lookup: &dyn Fn(FnId) -> Summary) -> bool {
+fn leak_starts_here(
+    input: &Input<'_>,
+    held: &locks::Held,
+    lookup: &dyn Fn(FnId) -> Summary,
+) -> bool {
     let callee = held.at.callee;
     match input.program.body_of(callee) {
         None => true,
@@ -821,10 +854,7 @@ fn stores_guard_through_args(input: &Input<'_>, f: FnId, body: &kmir::Body) -> b
         return false;
     };
     let dump = &krate.dump;
-    let guardish = |ty: kmir::TyId| {
-        dump.ty(ty)
-            .is_some_and(|t| t.display.contains("Guard"))
-    };
+    let guardish = |ty: kmir::TyId| dump.ty(ty).is_some_and(|t| t.display.contains("Guard"));
     body.blocks.iter().flat_map(|b| &b.statements).any(|s| {
         let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
             return false;

@@ -10,7 +10,7 @@ use spec::LockKind;
 
 use crate::Input;
 use crate::body::OrderEdge;
-use crate::lock_text::{loc, take_note};
+use crate::lock_text::{chain_notes, loc, locks_on_return, take_site};
 use crate::locks::LockClass;
 use crate::summary::{Summary, Take};
 
@@ -21,7 +21,11 @@ fn name(input: &Input<'_>, f: FnId) -> String {
 /// Every cycle of the class graph, once (one per strongly connected set of
 /// classes, the shortest cycle through its first class), with the witness
 /// of each edge.
-pub(crate) fn cycles(input: &Input<'_>, edges: &[(FnId, OrderEdge)]) -> Vec<Finding> {
+pub(crate) fn cycles(
+    input: &Input<'_>,
+    edges: &[(FnId, OrderEdge)],
+    summaries: &[Summary],
+) -> Vec<Finding> {
     // The first witness of each class edge, in a deterministic order.
     let mut witness: BTreeMap<(LockClass, LockClass), (FnId, &OrderEdge)> = BTreeMap::new();
     for (f, e) in edges {
@@ -50,7 +54,9 @@ pub(crate) fn cycles(input: &Input<'_>, edges: &[(FnId, OrderEdge)]) -> Vec<Find
         let Some(cycle) = shortest_cycle(&graph, start, &members) else {
             continue;
         };
-        out.push(cycle_finding(input, &graph, &cycle, &witness, &members));
+        out.push(cycle_finding(
+            input, &graph, &cycle, &witness, &members, summaries,
+        ));
     }
     out
 }
@@ -95,7 +101,9 @@ fn cycle_finding(
     cycle: &[NodeIndex],
     witness: &BTreeMap<(LockClass, LockClass), (FnId, &OrderEdge)>,
     members: &BTreeSet<NodeIndex>,
+    summaries: &[Summary],
 ) -> Finding {
+    let is_lock_fn = |g: FnId| locks_on_return(&summaries[g.index()]);
     let classes: Vec<&LockClass> = cycle.iter().map(|n| &graph[*n]).collect();
     let order: Vec<String> = classes
         .iter()
@@ -138,16 +146,16 @@ fn cycle_finding(
                 name(input, e.from.at.callee)
             ),
         ));
-        let during = if e.to.func == f && e.to.span == e.site {
-            String::new()
-        } else {
-            format!(" (during the call to `{}`)", name(input, e.callee))
-        };
-        finding = finding.note(take_note(
-            input,
-            &e.to,
-            format!("…and acquires `{b}` here{during}"),
+        finding = finding.note(Note::at(
+            loc(input, f, e.site),
+            format!(
+                "…then acquires `{b}` here, through `{}`",
+                name(input, e.callee)
+            ),
         ));
+        for n in chain_notes(input, &e.to, 1, &is_lock_fn) {
+            finding = finding.note(n);
+        }
     }
     if members.len() > cycle.len() {
         let others: Vec<String> = members
@@ -234,26 +242,33 @@ fn fn_pointer_symbol(body: &kmir::Body, op: &kmir::Operand) -> Option<String> {
             _ => None,
         },
         kmir::Operand::Copy(p) | kmir::Operand::Move(p) if p.projection.is_empty() => {
-            body.blocks.iter().flat_map(|b| &b.statements).find_map(|s| {
-                let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
-                    return None;
-                };
-                if place.local != p.local || !place.projection.is_empty() {
-                    return None;
-                }
-                match rvalue {
-                    kmir::Rvalue::Cast {
-                        kind:
-                            kmir::CastKind::ReifyFnPointer { symbol }
-                            | kmir::CastKind::ClosureFnPointer { symbol },
-                        ..
-                    } => Some(symbol.clone()),
-                    kmir::Rvalue::Cast { operand, .. } | kmir::Rvalue::Use(operand) => {
-                        fn_pointer_symbol(body, operand)
+            body.blocks
+                .iter()
+                .flat_map(|b| &b.statements)
+                .find_map(|s| {
+                    let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
+                        return None;
+                    };
+                    if place.local != p.local || !place.projection.is_empty() {
+                        return None;
                     }
-                    _ => None,
-                }
-            })
+                    match rvalue {
+                        kmir::Rvalue::Cast {
+                            kind:
+                                kmir::CastKind::ReifyFnPointer { symbol }
+                                | kmir::CastKind::ClosureFnPointer { symbol },
+                            ..
+                        } => Some(symbol.clone()),
+                        kmir::Rvalue::Cast { operand, .. } | kmir::Rvalue::Use(operand) => {
+                            fn_pointer_symbol(body, operand)
+                        }
+                        // `Some(handler)`: C's nullable function pointer.
+                        kmir::Rvalue::Aggregate { operands, .. } if operands.len() == 1 => {
+                            fn_pointer_symbol(body, &operands[0])
+                        }
+                        _ => None,
+                    }
+                })
         }
         _ => None,
     }
@@ -276,6 +291,7 @@ fn spinning(kind: LockKind) -> bool {
 /// the same CPU, and its handler then spins forever.
 pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> Vec<Finding> {
     let handlers = irq_handlers(input);
+    let is_lock_fn = |g: FnId| locks_on_return(&summaries[g.index()]);
     if handlers.is_empty() {
         return Vec::new();
     }
@@ -313,25 +329,33 @@ pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> Vec<Findin
             if !reported.insert(class.clone()) {
                 continue;
             }
-            let finding = Finding::new(
+            let (root_fn, root_site) = take_site(t);
+            let (irq_fn, irq_site) = take_site(irq_take);
+            let mut finding = Finding::new(
                 "irq-unsafe-lock",
                 Severity::Error,
                 format!(
                     "lock `{class}` is acquired in hard-IRQ context and, elsewhere, with interrupts enabled"
                 ),
             )
-            .at(loc(input, t.func, t.span))
+            .at(loc(input, root_fn, root_site))
             .label("acquired here with interrupts enabled")
             .in_function(id)
-            .subject(class.0.clone())
-            .note(take_note(
-                input,
-                irq_take,
+            .subject(class.0.clone());
+            for n in chain_notes(input, t, 1, &is_lock_fn) {
+                finding = finding.note(n);
+            }
+            finding = finding.note(Note::at(
+                loc(input, irq_fn, irq_site),
                 format!(
                     "it is acquired here in hard-IRQ context: `{}` is an interrupt handler ({why})",
                     name(input, *h)
                 ),
-            ))
+            ));
+            for n in chain_notes(input, irq_take, 1, &is_lock_fn) {
+                finding = finding.note(n);
+            }
+            finding = finding
             .note(Note::text(
                 "if the interrupt arrives on this CPU while the lock is held here, the handler spins on it forever",
             ))

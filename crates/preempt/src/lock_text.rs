@@ -15,6 +15,12 @@ fn name(input: &Input<'_>, f: FnId) -> String {
     input.program.function(f).name.clone()
 }
 
+/// A lock path as text in the terms of function `f`.
+fn describe(input: &Input<'_>, f: FnId, lock: &LockPath) -> String {
+    let body = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref());
+    lock.describe_in(body)
+}
+
 pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
     Loc {
         krate: krate_index(input.program, f),
@@ -40,12 +46,68 @@ pub(crate) fn held_phrase(h: &Held) -> String {
     lock_phrase(&h.lock, h.kind)
 }
 
-/// Where a take happened, as a note (it may be deep in a callee).
-pub(crate) fn take_note(input: &Input<'_>, take: &Take, text: String) -> Note {
-    Note::at(loc(input, take.func, take.span), text)
+/// Notes following a take down its call chain, from `via[start]`: where
+/// each function calls the next, until the call of a locking function
+/// (one that returns holding a lock, like `Lock::lock`: its insides are the
+/// lock API's business, not the reader's).
+pub(crate) fn chain_notes(
+    input: &Input<'_>,
+    take: &Take,
+    start: usize,
+    locks_on_return: &dyn Fn(FnId) -> bool,
+) -> Vec<Note> {
+    const SHOWN: usize = 6;
+    let via = &take.via;
+    let mut notes = Vec::new();
+    if via.get(start).is_some_and(|(g, _)| locks_on_return(*g)) {
+        return notes;
+    }
+    for i in start..via.len().min(start + SHOWN) {
+        let (g, span) = via[i];
+        let class = take.lock.class();
+        let (text, stop) = match via.get(i + 1) {
+            None => (
+                format!("`{}` acquires `{class}` here", name(input, g)),
+                true,
+            ),
+            Some((n, _)) if locks_on_return(*n) => (
+                format!(
+                    "`{}` acquires `{class}` here, by calling `{}`",
+                    name(input, g),
+                    name(input, *n)
+                ),
+                true,
+            ),
+            Some((n, _)) => (
+                format!("`{}` calls `{}` here", name(input, g), name(input, *n)),
+                false,
+            ),
+        };
+        notes.push(Note::at(loc(input, g, span), text));
+        if stop {
+            break;
+        }
+    }
+    notes
 }
 
-pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
+/// Whether a summary says the function returns holding a lock it took.
+pub(crate) fn locks_on_return(s: &crate::summary::Summary) -> bool {
+    s.cases.iter().any(|c| !c.acquire.is_empty())
+}
+
+/// Where a take happens in the function whose summary holds it.
+pub(crate) fn take_site(take: &Take) -> (FnId, kmir::Span) {
+    take.via.first().copied().unwrap_or((take.func, take.span))
+}
+
+pub(crate) fn event(
+    input: &Input<'_>,
+    f: FnId,
+    e: &LockEvent,
+    lookup: &dyn Fn(FnId) -> crate::summary::Summary,
+) -> Finding {
+    let is_lock_fn = |g: FnId| locks_on_return(&lookup(g));
     match e {
         LockEvent::Double {
             held,
@@ -60,11 +122,7 @@ pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
                 format!("lock `{class}` is acquired while it is already held"),
             )
             .at(loc(input, f, *site))
-            .label(if take.func == f && take.span == *site {
-                format!("`{}` acquires it again here", name(input, *callee))
-            } else {
-                format!("`{}` acquires it again", name(input, *callee))
-            })
+            .label(format!("`{}` acquires it again here", name(input, *callee)))
             .in_function(f)
             .subject(class.0.clone())
             .note(Note::at(
@@ -74,20 +132,12 @@ pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
                     name(input, held.at.callee)
                 ),
             ));
-            if !(take.func == f && take.span == *site) {
-                finding = finding.note(take_note(
-                    input,
-                    take,
-                    format!(
-                        "`{}` acquires `{}` here",
-                        name(input, take.func),
-                        take.lock.describe()
-                    ),
-                ));
+            for n in chain_notes(input, take, 1, &is_lock_fn) {
+                finding = finding.note(n);
             }
             finding.note(Note::text(format!(
                 "both acquisitions name the same lock object, `{}`: a {} lock is not recursive, so this deadlocks",
-                held.lock.describe(),
+                describe(input, f, &held.lock),
                 held.kind
             )))
         }
@@ -107,7 +157,7 @@ pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
             .label(format!(
                 "`{}` acquires `{}`",
                 name(input, *callee),
-                take.lock.describe()
+                describe(input, f, &take.lock)
             ))
             .in_function(f)
             .subject(class.0.clone())
@@ -115,7 +165,7 @@ pub(crate) fn event(input: &Input<'_>, f: FnId, e: &LockEvent) -> Finding {
                 loc(input, f, held.at.span),
                 format!(
                     "`{}` was acquired here by `{}`",
-                    held.lock.describe(),
+                    describe(input, f, &held.lock),
                     name(input, held.at.callee)
                 ),
             ))
@@ -182,7 +232,7 @@ pub(crate) fn unbalanced(
     finding
         .note(Note::text(format!(
             "`{}` is not held by the function on this path, and no guard passed to it owns it",
-            lock.describe()
+            describe(input, f, lock)
         )))
         .note(Note::help(
             "if callers must hold the lock, make the function `unsafe` with that safety contract, or declare it with `#[kanalyze::releases(N)]` (the kernel's `__releases`)",

@@ -99,6 +99,14 @@ pub const MAX_STEPS: usize = 12;
 /// Types whose fields only wrap the lock's memory: they do not appear in a
 /// class name (`Lock.state`, not `Lock.state.value.value`).
 const WRAPPERS: &[&str] = &[
+    // The lock types themselves: their inner fields (`Lock.state`) say
+    // nothing about which lock it is.
+    "Lock",
+    "SpinLock",
+    "SpinLockIrq",
+    "Mutex",
+    "RwLock",
+    "RawSpinLock",
     "UnsafeCell",
     "Opaque",
     "MaybeUninit",
@@ -193,25 +201,29 @@ impl LockPath {
         LockClass(name)
     }
 
-    /// The path as source-like text in the function it is expressed in
-    /// (`(*arg1).inner`), for notes.
-    pub fn describe(&self) -> String {
+    /// The path as source-like text (`p.inner`, with Rust's auto-deref
+    /// and without the lock types' own fields), naming arguments and locals
+    /// by their names in `body` when it has them.
+    pub fn describe_in(&self, body: Option<&kmir::Body>) -> String {
+        let named = |local: u32| body.and_then(|b| b.var_name(local)).map(str::to_string);
         let mut text = match &self.root {
-            Root::Arg { index, .. } => format!("argument {index}"),
+            Root::Arg { index, .. } => named(*index).unwrap_or_else(|| format!("argument {index}")),
             Root::Static(path) => path.clone(),
-            Root::Local { local, .. } => format!("_{local}"),
+            Root::Local { local, .. } => named(*local).unwrap_or_else(|| format!("_{local}")),
         };
         for s in &self.steps {
-            match s {
-                Step::Deref { .. } => text = format!("(*{text})"),
-                Step::Field { name, .. } => {
-                    text.push('.');
-                    text.push_str(name);
-                }
-                Step::Downcast(_) => {}
+            if let Step::Field { owner, name, .. } = s
+                && !WRAPPERS.iter().any(|w| base_name(owner) == *w)
+            {
+                text.push('.');
+                text.push_str(name);
             }
         }
         text
+    }
+
+    pub fn describe(&self) -> String {
+        self.describe_in(None)
     }
 }
 
@@ -324,10 +336,29 @@ impl LockState {
         }
     }
 
+    /// Locks held now that were not held on entry: a lock released and
+    /// taken again (`do_unlocked`) is back where it was.
+    pub fn net_held(&self) -> impl Iterator<Item = &Held> {
+        self.held
+            .iter()
+            .filter(|h| !self.released.contains(&h.lock))
+    }
+
+    /// Locks held on entry and released since, not taken again.
+    pub fn net_released(&self) -> impl Iterator<Item = &LockPath> {
+        self.released
+            .iter()
+            .filter(|l| !self.held.iter().any(|h| &h.lock == *l))
+    }
+
     /// Keeps what both states agree on (paths collapsed into one).
     pub fn meet(&mut self, other: &LockState) {
-        self.held
-            .retain(|h| other.held.iter().any(|o| o.lock == h.lock && o.kind == h.kind));
+        self.held.retain(|h| {
+            other
+                .held
+                .iter()
+                .any(|o| o.lock == h.lock && o.kind == h.kind)
+        });
         self.released.retain(|r| other.released.contains(r));
     }
 
@@ -389,14 +420,16 @@ mod tests {
                 field(0, "kernel::types::Opaque<spinlock>", "value"),
             ])
             .unwrap();
-        assert_eq!(p.class().0, "Binder.inner.state");
-        assert_eq!(p.describe(), "(*argument 1).inner.state.value");
+        assert_eq!(p.class().0, "Binder.inner");
+        assert_eq!(p.describe(), "argument 1.inner");
     }
 
     #[test]
     fn short_type_keeps_generic_structure() {
         assert_eq!(
-            short_type("kernel::sync::lock::Lock<alloc::vec::Vec<u8>, kernel::sync::SpinLockBackend>"),
+            short_type(
+                "kernel::sync::lock::Lock<alloc::vec::Vec<u8>, kernel::sync::SpinLockBackend>"
+            ),
             "Lock<Vec<u8>, SpinLockBackend>"
         );
     }

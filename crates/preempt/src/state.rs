@@ -106,9 +106,7 @@ impl PcState {
             Some(i) => self.paths[i].facts.intersect(&path.facts),
             None => {
                 let key = (target, path.locks.key());
-                let i = self
-                    .paths
-                    .partition_point(|p| (p.adj, p.locks.key()) < key);
+                let i = self.paths.partition_point(|p| (p.adj, p.locks.key()) < key);
                 self.paths.insert(
                     i,
                     Path {
@@ -170,10 +168,7 @@ mod tests {
         assert_eq!(s.paths.len(), MAX_PATHS);
         assert!(!s.add(path(3)));
         assert!(s.add(path(100)));
-        assert_eq!(
-            s.paths,
-            vec![Path::new(Adj::Top, Facts::default())]
-        );
+        assert_eq!(s.paths, vec![Path::new(Adj::Top, Facts::default())]);
         // Top absorbs.
         assert!(!s.add(path(1)));
         assert_eq!(s.paths.len(), 1);

@@ -132,12 +132,21 @@ pub struct Take {
     pub lock: LockPath,
     pub kind: LockKind,
     pub trylock: bool,
+    /// Taken again after the function released it (`CondVar::wait`'s
+    /// relock): not a second acquisition of a lock the caller holds.
+    pub reacquire: bool,
     /// Interrupts were disabled by the function itself at that point.
     pub irqs_disabled: bool,
     /// The innermost function that called the lock function, and where.
     pub func: FnId,
     pub span: kmir::Span,
+    /// The calls that lead there, from the summary's own function down:
+    /// `(function, call site in it)`, at most [`MAX_VIA`].
+    pub via: Vec<(FnId, kmir::Span)>,
 }
+
+/// Longest call chain a take remembers.
+pub const MAX_VIA: usize = 8;
 
 /// Most takes a summary keeps.
 pub const MAX_TAKES: usize = 64;
