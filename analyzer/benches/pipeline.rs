@@ -1,5 +1,5 @@
 //! The analyser's hot paths on a directory of real dumps: decode (parallel),
-//! link, schedule, and the preemption analysis.
+//! link, schedule, and the preemption and lock analysis.
 //!
 //! ```text
 //! cargo test --release -p test-harness --test corpus -- --ignored   # makes target/corpus/kmir
@@ -64,7 +64,35 @@ fn pipeline(c: &mut Criterion) {
             .enumerate()
             .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
     );
-    g.bench_function("preempt", |b| {
+    // The whole-program lock checks run once at the end of `preempt::run`;
+    // their share is printed rather than benched on its own.
+    let once = preempt::run(&preempt::Input {
+        program: &program,
+        annotations: &annotations,
+        spec: &spec,
+    });
+    eprintln!(
+        "lock order + IRQ safety: {:.1} ms ({} order edges, {} classes, {} IRQ handlers, {} lock findings)",
+        once.locks.whole_program_time.as_secs_f64() * 1e3,
+        once.locks.order_edges,
+        once.locks.classes,
+        once.locks.irq_handlers,
+        once.findings
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f.kind,
+                    "double-lock"
+                        | "nested-lock-class"
+                        | "lock-order-inversion"
+                        | "lock-leak"
+                        | "unbalanced-unlock"
+                        | "irq-unsafe-lock"
+                )
+            })
+            .count()
+    );
+    g.bench_function("preempt+locks", |b| {
         b.iter(|| {
             preempt::run(&preempt::Input {
                 program: &program,

@@ -289,11 +289,12 @@ fn spinning(kind: LockKind) -> bool {
 /// A spinning lock class taken in hard-IRQ context and, elsewhere, with
 /// interrupts enabled: the interrupt can arrive while the lock is held on
 /// the same CPU, and its handler then spins forever.
-pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> Vec<Finding> {
+/// The findings, and how many handlers there are.
+pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> (Vec<Finding>, usize) {
     let handlers = irq_handlers(input);
     let is_lock_fn = |g: FnId| locks_on_return(&summaries[g.index()]);
     if handlers.is_empty() {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
     let program = input.program;
     let mut in_irq: BTreeMap<LockClass, (FnId, &Take, &str)> = BTreeMap::new();
@@ -365,5 +366,5 @@ pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> Vec<Findin
             out.push(finding);
         }
     }
-    out
+    (out, handlers.len())
 }
