@@ -44,6 +44,9 @@ pub struct BodyAnalysis<'a> {
     pub entry: Option<ArgCond>,
     /// Print the fixed point (`KANALYZE_TRACE=<part of the function name>`).
     pub trace: bool,
+    /// The entry condition is about this field of the first argument (or
+    /// of its pointee).
+    pub split_field: Option<u32>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -73,6 +76,7 @@ impl<'a> BodyAnalysis<'a> {
             summary_of,
             entry: None,
             trace,
+            split_field: None,
         }
     }
 
@@ -114,7 +118,11 @@ impl<'a> BodyAnalysis<'a> {
                 {
                     facts.set_domain(&key, discrs);
                 }
+                let carried = self.aggregate_known(facts, rvalue);
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                if !carried.is_empty() {
+                    facts.set_known_under(place, carried);
+                }
                 if !addrs.is_empty() {
                     facts.set_addrs(place, addrs);
                 }
@@ -214,6 +222,38 @@ impl<'a> BodyAnalysis<'a> {
         facts.addrs_under(&target)
     }
 
+    /// What is known about an aggregate's operands, as facts about its
+    /// fields (`ScopeGuard(Some(..))` knows its field is `Some`).
+    fn aggregate_known(
+        &self,
+        facts: &Facts,
+        rvalue: &Rvalue,
+    ) -> Vec<(Vec<ProjKey>, Aspect, Known)> {
+        let Rvalue::Aggregate { kind, operands } = rvalue else {
+            return Vec::new();
+        };
+        let prefix: Vec<ProjKey> = match kind {
+            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
+                vec![ProjKey::Downcast(*variant)]
+            }
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (i, op) in operands.iter().enumerate() {
+            let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
+                continue;
+            };
+            let Some(key) = PlaceKey::of(p) else { continue };
+            for (suffix, aspect, known) in facts.known_under(&key) {
+                let mut proj = prefix.clone();
+                proj.push(ProjKey::Field(i as u32));
+                proj.extend(suffix);
+                out.push((proj, aspect, known));
+            }
+        }
+        out
+    }
+
     fn is_enum(&self, ty: kmir::TyId) -> bool {
         let Some(kmir::TyKind::Adt { path, .. }) = self.dump.ty(ty).map(|t| &t.kind) else {
             return false;
@@ -270,6 +310,26 @@ impl<'a> BodyAnalysis<'a> {
         }
     }
 
+    /// The places a callee's split condition is about: the first argument's
+    /// pointee and value, or their field when the callee splits on a field
+    /// (a newtype around an enum, like the kernel's `ScopeGuard`).
+    fn split_keys(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> (Option<PlaceKey>, Option<PlaceKey>) {
+        let pointee = self.arg0_pointee(facts, terminator);
+        let arg0 = Self::arg0_place(terminator);
+        match summary.split_field {
+            Some(f) => (
+                pointee.map(|k| k.with(ProjKey::Field(f))),
+                arg0.map(|k| k.with(ProjKey::Field(f))),
+            ),
+            None => (pointee, arg0),
+        }
+    }
+
     /// The place a callee's first argument is moved or copied from.
     fn arg0_place(terminator: &TerminatorKind) -> Option<PlaceKey> {
         match terminator {
@@ -301,10 +361,9 @@ impl<'a> BodyAnalysis<'a> {
         targets: &[Target],
         out: &mut PcState,
     ) {
-        let pointee = self.arg0_pointee(&path.facts, terminator);
-        let arg0 = Self::arg0_place(terminator);
         for t in targets {
             let summary = (self.summary_of)(t.callee);
+            let (pointee, arg0) = self.split_keys(&path.facts, terminator, &summary);
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
                 let feasible = match (case.when, &pointee, &arg0) {
@@ -316,7 +375,7 @@ impl<'a> BodyAnalysis<'a> {
                         let r = facts.resolve(p, Aspect::Discr);
                         facts.assume(&r, Some(d), &[])
                     }
-                    (Some(ArgCond::Value(d)), _, None) => {
+                    (Some(ArgCond::Value(d)), _, None) if summary.split_field.is_none() => {
                         self.const_arg0_discr(terminator).is_none_or(|c| c == d)
                     }
                     _ => true,
@@ -338,7 +397,13 @@ impl<'a> BodyAnalysis<'a> {
                         facts.write_unknown(destination, &self.escaped);
                         if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
                             match ret {
-                                RetFact::Discr(d) => facts.set_known(key, Aspect::Discr, d),
+                                RetFact::Discr(d) => {
+                                    let key = match summary.ret_field {
+                                        Some(f) => key.with(ProjKey::Field(f)),
+                                        None => key,
+                                    };
+                                    facts.set_known(key, Aspect::Discr, d)
+                                }
                                 RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),
                                 RetFact::IsNot(v) => {
                                     facts.assume(&Resolved::Key(key, Aspect::Value), None, &[v]);
@@ -446,8 +511,7 @@ impl<'a> BodyAnalysis<'a> {
         if summary.expect_when.is_empty() {
             return summary.expect;
         }
-        let pointee = self.arg0_pointee(facts, terminator);
-        let arg0 = Self::arg0_place(terminator);
+        let (pointee, arg0) = self.split_keys(facts, terminator, summary);
         let mut e = ExpectRange::TOP;
         let mut any = false;
         for (when, expect) in &summary.expect_when {
@@ -523,9 +587,15 @@ impl Analysis for BodyAnalysis<'_> {
                 proj: vec![crate::facts::ProjKey::Deref],
             };
             facts.alias_entry(ENTRY_ARG0, Val::Copy(pointee.clone()));
+            let field = |k: PlaceKey| match self.split_field {
+                Some(f) => k.with(ProjKey::Field(f)),
+                None => k,
+            };
             match self.entry {
-                Some(ArgCond::Pointee(d)) => facts.set_known(pointee, Aspect::Discr, d),
-                Some(ArgCond::Value(d)) => facts.set_known(PlaceKey::local(1), Aspect::Discr, d),
+                Some(ArgCond::Pointee(d)) => facts.set_known(field(pointee), Aspect::Discr, d),
+                Some(ArgCond::Value(d)) => {
+                    facts.set_known(field(PlaceKey::local(1)), Aspect::Discr, d)
+                }
                 None => {}
             }
         }
@@ -978,6 +1048,14 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
             _ => {}
         },
     );
+    if analysis.trace {
+        for (p, _) in &returns {
+            eprintln!(
+                "[kanalyze trace] return: adj {}: {:?} {:?}",
+                p.adj, p.facts, p.locks
+            );
+        }
+    }
     BodyOutcome {
         expect,
         reason,
@@ -1109,7 +1187,13 @@ pub fn cases_at_return(
     returns: &[(Path, kmir::Span)],
     when: Option<ArgCond>,
     pointee_arg: bool,
+    split_field: Option<u32>,
+    ret_field: Option<u32>,
 ) -> Result<Vec<Case>, ()> {
+    let field = |k: PlaceKey, f: Option<u32>| match f {
+        Some(f) => k.with(ProjKey::Field(f)),
+        None => k,
+    };
     if returns.is_empty() {
         // Never returns: nothing to adjust for the caller.
         return Ok(vec![Case {
@@ -1128,15 +1212,18 @@ pub fn cases_at_return(
             Some(Known::Is(v)) => Some(v),
             _ => None,
         };
-        let ret = known(&PlaceKey::local(0), Aspect::Discr)
+        let ret = known(&field(PlaceKey::local(0), ret_field), Aspect::Discr)
             .map(RetFact::Discr)
             .or_else(|| known(&PlaceKey::local(0), Aspect::Value).map(RetFact::Is));
         let post = if pointee_arg {
             known(
-                &PlaceKey {
-                    local: 1,
-                    proj: vec![crate::facts::ProjKey::Deref],
-                },
+                &field(
+                    PlaceKey {
+                        local: 1,
+                        proj: vec![crate::facts::ProjKey::Deref],
+                    },
+                    split_field,
+                ),
                 Aspect::Discr,
             )
         } else {

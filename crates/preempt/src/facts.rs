@@ -192,6 +192,8 @@ impl Facts {
         }
         match self.vals.get(&key.local) {
             Some(Val::Ref(target)) => Some(target.clone()),
+            // A copy of a pointer points where the pointer does.
+            Some(Val::Copy(source)) if !source.has_deref() => Some(source.with(ProjKey::Deref)),
             _ => None,
         }
     }
@@ -610,6 +612,28 @@ impl Facts {
             .take_while(|(k, _)| k.starts_with(&key))
             .map(|(k, l)| (k.proj[key.proj.len()..].to_vec(), l.clone()))
             .collect()
+    }
+
+    /// What is known about the value at `key` and inside it: (projection
+    /// below `key`, aspect, fact).
+    pub fn known_under(&self, key: &PlaceKey) -> Vec<(Vec<ProjKey>, Aspect, Known)> {
+        let key = self.normalize_fully(key);
+        self.known
+            .iter()
+            .filter(|((k, _), _)| k.starts_with(&key))
+            .map(|((k, a), v)| (k.proj[key.proj.len()..].to_vec(), *a, v.clone()))
+            .collect()
+    }
+
+    /// Records facts about the parts of the value just written to `place`.
+    pub fn set_known_under(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, Aspect, Known)>) {
+        let Some(key) = PlaceKey::of(place) else {
+            return;
+        };
+        let key = self.normalize(&key);
+        for (suffix, aspect, known) in entries {
+            self.known.insert((key.with_suffix(&suffix), aspect), known);
+        }
     }
 
     /// Records pointers stored inside the value just written to `place`.

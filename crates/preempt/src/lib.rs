@@ -591,9 +591,30 @@ fn analyze_function(
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
-    let split = entry_split(&krate.dump, body);
+    let split = entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, lookup));
+    let ret_field = body
+        .local(0)
+        .and_then(|l| newtype_enum_field(&krate.dump, body, l.ty))
+        .map(|(field, _)| field)
+        .or_else(|| {
+            // Returned straight from a callee that returns such a struct
+            // (`ScopeGuard::new` returning `new_with_data(..)`).
+            program.callees(f).into_iter().find_map(|(g, e)| {
+                let block = body.block(e.block)?;
+                match &block.terminator.kind {
+                    kmir::TerminatorKind::Call { destination, .. }
+                        if destination.local == 0 && destination.projection.is_empty() =>
+                    {
+                        lookup(g).ret_field
+                    }
+                    _ => None,
+                }
+            })
+        });
     let runs: Vec<Option<ArgCond>> = match &split {
-        Some((pointee, variants)) => variants
+        Some(EntrySplit {
+            pointee, variants, ..
+        }) => variants
             .iter()
             .map(|&d| {
                 Some(if *pointee {
@@ -615,6 +636,7 @@ fn analyze_function(
     for when in runs {
         let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, lookup);
         analysis.entry = when;
+        analysis.split_field = split.as_ref().and_then(|s| s.field);
         let run = body::analyze(&analysis);
         if let Some(w) = when {
             expect_when.push((w, run.expect));
@@ -633,7 +655,13 @@ fn analyze_function(
                 violations.push(v);
             }
         }
-        match body::cases_at_return(&run.returns, when, split.as_ref().is_some_and(|(p, _)| *p)) {
+        match body::cases_at_return(
+            &run.returns,
+            when,
+            split.as_ref().is_some_and(|s| s.pointee),
+            split.as_ref().and_then(|s| s.field),
+            ret_field,
+        ) {
             Ok(c) => cases.extend(c),
             Err(()) => {
                 if failed.is_none() {
@@ -676,6 +704,8 @@ fn analyze_function(
         reason,
         poisoned: failed.is_some(),
         takes: std::mem::take(&mut lock_runs.takes),
+        split_field: split.as_ref().and_then(|s| s.field),
+        ret_field,
     };
     if let Some(d) = declared {
         if !d.unchecked {
@@ -801,7 +831,12 @@ impl LockRuns {
             // A klint annotation that the function moves the preemption
             // count says it returns holding a spinning lock on purpose.
             let declared_by_klint = declares_adjust && !held.kind.may_sleep_while_held();
+            // A closure's environment holds what its creator lent it: a
+            // relock in a cleanup closure (`do_unlocked`) restores the
+            // creator's guard.
+            let env_lock = inst.kind == kmir::InstanceKind::Closure && held.lock.arg() == Some(1);
             if !owned
+                && !env_lock
                 && !acquires
                 && !stores_guard
                 && !declared_by_klint
@@ -812,6 +847,7 @@ impl LockRuns {
         }
         for lock in &self.released {
             let allowed = lock.through_stored_pointer()
+                || (inst.kind == kmir::InstanceKind::Closure && lock.arg() == Some(1))
                 || declares_adjust
                 || declares(lock, |a| match a {
                     KanalyzeAnnotation::Releases(r) | KanalyzeAnnotation::MustHold(r) => Some(*r),
@@ -908,9 +944,149 @@ fn stores_guard_through_args(input: &Input<'_>, f: FnId, body: &kmir::Body) -> b
 /// Most variants a function is split by; beyond, one run for all.
 const MAX_SPLIT: usize = 8;
 
+/// How a function's analysis is split by the variant of its first
+/// argument.
+struct EntrySplit {
+    /// The argument points to the value (`&mut self`, drop glue).
+    pointee: bool,
+    /// The variant is that of this field of the value (a struct wrapping
+    /// an enum), not of the value itself.
+    field: Option<u32>,
+    variants: Vec<u128>,
+}
+
+/// The discriminants of an enum type that is worth splitting by.
+fn split_variants(dump: &kmir::CrateDump, ty: kmir::TyId) -> Option<Vec<u128>> {
+    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
+        return None;
+    };
+    let adt = dump.adts.iter().find(|a| &a.path == path)?;
+    if adt.kind != kmir::AdtKind::Enum || adt.variants.len() < 2 || adt.variants.len() > MAX_SPLIT {
+        return None;
+    }
+    Some(adt.variants.iter().map(|v| v.discr).collect())
+}
+
+/// For a struct type whose field 0 is an enum worth splitting by: that
+/// field and its type. Field types are only known substituted where the
+/// body uses them, so they are looked up there.
+fn newtype_enum_field(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    ty: kmir::TyId,
+) -> Option<(u32, kmir::TyId)> {
+    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
+        return None;
+    };
+    let adt = dump.adts.iter().find(|a| &a.path == path)?;
+    if adt.kind != kmir::AdtKind::Struct || adt.variants.first()?.fields.is_empty() {
+        return None;
+    }
+    // Type ids are per dump but not unique per type: compare the text.
+    let display = &dump.ty(ty)?.display;
+    let same_ty = |t: kmir::TyId| t == ty || dump.ty(t).is_some_and(|t| &t.display == display);
+    let place_ty = |p: &kmir::Place| -> Option<kmir::TyId> {
+        let mut t = body.local(p.local)?.ty;
+        for proj in &p.projection {
+            match proj {
+                kmir::Projection::Field { index: 0, ty: f } if same_ty(t) => return Some(*f),
+                kmir::Projection::Field { ty: f, .. } | kmir::Projection::OpaqueCast(f) => t = *f,
+                kmir::Projection::Deref => match &dump.ty(t)?.kind {
+                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
+                        t = *pointee
+                    }
+                    _ => return None,
+                },
+                kmir::Projection::Downcast { .. } => {}
+                _ => return None,
+            }
+        }
+        None
+    };
+    let mut found = None;
+    'blocks: for block in &body.blocks {
+        for s in &block.statements {
+            let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
+                continue;
+            };
+            let mut places = vec![place];
+            match rvalue {
+                kmir::Rvalue::Ref { place: p, .. }
+                | kmir::Rvalue::AddressOf { place: p, .. }
+                | kmir::Rvalue::Discriminant(p)
+                | kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p)) => {
+                    places.push(p)
+                }
+                kmir::Rvalue::Aggregate {
+                    kind: kmir::AggregateKind::Adt { ty: agg, .. },
+                    operands,
+                } if same_ty(*agg) => {
+                    if let Some(kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = operands.first()
+                        && let Some(l) = body.local(p.local)
+                        && p.projection.is_empty()
+                    {
+                        found = Some(l.ty);
+                        break 'blocks;
+                    }
+                }
+                _ => {}
+            }
+            if let Some(t) = places.into_iter().find_map(|p| place_ty(p)) {
+                found = Some(t);
+                break 'blocks;
+            }
+        }
+        if let kmir::TerminatorKind::Drop { place, .. } = &block.terminator.kind
+            && let Some(t) = place_ty(place)
+        {
+            found = Some(t);
+            break;
+        }
+    }
+    let field_ty = found?;
+    split_variants(dump, field_ty).map(|_| (0, field_ty))
+}
+
+/// A drop glue whose optimised body only calls `Drop::drop` does not show
+/// the field its type wraps; when a callee splits on a field of its
+/// pointee, split the same way.
+fn split_like_callee(
+    input: &Input<'_>,
+    f: FnId,
+    lookup: &dyn Fn(FnId) -> Summary,
+) -> Option<EntrySplit> {
+    let (_, inst) = input.program.body_of(f)?;
+    if !matches!(inst.kind, kmir::InstanceKind::DropGlue { .. }) {
+        return None;
+    }
+    input.program.callees(f).into_iter().find_map(|(g, _)| {
+        let s = lookup(g);
+        let field = s.split_field?;
+        let mut variants: Vec<u128> = s
+            .cases
+            .iter()
+            .filter_map(|c| match c.when {
+                Some(ArgCond::Pointee(d)) => Some(d),
+                _ => None,
+            })
+            .chain(s.expect_when.iter().filter_map(|(w, _)| match w {
+                ArgCond::Pointee(d) => Some(*d),
+                ArgCond::Value(_) => None,
+            }))
+            .collect();
+        variants.sort_unstable();
+        variants.dedup();
+        (variants.len() >= 2).then_some(EntrySplit {
+            pointee: true,
+            field: Some(field),
+            variants,
+        })
+    })
+}
+
 /// Whether to split a function's analysis by the variant of its first
-/// argument: `(behind a pointer, the variants' discriminants)`.
-fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<(bool, Vec<u128>)> {
+/// argument (or of that argument's first field).
+fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<EntrySplit> {
     if body.arg_count == 0 {
         return None;
     }
@@ -921,14 +1097,19 @@ fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<(bool, Vec<u
         }
         _ => (false, ty),
     };
-    let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
-        return None;
-    };
-    let adt = dump.adts.iter().find(|a| &a.path == path)?;
-    if adt.kind != kmir::AdtKind::Enum || adt.variants.len() < 2 || adt.variants.len() > MAX_SPLIT {
-        return None;
+    if let Some(variants) = split_variants(dump, ty) {
+        return Some(EntrySplit {
+            pointee,
+            field: None,
+            variants,
+        });
     }
-    Some((pointee, adt.variants.iter().map(|v| v.discr).collect()))
+    let (field, field_ty) = newtype_enum_field(dump, body, ty)?;
+    Some(EntrySplit {
+        pointee,
+        field: Some(field),
+        variants: split_variants(dump, field_ty)?,
+    })
 }
 
 /// Drops what callers cannot use: the per-variant split when every variant

@@ -185,6 +185,11 @@ pub struct Summary {
     /// Every lock with an object acquired during a call, in the callee's
     /// terms (for the order graph and IRQ safety).
     pub takes: Vec<Take>,
+    /// The cases' `ArgCond` is about this field of the first argument (a
+    /// struct whose field is the enum, like the kernel's `ScopeGuard`).
+    pub split_field: Option<u32>,
+    /// `RetFact::Discr` is about this field of the returned struct.
+    pub ret_field: Option<u32>,
 }
 
 impl Summary {
@@ -199,6 +204,8 @@ impl Summary {
             reason: None,
             poisoned: false,
             takes: Vec::new(),
+            split_field: None,
+            ret_field: None,
         }
     }
 
