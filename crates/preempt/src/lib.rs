@@ -1031,7 +1031,7 @@ fn newtype_enum_field(
                 }
                 _ => {}
             }
-            if let Some(t) = places.into_iter().find_map(|p| place_ty(p)) {
+            if let Some(t) = places.into_iter().find_map(&place_ty) {
                 found = Some(t);
                 break 'blocks;
             }
