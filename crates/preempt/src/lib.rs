@@ -199,15 +199,15 @@ fn irq_kind(symbol: &str, s: &spec::FnSpec) -> spec::FnSpec {
 /// pointee of its argument, or a global context.
 fn spec_lock_path(effect: &spec::LockEffect) -> locks::LockPath {
     match effect.arg {
-        Some(arg) => locks::LockPath {
-            root: locks::Root::Arg {
+        Some(arg) => locks::LockPath::from_parts(
+            locks::Root::Arg {
                 index: arg + 1,
                 ty: format!("*mut {}", effect.kind.c_type()),
             },
-            steps: vec![locks::Step::Deref {
+            vec![locks::Step::Deref {
                 to: effect.kind.c_type().to_string(),
             }],
-        },
+        ),
         None => locks::LockPath::new(locks::Root::Static(format!("<{}>", effect.kind))),
     }
 }

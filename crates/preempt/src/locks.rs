@@ -86,10 +86,22 @@ impl std::hash::Hash for Step {
     }
 }
 
+/// A lock path; shared, because facts holding one are copied on every
+/// branch of every body.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LockPath {
+pub struct LockPath(std::sync::Arc<PathData>);
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathData {
     pub root: Root,
     pub steps: Vec<Step>,
+}
+
+impl std::ops::Deref for LockPath {
+    type Target = PathData;
+    fn deref(&self) -> &PathData {
+        &self.0
+    }
 }
 
 /// Longest path kept; deeper paths (linked structures walked in a loop)
@@ -117,28 +129,25 @@ const WRAPPERS: &[&str] = &[
 
 impl LockPath {
     pub fn new(root: Root) -> Self {
-        LockPath {
-            root,
-            steps: Vec::new(),
-        }
+        Self::from_parts(root, Vec::new())
+    }
+
+    pub fn from_parts(root: Root, steps: Vec<Step>) -> Self {
+        LockPath(std::sync::Arc::new(PathData { root, steps }))
     }
 
     pub fn with(&self, step: Step) -> Option<LockPath> {
-        if self.steps.len() >= MAX_STEPS {
-            return None;
-        }
-        let mut p = self.clone();
-        p.steps.push(step);
-        Some(p)
+        self.extended(std::slice::from_ref(&step))
     }
 
     pub fn extended(&self, steps: &[Step]) -> Option<LockPath> {
         if self.steps.len() + steps.len() > MAX_STEPS {
             return None;
         }
-        let mut p = self.clone();
-        p.steps.extend_from_slice(steps);
-        Some(p)
+        let mut all = Vec::with_capacity(self.steps.len() + steps.len());
+        all.extend_from_slice(&self.steps);
+        all.extend_from_slice(steps);
+        Some(Self::from_parts(self.root.clone(), all))
     }
 
     /// The argument this path starts from, if any.
