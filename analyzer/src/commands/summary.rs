@@ -62,12 +62,26 @@ pub fn run(args: &SummaryArgs) -> u8 {
         };
         writeln!(out, "  kind:        {kind}")?;
         writeln!(out, "  adjustment:  {}", s.adjust_text())?;
-        if s.cases.len() > 1 {
+        if s.cases.len() > 1 || s.cases.iter().any(|c| c.has_lock_effect()) {
             for c in &s.cases {
                 writeln!(out, "    {}", c.describe())?;
             }
         }
         writeln!(out, "  expectation: {}", s.expect)?;
+        for t in &s.takes {
+            writeln!(
+                out,
+                "  takes:       `{}` ({}){}{}",
+                t.lock.class(),
+                t.kind,
+                if t.trylock { ", trylock" } else { "" },
+                if t.irqs_disabled {
+                    ", interrupts disabled"
+                } else {
+                    ""
+                }
+            )?;
+        }
         let source = match &s.source {
             Source::Inferred => "inferred from its body".to_string(),
             Source::Annotation { path, unchecked } => {

@@ -172,6 +172,11 @@ impl LockPath {
                 && self.steps.iter().any(|s| matches!(s, Step::Deref { .. })))
     }
 
+    /// A global context (RCU read side, IRQs off), not a lock object.
+    pub fn is_global(&self) -> bool {
+        matches!(&self.root, Root::Static(s) if s.starts_with('<'))
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self.root, Root::Local { .. })
     }
@@ -183,8 +188,17 @@ impl LockPath {
             .iter()
             .rposition(|s| matches!(s, Step::Deref { .. }));
         let (owner, rest) = match last_deref {
-            Some(d) => match &self.steps[d] {
-                Step::Deref { to } => (short_type(to), &self.steps[d + 1..]),
+            Some(d) => match (&self.steps[d], self.steps.get(d + 1)) {
+                // The shared allocation of an `Arc<T>` is its `T`.
+                (Step::Deref { to }, Some(Step::Field { name, .. }))
+                    if REFCOUNTED.contains(&base_name(to)) && name == "data" =>
+                {
+                    (
+                        first_generic_arg(to).map_or_else(|| short_type(to), short_type),
+                        &self.steps[d + 2..],
+                    )
+                }
+                (Step::Deref { to }, _) => (short_type(to), &self.steps[d + 1..]),
                 _ => unreachable!("rposition found a Deref"),
             },
             None => (
@@ -244,6 +258,24 @@ impl std::fmt::Display for LockClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Reference-counted allocations whose `data` field is the shared value.
+const REFCOUNTED: &[&str] = &["ArcInner", "RcInner", "UniqueArcInner"];
+
+/// `ArcInner<kernel::Foo<u8>, B>` → `kernel::Foo<u8>`.
+fn first_generic_arg(ty: &str) -> Option<&str> {
+    let start = ty.find('<')? + 1;
+    let mut depth = 0usize;
+    for (i, c) in ty[start..].char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth > 0 => depth -= 1,
+            ',' | '>' if depth == 0 => return Some(ty[start..start + i].trim()),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `kernel::sync::lock::Lock<T, B>` → `Lock<T, B>` (generic arguments
@@ -431,6 +463,26 @@ mod tests {
             .unwrap();
         assert_eq!(p.class().0, "Binder.inner");
         assert_eq!(p.describe(), "argument 1.inner");
+    }
+
+    #[test]
+    fn an_arc_allocation_is_its_value() {
+        let p = arg("&Thread")
+            .extended(&[
+                Step::Deref {
+                    to: "Thread".into(),
+                },
+                field(0, "Thread", "process"),
+                field(0, "Arc<Process>", "ptr"),
+                Step::Deref {
+                    to: "kernel::sync::arc::ArcInner<drivers::Process>".into(),
+                },
+                field(1, "kernel::sync::arc::ArcInner<drivers::Process>", "data"),
+                field(2, "drivers::Process", "inner"),
+            ])
+            .unwrap();
+        assert_eq!(p.class().0, "Process.inner");
+        assert_eq!(first_generic_arg("A<B<C, D>, E>"), Some("B<C, D>"));
     }
 
     #[test]

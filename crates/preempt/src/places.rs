@@ -6,6 +6,15 @@ use kmir::{Body, ConstValue, CrateDump, LocalId, Operand, Place, Projection, Sta
 use crate::facts::{Facts, PlaceKey, ProjKey};
 use crate::locks::{LockPath, Root, Step};
 
+/// Library types that are a pointer (their one field is, or wraps, the
+/// raw pointer): following them is following the pointer.
+const POINTER_NEWTYPES: &[&str] = &[
+    "core::ptr::non_null::NonNull",
+    "core::ptr::unique::Unique",
+    "alloc::boxed::Box",
+    "kernel::alloc::kbox::Box",
+];
+
 /// What a body needs to name the memory its places denote.
 pub struct Places<'a> {
     pub dump: &'a CrateDump,
@@ -23,18 +32,13 @@ impl<'a> Places<'a> {
         for block in &body.blocks {
             for s in &block.statements {
                 match &s.kind {
-                    StatementKind::Assign { place, rvalue } => {
+                    // A `&mut` borrow of an argument does not count: a
+                    // guard lent out (`access_mut(&mut guard)`) keeps
+                    // pointing to its lock (the same assumption as for
+                    // escaped locals in `Facts::forget_memory`).
+                    StatementKind::Assign { place, .. } => {
                         if direct(place) {
                             unstable.push(place.local);
-                        }
-                        if let kmir::Rvalue::Ref {
-                            mutable: true,
-                            place: p,
-                        }
-                        | kmir::Rvalue::AddressOf { place: p, .. } = rvalue
-                            && direct(p)
-                        {
-                            unstable.push(p.local);
                         }
                     }
                     StatementKind::SetDiscriminant { place, .. } if direct(place) => {
@@ -265,11 +269,14 @@ impl<'a> Places<'a> {
         }
     }
 
+    /// References, raw pointers, and the library's pointer newtypes
+    /// (`NonNull`, `Box`, `Unique`), which hold one.
     fn is_pointer(&self, ty: TyId) -> bool {
-        matches!(
-            self.dump.ty(ty).map(|t| &t.kind),
-            Some(kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. })
-        )
+        match self.dump.ty(ty).map(|t| &t.kind) {
+            Some(kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. }) => true,
+            Some(kmir::TyKind::Adt { path, .. }) => POINTER_NEWTYPES.contains(&path.as_str()),
+            _ => false,
+        }
     }
 
     /// A callee's lock path in the caller's terms, at a call (`args`) or a
