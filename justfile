@@ -16,3 +16,8 @@ corpus:
 # (first run 5-10 min: packages, bindgen, source; see scripts/kernel.sh --help).
 kernel *ARGS:
     ./scripts/kernel.sh {{ARGS}}
+
+# Re-introduce known kernel Rust bugs (scripts/kernel-bugs/*.patch) one at a
+# time and show what kanalyze reports (needs a `just kernel` run first).
+kernel-bugs *PATCHES:
+    ./scripts/kernel-bugs.sh {{PATCHES}}
