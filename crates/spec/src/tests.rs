@@ -12,8 +12,19 @@ fn parse_err(text: &str) -> String {
 fn builtin_parses() {
     let parsed = Spec::parse(Spec::builtin_kernel_text(), "kernel.toml");
     let spec = parsed.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(spec.len(), Spec::builtin_kernel().len());
     assert!(spec.len() > 400, "{}", spec.len());
+    let harvested = Spec::parse(HARVESTED_TOML, "kernel-harvested.toml");
+    let harvested = harvested.unwrap_or_else(|e| panic!("{e}"));
+    assert!(harvested.len() > 150, "{}", harvested.len());
+    // Hand-written entries win over harvested ones.
+    let builtin = Spec::builtin_kernel();
+    assert!(builtin.len() > spec.len());
+    for (name, s) in spec.iter() {
+        assert_eq!(builtin.lookup(name), Some(s), "{name}");
+    }
+    for (name, s) in harvested.iter() {
+        assert!(s.lock.is_some(), "{name}: harvested entries are lock effects");
+    }
     // Every entry explains itself (shown by `kanalyze summary`).
     for (name, s) in spec.iter() {
         assert!(
