@@ -76,6 +76,7 @@ ui!(
     locks_irq,
     locks_sleep,
     fp_locks,
+    core_builtin,
 );
 
 #[test]

@@ -140,3 +140,51 @@ impl std::error::Error for AnnotationError {}
 
 #[cfg(test)]
 mod tests;
+
+/// klint's out-of-band annotations for `core` items
+/// (`annotation.rs::core_out_of_band_annotation`): core is not compiled with
+/// klint's attributes, so these stand in for them. A `kanalyze` run honours
+/// them wherever a dump has no attribute for the item.
+pub fn core_out_of_band(path: &str) -> Option<PreemptCount> {
+    const FMT_TRAITS: &[&str] = &[
+        "Display", "Debug", "Octal", "LowerHex", "UpperHex", "Pointer", "Binary", "LowerExp",
+        "UpperExp",
+    ];
+    let any_context = |unchecked| PreemptCount {
+        adjust: Some(0),
+        expect: Some(ExpectRange::TOP),
+        unchecked,
+    };
+    let unchecked = matches!(
+        path,
+        "core::task::wake::Waker::clone"
+            | "core::task::wake::Waker::wake"
+            | "core::task::wake::Waker::wake_by_ref"
+            | "core::fmt::write"
+            | "core::slice::sort::unstable::quicksort::partition"
+    );
+    if unchecked {
+        return Some(any_context(true));
+    }
+    let checked = path.starts_with("core::any::Any::")
+        || path.starts_with("core::error::Error::")
+        || path.starts_with("core::fmt::Write::")
+        || FMT_TRAITS
+            .iter()
+            .any(|t| path == format!("core::fmt::{t}::fmt"));
+    checked.then(|| any_context(false))
+}
+
+#[cfg(test)]
+mod out_of_band_tests {
+    use super::*;
+
+    #[test]
+    fn klints_core_table() {
+        assert!(core_out_of_band("core::fmt::write").is_some_and(|a| a.unchecked));
+        assert!(core_out_of_band("core::fmt::Write::write_fmt").is_some_and(|a| !a.unchecked));
+        assert!(core_out_of_band("core::fmt::Display::fmt").is_some());
+        assert!(core_out_of_band("core::fmt::Formatter::write_str").is_none());
+        assert!(core_out_of_band("alloc::fmt::format").is_none());
+    }
+}

@@ -90,8 +90,13 @@ pub(crate) fn why_expects(
                     .get(path)
                     .and_then(|a| a.preempt.as_ref().or(a.drop_preempt.as_ref()))
                     .map(|(_, s)| *s);
+                let builtin = if span.is_none() && annotations::core_out_of_band(path).is_some() {
+                    " (klint's built-in annotation for `core`)"
+                } else {
+                    ""
+                };
                 let text = format!(
-                    "`{who}` is annotated to expect the preemption count to be {}",
+                    "`{who}` is annotated to expect the preemption count to be {}{builtin}",
                     s.expect
                 );
                 notes.push(match span {
@@ -139,6 +144,24 @@ pub(crate) fn why_expects(
 
 /// The crate whose file table holds an annotation's span: the first crate
 /// that has an item with that path.
+/// Where the annotation a function is checked against comes from, when
+/// the primary span does not show it.
+fn declaration_note(input: &Input<'_>, d: &DeclaredView) -> Option<Note> {
+    if d.builtin {
+        Some(Note::text(format!(
+            "`{}` has klint's built-in annotation for `core` (adjustment 0, any context): code reached from it must not sleep",
+            d.path
+        )))
+    } else if d.on_trait {
+        Some(Note::at(
+            annotation_loc(input, &d.path, d.span),
+            "the trait method is defined here",
+        ))
+    } else {
+        None
+    }
+}
+
 fn annotation_loc(input: &Input<'_>, path: &str, span: kmir::Span) -> Loc {
     let krate = input
         .program
@@ -280,7 +303,7 @@ impl Texts<'_, '_> {
         } else {
             d.span
         };
-        let primary_loc = if d.on_trait {
+        let primary_loc = if d.on_trait || d.builtin {
             loc(input, self.f, primary)
         } else {
             annotation_loc(input, &d.path, primary)
@@ -306,11 +329,8 @@ impl Texts<'_, '_> {
             .note(Note::text(but))
             .in_function(self.f)
             .subject(format!("{} adjust", d.path));
-            if d.on_trait {
-                f = f.note(Note::at(
-                    annotation_loc(input, &d.path, d.span),
-                    "the trait method is defined here",
-                ));
+            if let Some(n) = declaration_note(input, d) {
+                f = f.note(n);
             }
             out.push(f);
         }
@@ -334,11 +354,8 @@ impl Texts<'_, '_> {
             .note(Note::text(but))
             .in_function(self.f)
             .subject(format!("{} expect", d.path));
-            if d.on_trait {
-                f = f.note(Note::at(
-                    annotation_loc(input, &d.path, d.span),
-                    "the trait method is defined here",
-                ));
+            if let Some(n) = declaration_note(input, d) {
+                f = f.note(n);
             }
             let lookup = |g: FnId| {
                 if g == self.f {

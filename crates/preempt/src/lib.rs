@@ -115,8 +115,13 @@ pub fn run(input: &Input<'_>) -> Output {
     }
 }
 
-fn annotation_of<'a>(input: &'a Input<'_>, path: &str) -> Option<&'a (PreemptCount, kmir::Span)> {
-    input.annotations.get(path).and_then(|a| a.preempt.as_ref())
+/// An item's `preempt_count` annotation (with its span), or klint's
+/// built-in one for a `core` item (no span).
+fn annotation_of(input: &Input<'_>, path: &str) -> Option<(PreemptCount, Option<kmir::Span>)> {
+    match input.annotations.get(path).and_then(|a| a.preempt.as_ref()) {
+        Some((a, span)) => Some((a.clone(), Some(*span))),
+        None => annotations::core_out_of_band(path).map(|a| (a, None)),
+    }
 }
 
 /// Summaries that do not come from a body.
@@ -287,6 +292,8 @@ struct Declared {
     unchecked: bool,
     path: String,
     span: kmir::Span,
+    /// klint's built-in annotation of a `core` item: no attribute to point at.
+    builtin: bool,
     /// Declared on the trait method this function implements.
     on_trait: bool,
 }
@@ -294,18 +301,19 @@ struct Declared {
 fn declared(input: &Input<'_>, f: FnId) -> Option<Declared> {
     let (_, inst) = input.program.body_of(f)?;
     let from = |path: &str, on_trait: bool, drop: bool| {
-        let a = input.annotations.get(path)?;
         let (pc, span) = if drop {
-            a.drop_preempt.as_ref()?
+            let (pc, span) = input.annotations.get(path)?.drop_preempt.as_ref()?;
+            (pc.clone(), Some(*span))
         } else {
-            a.preempt.as_ref()?
+            annotation_of(input, path)?
         };
         Some(Declared {
             adjust: pc.adjust,
             expect: pc.expect,
             unchecked: pc.unchecked,
             path: path.to_string(),
-            span: *span,
+            span: span.unwrap_or(inst.span),
+            builtin: span.is_none(),
             on_trait,
         })
     };
@@ -1159,6 +1167,7 @@ pub(crate) struct DeclaredView {
     pub expect: Option<ExpectRange>,
     pub path: String,
     pub span: kmir::Span,
+    pub builtin: bool,
     pub on_trait: bool,
 }
 
@@ -1168,6 +1177,7 @@ fn d_view(d: &Declared) -> DeclaredView {
         expect: d.expect,
         path: d.path.clone(),
         span: d.span,
+        builtin: d.builtin,
         on_trait: d.on_trait,
     }
 }

@@ -36,12 +36,10 @@ impl<'a> Places<'a> {
                     // guard lent out (`access_mut(&mut guard)`) keeps
                     // pointing to its lock (the same assumption as for
                     // escaped locals in `Facts::forget_memory`).
-                    StatementKind::Assign { place, .. } => {
-                        if direct(place) {
-                            unstable.push(place.local);
-                        }
-                    }
-                    StatementKind::SetDiscriminant { place, .. } if direct(place) => {
+                    StatementKind::Assign { place, .. }
+                    | StatementKind::SetDiscriminant { place, .. }
+                        if direct(place) =>
+                    {
                         unstable.push(place.local)
                     }
                     _ => {}

@@ -23,7 +23,10 @@ fn builtin_parses() {
         assert_eq!(builtin.lookup(name), Some(s), "{name}");
     }
     for (name, s) in harvested.iter() {
-        assert!(s.lock.is_some(), "{name}: harvested entries are lock effects");
+        assert!(
+            s.lock.is_some(),
+            "{name}: harvested entries are lock effects"
+        );
     }
     // Every entry explains itself (shown by `kanalyze summary`).
     for (name, s) in spec.iter() {
