@@ -77,6 +77,7 @@ ui!(
     locks_sleep,
     fp_locks,
     core_builtin,
+    context_specialised,
 );
 
 #[test]

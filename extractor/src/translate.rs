@@ -679,7 +679,18 @@ impl<'tcx> Translator<'tcx> {
                     | sty::RigidTy::Uint(_)
             )
         );
-        if scalar
+        // A single-field struct around an integer (`Flags(0)`, the
+        // kernel's GFP flags) has the field's layout: its value is the
+        // field's, which the analysis needs as much as a plain integer's.
+        let newtype = match ty.kind().rigid() {
+            Some(sty::RigidTy::Adt(def, _)) => {
+                def.kind() == sty::AdtKind::Struct
+                    && def.variants().first().is_some_and(|v| v.fields().len() == 1)
+                    && alloc.bytes.len() <= 16
+            }
+            _ => false,
+        };
+        if (scalar || newtype)
             && alloc.provenance.ptrs.is_empty()
             && let Ok(v) = alloc.read_uint()
         {

@@ -68,6 +68,15 @@ pub fn run(args: &SummaryArgs) -> u8 {
             }
         }
         writeln!(out, "  expectation: {}", s.expect)?;
+        for (when, e) in &s.expect_when {
+            writeln!(out, "    {e} {}", when_text(when, s.split_field))?;
+        }
+        if s.context_sensitive {
+            writeln!(
+                out,
+                "  depends on its arguments: call sites passing constants get a specialised summary"
+            )?;
+        }
         for t in &s.takes {
             writeln!(
                 out,
@@ -139,5 +148,14 @@ pub fn run(args: &SummaryArgs) -> u8 {
         EXIT_FAILURE
     } else {
         EXIT_OK
+    }
+}
+
+/// "when `(*arg0).0` has discriminant 1".
+fn when_text(when: &preempt::ArgCond, field: Option<u32>) -> String {
+    let field = field.map(|f| format!(".{f}")).unwrap_or_default();
+    match when {
+        preempt::ArgCond::Pointee(d) => format!("when `(*arg0){field}` has discriminant {d}"),
+        preempt::ArgCond::Value(d) => format!("when `arg0{field}` has discriminant {d}"),
     }
 }

@@ -11,6 +11,7 @@ use kmir::{
 };
 use program::{EdgeKind, FnId, Program};
 
+use crate::context::Context;
 use crate::facts::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val};
 use crate::locks::{Acquired, Held};
 use crate::places::Places;
@@ -30,6 +31,7 @@ pub struct Target {
 }
 
 pub struct BodyAnalysis<'a> {
+    pub program: &'a Program,
     pub func: FnId,
     pub places: Places<'a>,
     pub dump: &'a CrateDump,
@@ -47,6 +49,10 @@ pub struct BodyAnalysis<'a> {
     /// The entry condition is about this field of the first argument (or
     /// of its pointee).
     pub split_field: Option<u32>,
+    /// The call-site context of a specialised run.
+    pub context: Option<Context>,
+    /// Specialised summaries of callees, for call sites passing constants.
+    pub specialize: Option<crate::context::Specialize<'a>>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -67,6 +73,7 @@ impl<'a> BodyAnalysis<'a> {
         let trace = std::env::var("KANALYZE_TRACE")
             .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
         BodyAnalysis {
+            program,
             func: caller,
             places: Places::new(dump, body, &program.function(caller).name),
             dump,
@@ -77,6 +84,85 @@ impl<'a> BodyAnalysis<'a> {
             entry: None,
             trace,
             split_field: None,
+            context: None,
+            specialize: None,
+        }
+    }
+
+    /// A specialised run: what the call site passes is known on entry, and
+    /// calls through fn pointers taken from arguments go where the site's
+    /// pointers go.
+    pub fn in_context(&mut self, ctx: Context) {
+        for (block, b) in self.body.blocks.iter().enumerate() {
+            let TerminatorKind::Call {
+                callee: Callee::Indirect { operand, .. },
+                ..
+            } = &b.terminator.kind
+            else {
+                continue;
+            };
+            let Some(arg) = crate::context::operand_arg_root(self.body, operand) else {
+                continue;
+            };
+            if let Some((_, ids)) = ctx.fn_ptrs.iter().find(|(a, _)| *a == arg) {
+                if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+                    let names: Vec<&str> = ids
+                        .iter()
+                        .map(|&i| self.program.function(i).symbol.as_str())
+                        .collect();
+                    eprintln!(
+                        "[kanalyze context] bb{block} of {} calls {names:?}",
+                        self.program.function(self.func).name
+                    );
+                }
+                self.sites.insert(
+                    block as BlockId,
+                    ids.iter()
+                        .map(|&callee| Target {
+                            callee,
+                            kind: EdgeKind::Indirect,
+                        })
+                        .collect(),
+                );
+            }
+        }
+        self.context = Some(ctx);
+    }
+
+    /// The summary to check a call against: specialised to what this
+    /// call passes when the callee depends on its arguments.
+    pub fn site_summary(&self, t: Target, terminator: &TerminatorKind, facts: &Facts) -> Summary {
+        let summary = (self.summary_of)(t.callee);
+        if !summary.context_sensitive {
+            return summary;
+        }
+        let (Some(specialize), TerminatorKind::Call { args, .. }) = (self.specialize, terminator)
+        else {
+            return summary;
+        };
+        let depth = self.context.as_ref().map_or(0, |c| c.depth) + 1;
+        if depth > crate::context::MAX_DEPTH {
+            return summary;
+        }
+        let ctx = Context::at_call(self.program, self.dump, self.body, facts, args, depth);
+        if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+            eprintln!(
+                "[kanalyze context] {} -> {}: {ctx:?}",
+                self.program.function(self.func).name,
+                self.program.function(t.callee).name
+            );
+        }
+        match ctx.and_then(|ctx| specialize(t.callee, &ctx)) {
+            Some(s) => {
+                if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+                    eprintln!(
+                        "[kanalyze context]   specialised expect {} (general {})",
+                        s.expect, summary.expect
+                    );
+                }
+                s
+            }
+            None => summary,
         }
     }
 
@@ -241,6 +327,16 @@ impl<'a> BodyAnalysis<'a> {
         let mut out = Vec::new();
         for (i, op) in operands.iter().enumerate() {
             let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
+                // `Flags(0)`: a constant field is a known value.
+                if let kmir::Operand::Constant(kmir::Constant {
+                    value: kmir::ConstValue::Scalar(v),
+                    ..
+                }) = op
+                {
+                    let mut proj = prefix.clone();
+                    proj.push(ProjKey::Field(i as u32));
+                    out.push((proj, Aspect::Value, Known::Is(*v)));
+                }
                 continue;
             };
             let Some(key) = PlaceKey::of(p) else { continue };
@@ -599,6 +695,18 @@ impl Analysis for BodyAnalysis<'_> {
                 None => {}
             }
         }
+        if let Some(ctx) = &self.context {
+            for (local, proj, v) in &ctx.known {
+                facts.set_known(
+                    PlaceKey {
+                        local: *local,
+                        proj: proj.clone(),
+                    },
+                    Aspect::Value,
+                    *v,
+                );
+            }
+        }
         PcState::single(Adj::Known(0), facts)
     }
 
@@ -945,6 +1053,8 @@ pub struct BodyOutcome {
     pub takes: Vec<Take>,
     pub lock_events: Vec<LockEvent>,
     pub edges: Vec<OrderEdge>,
+    /// The expectation depends on what callers pass (see `context.rs`).
+    pub context_sensitive: bool,
 }
 
 /// Runs the analysis of one body to its fixed point and reads the summary
@@ -967,6 +1077,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     let mut returns: Vec<(Path, kmir::Span)> = Vec::new();
     let mut changes = Vec::new();
     let mut locks = LockSites::default();
+    let mut sensitive = false;
     dataflow::visit(
         analysis,
         analysis.body,
@@ -980,7 +1091,10 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
             TerminatorKind::Call { .. } | TerminatorKind::Drop { .. } => {
                 let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
                 for t in targets {
-                    let summary = (analysis.summary_of)(t.callee);
+                    let summary = match state.paths.first() {
+                        Some(p) => analysis.site_summary(*t, &terminator.kind, &p.facts),
+                        None => (analysis.summary_of)(t.callee),
+                    };
                     locks.visit_call(analysis, state, terminator, *t, &summary);
                     if summary.uniform_adjust() != Some(0) {
                         changes.push((terminator.span, t.callee, summary.adjust_text()));
@@ -993,6 +1107,14 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                     let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
                     for p in &state.paths {
                         let e = analysis.effective_expect(&summary, &terminator.kind, &p.facts);
+                        if analysis.trace {
+                            eprintln!(
+                                "[kanalyze trace] bb{block} calls {}: expects {e} (summary {}), adj {}",
+                                analysis.program.function(t.callee).name,
+                                summary.expect,
+                                p.adj
+                            );
+                        }
                         callee_expect = e;
                         if e == ExpectRange::TOP {
                             continue;
@@ -1033,6 +1155,10 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                                 Adj::Top => None,
                             })
                             .unwrap_or(0);
+                        sensitive |= summary.context_sensitive
+                            || summary.sleeps_if_flag.is_some()
+                            || summary.sleeps_if_zero.is_some()
+                            || matches!(t.kind, EdgeKind::Indirect | EdgeKind::Virtual);
                         reason = Some(Reason {
                             block,
                             span: terminator.span,
@@ -1065,6 +1191,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
         takes: locks.takes,
         lock_events: locks.events,
         edges: locks.edges,
+        context_sensitive: sensitive,
     }
 }
 

@@ -10,8 +10,11 @@ use crate::state::Adj;
 use crate::summary::{Source, Summary};
 use crate::{DeclaredView, Input, krate_index};
 
-/// How deep the "because it calls …" chain goes.
+/// How many "because it calls …" notes a chain shows at most.
 const MAX_CHAIN: usize = 12;
+
+/// How far the chain is followed to find what finally sleeps.
+const MAX_WALK: usize = 256;
 
 pub(crate) struct Texts<'a, 'b> {
     pub input: &'a Input<'b>,
@@ -40,7 +43,7 @@ pub(crate) fn why_expects(
     let mut notes = Vec::new();
     let mut current = f;
     let mut seen = vec![f];
-    for _ in 0..MAX_CHAIN {
+    for _ in 0..MAX_WALK {
         let s = lookup(current);
         let who = name(input, current);
         match &s.source {
@@ -138,6 +141,17 @@ pub(crate) fn why_expects(
             }
             Source::NotExtracted | Source::Builtin => break,
         }
+    }
+    // A long chain keeps its start (where the call is) and its end (what
+    // finally sleeps); the drops and calls in between are counted.
+    if notes.len() > MAX_CHAIN {
+        let tail = notes.split_off(notes.len() - 4);
+        let omitted = notes.len() - (MAX_CHAIN - 5);
+        notes.truncate(MAX_CHAIN - 5);
+        notes.push(Note::text(format!(
+            "… {omitted} more drops and calls in between (`kanalyze summary` on a function shows its step) …"
+        )));
+        notes.extend(tail);
     }
     notes
 }

@@ -9,6 +9,7 @@
 //! pointers and vtables against their defaults.
 
 mod body;
+mod context;
 pub mod facts;
 mod findings_text;
 mod lock_order;
@@ -31,6 +32,10 @@ pub use summary::{ArgCond, Case, Reason, RetFact, Source, Summary};
 /// How often a recursive SCC is re-analysed before its adjustment is
 /// declared not inferable.
 const MAX_SCC_ROUNDS: usize = 8;
+
+/// How often a recursive SCC whose adjustments are settled is re-analysed
+/// while expectations still narrow around its cycles.
+const MAX_EXPECT_ROUNDS: usize = 64;
 
 pub struct Input<'a> {
     pub program: &'a Program,
@@ -68,11 +73,12 @@ pub fn run(input: &Input<'_>) -> Output {
     let schedule = Schedule::new(program);
     let mut findings = Vec::new();
     let mut order_edges = Vec::new();
+    let specs = context::Specializations::default();
     for level in &schedule.levels {
         let done = &summaries;
         let results: Vec<SccOutcome> = level
             .par_iter()
-            .map(|&scc| analyze_scc(input, &schedule.sccs[scc as usize], done))
+            .map(|&scc| analyze_scc(input, &schedule.sccs[scc as usize], done, &specs))
             .collect();
         for r in results {
             for (f, s) in r.summaries {
@@ -463,7 +469,12 @@ pub(crate) fn krate_index(program: &Program, f: FnId) -> u32 {
     }
 }
 
-fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) -> SccOutcome {
+fn analyze_scc(
+    input: &Input<'_>,
+    members: &[FnId],
+    done: &[Option<Summary>],
+    specs: &context::Specializations,
+) -> SccOutcome {
     let program = input.program;
     let bodies: Vec<FnId> = members
         .iter()
@@ -510,16 +521,36 @@ fn analyze_scc(input: &Input<'_>, members: &[FnId], done: &[Option<Summary>]) ->
                 .clone()
                 .unwrap_or_else(|| Summary::neutral(Source::Builtin))
         };
+        // Callees outside the component have their final summaries, so
+        // their specialisations can be shared.
+        let specialize = |g: FnId, c: &context::Context| {
+            if members.contains(&g) {
+                return None;
+            }
+            specs.get(g, c, || specialized(input, g, c, &lookup, specs))
+        };
         let mut outcomes = Vec::new();
         for &f in &bodies {
-            let outcome = analyze_function(input, f, &lookup);
+            let outcome = analyze_function(input, f, &lookup, None, Some(&specialize));
             provisional.insert(f, outcome.summary.clone());
             outcomes.push((f, outcome));
         }
         let stable = outcomes
             .iter()
             .all(|(f, o)| snapshot.get(f) == Some(&o.summary));
-        if !recursive || stable || rounds >= MAX_SCC_ROUNDS {
+        // Adjustments that keep changing have no fixed point (a lock taken
+        // per recursion level); expectations only narrow, so they always
+        // settle, but travelling around a long cycle takes a round per
+        // member: keep going while only they change.
+        let cases_stable = outcomes
+            .iter()
+            .all(|(f, o)| snapshot.get(f).map(|s| &s.cases) == Some(&o.summary.cases));
+        let limit = if cases_stable {
+            MAX_EXPECT_ROUNDS
+        } else {
+            MAX_SCC_ROUNDS
+        };
+        if !recursive || stable || rounds >= limit {
             let mut findings = Vec::new();
             let mut summaries = Vec::new();
             let mut edges = Vec::new();
@@ -553,10 +584,27 @@ struct FunctionOutcome {
 }
 
 /// One function: its body's fixed point, combined with what is declared.
+/// `f`'s summary for one call-site context (its findings are the unspecialised
+/// run's business).
+fn specialized(
+    input: &Input<'_>,
+    f: FnId,
+    ctx: &context::Context,
+    lookup: &(dyn Fn(FnId) -> Summary + Sync),
+    specs: &context::Specializations,
+) -> Option<Summary> {
+    input.program.body_of(f)?;
+    let nested =
+        |g: FnId, c: &context::Context| specs.get(g, c, || specialized(input, g, c, lookup, specs));
+    Some(analyze_function(input, f, lookup, Some(ctx), Some(&nested)).summary)
+}
+
 fn analyze_function(
     input: &Input<'_>,
     f: FnId,
     lookup: &(dyn Fn(FnId) -> Summary + Sync),
+    ctx: Option<&context::Context>,
+    specialize: Option<context::Specialize<'_>>,
 ) -> FunctionOutcome {
     let program = input.program;
     if let Some((summary, findings)) = special_drop(input, f, lookup) {
@@ -641,11 +689,17 @@ fn analyze_function(
     let mut failed: Option<body::AdjustFailure> = None;
     let mut expect_when = Vec::new();
     let mut lock_runs = LockRuns::default();
+    let mut context_sensitive = false;
     for when in runs {
         let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, lookup);
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
+        analysis.specialize = specialize;
+        if let Some(c) = ctx {
+            analysis.in_context(c.clone());
+        }
         let run = body::analyze(&analysis);
+        context_sensitive |= run.context_sensitive;
         if let Some(w) = when {
             expect_when.push((w, run.expect));
         }
@@ -714,6 +768,7 @@ fn analyze_function(
         takes: std::mem::take(&mut lock_runs.takes),
         split_field: split.as_ref().and_then(|s| s.field),
         ret_field,
+        context_sensitive,
     };
     if let Some(d) = declared {
         if !d.unchecked {

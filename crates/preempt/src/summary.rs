@@ -190,6 +190,10 @@ pub struct Summary {
     pub split_field: Option<u32>,
     /// `RetFact::Discr` is about this field of the returned struct.
     pub ret_field: Option<u32>,
+    /// The expectation comes from a call that depends on the arguments (a
+    /// GFP flag, a fn pointer): call sites passing constants get a
+    /// specialised summary (see `context.rs`).
+    pub context_sensitive: bool,
 }
 
 impl Summary {
@@ -206,6 +210,7 @@ impl Summary {
             takes: Vec::new(),
             split_field: None,
             ret_field: None,
+            context_sensitive: false,
         }
     }
 
