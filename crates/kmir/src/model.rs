@@ -383,7 +383,8 @@ pub struct Constant {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum ConstValue {
-    /// An integer, `bool` or `char` (its bits, zero-extended).
+    /// An integer, `bool` or `char`, or a single-field struct around one
+    /// (`Flags(0)`): its bits, zero-extended.
     Scalar(u128),
     /// A zero-sized value, e.g. a fn item or `()`.
     ZeroSized,
