@@ -685,7 +685,10 @@ impl<'tcx> Translator<'tcx> {
         let newtype = match ty.kind().rigid() {
             Some(sty::RigidTy::Adt(def, _)) => {
                 def.kind() == sty::AdtKind::Struct
-                    && def.variants().first().is_some_and(|v| v.fields().len() == 1)
+                    && def
+                        .variants()
+                        .first()
+                        .is_some_and(|v| v.fields().len() == 1)
                     && alloc.bytes.len() <= 16
             }
             _ => false,
