@@ -1001,6 +1001,9 @@ pub struct Violation {
     pub unknown_adjustment: bool,
     /// The locks held on the path that violates the expectation.
     pub held: Vec<Held>,
+    /// The callee's summary specialised to this call's constants, when it
+    /// was (its reason explains the first step).
+    pub specialised: Option<Box<Summary>>,
 }
 
 /// Something about lock state found at one call or drop site.
@@ -1142,6 +1145,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                             possible,
                             unknown_adjustment: adj == Adj::Top,
                             held,
+                            specialised: summary.specialised.then(|| Box::new(summary.clone())),
                         });
                         continue;
                     }
@@ -1166,6 +1170,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                             kind: t.kind,
                             adj,
                             callee_expect,
+                            callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
                         });
                         expect = next;
                     }

@@ -43,8 +43,10 @@ pub(crate) fn why_expects(
     let mut notes = Vec::new();
     let mut current = f;
     let mut seen = vec![f];
+    // A specialised step's callee is explained by its specialisation.
+    let mut next_summary: Option<Summary> = None;
     for _ in 0..MAX_WALK {
-        let s = lookup(current);
+        let s = next_summary.take().unwrap_or_else(|| lookup(current));
         let who = name(input, current);
         match &s.source {
             Source::Inferred | Source::Recursive => {
@@ -85,6 +87,7 @@ pub(crate) fn why_expects(
                     break;
                 }
                 seen.push(r.callee);
+                next_summary = r.callee_summary.as_deref().cloned();
                 current = r.callee;
             }
             Source::Annotation { path, .. } => {
@@ -211,7 +214,7 @@ impl Texts<'_, '_> {
             EdgeKind::Call => format!("`{callee}` is called here"),
         })
         .in_function(self.f)
-        .subject(callee);
+        .subject(callee.clone());
         finding = finding.note(Note::text(if v.unknown_adjustment {
             "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
         } else {
@@ -255,7 +258,18 @@ impl Texts<'_, '_> {
                 ),
             ));
         }
-        for n in why_expects(input, self.lookup, v.target.callee) {
+        // A specialised callee: its own first step, then the general chain.
+        let lookup = |g: FnId| match &v.specialised {
+            Some(s) if g == v.target.callee => (**s).clone(),
+            _ => (self.lookup)(g),
+        };
+        if v.specialised.is_some() {
+            finding = finding.note(Note::text(format!(
+                "`{callee}` was analysed again with the constant arguments of this call (flags, fn pointers); it still expects {}",
+                v.callee_expect
+            )));
+        }
+        for n in why_expects(input, &lookup, v.target.callee) {
             finding = finding.note(n);
         }
         finding

@@ -596,7 +596,9 @@ fn specialized(
     input.program.body_of(f)?;
     let nested =
         |g: FnId, c: &context::Context| specs.get(g, c, || specialized(input, g, c, lookup, specs));
-    Some(analyze_function(input, f, lookup, Some(ctx), Some(&nested)).summary)
+    let mut summary = analyze_function(input, f, lookup, Some(ctx), Some(&nested)).summary;
+    summary.specialised = true;
+    Some(summary)
 }
 
 fn analyze_function(
@@ -769,6 +771,7 @@ fn analyze_function(
         split_field: split.as_ref().and_then(|s| s.field),
         ret_field,
         context_sensitive,
+        specialised: false,
     };
     if let Some(d) = declared {
         if !d.unchecked {

@@ -161,6 +161,9 @@ pub struct Reason {
     /// The adjustment since entry at that site.
     pub adj: i32,
     pub callee_expect: ExpectRange,
+    /// The callee's summary specialised to that call's constants, when it
+    /// was: the explanation continues with it.
+    pub callee_summary: Option<Box<Summary>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,6 +197,8 @@ pub struct Summary {
     /// GFP flag, a fn pointer): call sites passing constants get a
     /// specialised summary (see `context.rs`).
     pub context_sensitive: bool,
+    /// This is a call-site specialisation, not the function's own summary.
+    pub specialised: bool,
 }
 
 impl Summary {
@@ -211,6 +216,7 @@ impl Summary {
             split_field: None,
             ret_field: None,
             context_sensitive: false,
+            specialised: false,
         }
     }
 
