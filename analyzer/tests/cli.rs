@@ -246,6 +246,16 @@ fn dump_that_breaks_an_invariant() {
 }
 
 #[test]
+fn dump_with_an_unsorted_adt_table() {
+    // ADTs are found by binary search: a table out of order is rejected.
+    let mut dump = decoded(lockapi_bytes());
+    assert!(dump.adts.len() >= 2, "the fixture defines several ADTs");
+    dump.adts.reverse();
+    let run = rejected("unsorted.kmir", &kmir::encode(&dump));
+    insta::assert_snapshot!(run.report());
+}
+
+#[test]
 fn missing_paths_are_a_usage_error() {
     let dir = tempdir();
     let run = kanalyze(dir.path(), &["dump"]);

@@ -767,6 +767,15 @@ impl TerminatorKind {
 }
 
 impl CrateDump {
+    /// The ADT with this canonical path (the table is sorted by path;
+    /// `validate` checks it).
+    pub fn adt(&self, path: &str) -> Option<&AdtDef> {
+        self.adts
+            .binary_search_by(|a| a.path.as_str().cmp(path))
+            .ok()
+            .map(|i| &self.adts[i])
+    }
+
     pub fn ty(&self, id: TyId) -> Option<&Ty> {
         self.types.get(id as usize)
     }

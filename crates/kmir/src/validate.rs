@@ -261,9 +261,13 @@ pub fn validate(dump: &CrateDump) -> Result {
         c.span(&i.span)?;
         i.attrs.iter().try_for_each(|a| c.span(&a.span))?;
     }
-    for a in &dump.adts {
+    for (i, a) in dump.adts.iter().enumerate() {
         c.context = format!("ADT `{}`", a.path);
         c.span(&a.span)?;
+        // `CrateDump::adt` looks ADTs up by binary search.
+        if i > 0 && dump.adts[i - 1].path >= a.path {
+            return c.fail("the ADT table is not sorted by path, or lists a path twice".to_string());
+        }
     }
     for inst in &dump.instances {
         c.context = format!("instance `{}`", inst.name);

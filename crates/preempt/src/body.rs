@@ -184,7 +184,7 @@ impl<'a> BodyAnalysis<'a> {
         let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
             return None;
         };
-        let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
+        let adt = self.dump.adt(path)?;
         if adt.kind != kmir::AdtKind::Enum {
             return None;
         }
@@ -256,19 +256,10 @@ impl<'a> BodyAnalysis<'a> {
                 .filter(|(suffix, _)| suffix.is_empty())
                 .collect(),
             Rvalue::Aggregate { kind, operands } => {
-                let prefix: Vec<ProjKey> = match kind {
-                    AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
-                        vec![ProjKey::Downcast(*variant)]
-                    }
-                    _ => Vec::new(),
-                };
                 let mut out = Vec::new();
                 for (i, op) in operands.iter().enumerate() {
                     for (suffix, l) in self.places.operand_addrs(facts, op) {
-                        let mut proj = prefix.clone();
-                        proj.push(ProjKey::Field(i as u32));
-                        proj.extend(suffix);
-                        out.push((proj, l));
+                        out.push((self.aggregate_field(kind, i, &suffix), l));
                     }
                 }
                 out
@@ -318,12 +309,6 @@ impl<'a> BodyAnalysis<'a> {
         let Rvalue::Aggregate { kind, operands } = rvalue else {
             return Vec::new();
         };
-        let prefix: Vec<ProjKey> = match kind {
-            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
-                vec![ProjKey::Downcast(*variant)]
-            }
-            _ => Vec::new(),
-        };
         let mut out = Vec::new();
         for (i, op) in operands.iter().enumerate() {
             let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
@@ -333,21 +318,30 @@ impl<'a> BodyAnalysis<'a> {
                     ..
                 }) = op
                 {
-                    let mut proj = prefix.clone();
-                    proj.push(ProjKey::Field(i as u32));
-                    out.push((proj, Aspect::Value, Known::Is(*v)));
+                    out.push((self.aggregate_field(kind, i, &[]), Aspect::Value, Known::Is(*v)));
                 }
                 continue;
             };
             let Some(key) = PlaceKey::of(p) else { continue };
             for (suffix, aspect, known) in facts.known_under(&key) {
-                let mut proj = prefix.clone();
-                proj.push(ProjKey::Field(i as u32));
-                proj.extend(suffix);
-                out.push((proj, aspect, known));
+                out.push((self.aggregate_field(kind, i, &suffix), aspect, known));
             }
         }
         out
+    }
+
+    /// Where operand `i` of an aggregate lands in the built value (under
+    /// the variant for an enum), followed by `suffix`.
+    fn aggregate_field(&self, kind: &AggregateKind, i: usize, suffix: &[ProjKey]) -> Vec<ProjKey> {
+        let mut proj = match kind {
+            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
+                vec![ProjKey::Downcast(*variant)]
+            }
+            _ => Vec::new(),
+        };
+        proj.push(ProjKey::Field(i as u32));
+        proj.extend_from_slice(suffix);
+        proj
     }
 
     fn is_enum(&self, ty: kmir::TyId) -> bool {
@@ -355,9 +349,8 @@ impl<'a> BodyAnalysis<'a> {
             return false;
         };
         self.dump
-            .adts
-            .iter()
-            .any(|a| &a.path == path && a.kind == kmir::AdtKind::Enum)
+            .adt(path)
+            .is_some_and(|a| a.kind == kmir::AdtKind::Enum)
     }
 
     /// The discriminant values of an enum type.
@@ -365,7 +358,7 @@ impl<'a> BodyAnalysis<'a> {
         let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
             return None;
         };
-        let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
+        let adt = self.dump.adt(path)?;
         (adt.kind == kmir::AdtKind::Enum).then(|| adt.variants.iter().map(|v| v.discr).collect())
     }
 
@@ -393,7 +386,7 @@ impl<'a> BodyAnalysis<'a> {
         let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
             return None;
         };
-        let adt = self.dump.adts.iter().find(|a| &a.path == path)?;
+        let adt = self.dump.adt(path)?;
         adt.variants.get(variant as usize).map(|v| v.discr)
     }
 
@@ -1006,33 +999,23 @@ pub struct Violation {
     pub specialised: Option<Box<Summary>>,
 }
 
-/// Something about lock state found at one call or drop site.
+/// A lock acquired at a call or drop site while another is held: an edge
+/// of the lock-order graph, or, when both are one class, a finding.
 #[derive(Clone, Debug)]
-pub enum LockEvent {
-    /// The lock is acquired while already held.
-    Double {
-        held: Held,
-        take: Take,
-        site: kmir::Span,
-        callee: FnId,
-    },
-    /// Another lock of the same class is acquired while one is held.
-    SameClass {
-        held: Held,
-        take: Take,
-        site: kmir::Span,
-        callee: FnId,
-    },
-}
-
-/// "`to` acquired while `from` held": an edge of the lock-order graph.
-#[derive(Clone, Debug)]
-pub struct OrderEdge {
-    pub from: Held,
-    pub to: Take,
-    /// The call (in this function) during which `to` is acquired.
+pub struct Nesting {
+    pub held: Held,
+    pub take: Take,
+    /// The call (in this function) during which `take` happens.
     pub site: kmir::Span,
     pub callee: FnId,
+}
+
+/// A nesting of one lock class in itself: the same object (a double lock)
+/// or possibly two instances.
+#[derive(Clone, Debug)]
+pub struct LockEvent {
+    pub nesting: Nesting,
+    pub same_object: bool,
 }
 
 /// Why the adjustment could not be inferred.
@@ -1055,7 +1038,7 @@ pub struct BodyOutcome {
     /// Locks acquired during the body (directly or in callees), in its terms.
     pub takes: Vec<Take>,
     pub lock_events: Vec<LockEvent>,
-    pub edges: Vec<OrderEdge>,
+    pub edges: Vec<Nesting>,
     /// The expectation depends on what callers pass (see `context.rs`).
     pub context_sensitive: bool,
 }
@@ -1205,7 +1188,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
 struct LockSites {
     takes: Vec<Take>,
     events: Vec<LockEvent>,
-    edges: Vec<OrderEdge>,
+    edges: Vec<Nesting>,
 }
 
 impl LockSites {
@@ -1261,39 +1244,29 @@ impl LockSites {
                         if !crate::locks::has_object(h.kind) {
                             continue;
                         }
-                        if h.lock == here.lock {
-                            if !crate::locks::recursive_ok(h.kind, here.kind)
-                                && !here.reacquire
-                                && !reported
-                            {
+                        let nesting = || Nesting {
+                            held: h.clone(),
+                            take: here.clone(),
+                            site: terminator.span,
+                            callee: target.callee,
+                        };
+                        let same_object = h.lock == here.lock;
+                        if same_object || h.lock.class() == here.lock.class() {
+                            let deadlocks = !same_object
+                                || (!crate::locks::recursive_ok(h.kind, here.kind)
+                                    && !here.reacquire);
+                            if deadlocks && !reported {
                                 reported = true;
-                                self.events.push(LockEvent::Double {
-                                    held: h.clone(),
-                                    take: here.clone(),
-                                    site: terminator.span,
-                                    callee: target.callee,
-                                });
-                            }
-                        } else if h.lock.class() == here.lock.class() {
-                            if !reported {
-                                reported = true;
-                                self.events.push(LockEvent::SameClass {
-                                    held: h.clone(),
-                                    take: here.clone(),
-                                    site: terminator.span,
-                                    callee: target.callee,
+                                self.events.push(LockEvent {
+                                    nesting: nesting(),
+                                    same_object,
                                 });
                             }
                         } else if !self.edges.iter().any(|e| {
-                            e.from.lock.class() == h.lock.class()
-                                && e.to.lock.class() == here.lock.class()
+                            e.held.lock.class() == h.lock.class()
+                                && e.take.lock.class() == here.lock.class()
                         }) {
-                            self.edges.push(OrderEdge {
-                                from: h.clone(),
-                                to: here.clone(),
-                                site: terminator.span,
-                                callee: target.callee,
-                            });
+                            self.edges.push(nesting());
                         }
                     }
                 }

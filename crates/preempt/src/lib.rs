@@ -105,7 +105,7 @@ pub fn run(input: &Input<'_>) -> Output {
     findings.extend(irq_findings);
     let classes: BTreeSet<locks::LockClass> = order_edges
         .iter()
-        .flat_map(|(_, e)| [e.from.lock.class(), e.to.lock.class()])
+        .flat_map(|(_, e)| [e.held.lock.class(), e.take.lock.class()])
         .collect();
     let locks = LockStats {
         order_edges: order_edges.len(),
@@ -288,7 +288,7 @@ fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
 struct SccOutcome {
     summaries: Vec<(FnId, Summary)>,
     findings: Vec<Finding>,
-    edges: Vec<(FnId, body::OrderEdge)>,
+    edges: Vec<(FnId, body::Nesting)>,
 }
 
 /// What annotations or the type of a drop glue fix in advance.
@@ -580,7 +580,7 @@ fn analyze_scc(
 struct FunctionOutcome {
     summary: Summary,
     findings: Vec<Finding>,
-    edges: Vec<body::OrderEdge>,
+    edges: Vec<body::Nesting>,
 }
 
 /// One function: its body's fixed point, combined with what is declared.
@@ -808,7 +808,7 @@ fn analyze_function(
 struct LockRuns {
     takes: Vec<summary::Take>,
     events: Vec<body::LockEvent>,
-    edges: Vec<body::OrderEdge>,
+    edges: Vec<body::Nesting>,
     /// Locks held at a return: (lock, return span, owned by the return value).
     leaks: Vec<(locks::Held, kmir::Span, bool)>,
     released: Vec<locks::LockPath>,
@@ -865,11 +865,8 @@ impl LockRuns {
         let mut out = Vec::new();
         let mut seen_sites = Vec::new();
         for e in &self.events {
-            let (site, same_class) = match e {
-                body::LockEvent::Double { site, .. } => (*site, false),
-                body::LockEvent::SameClass { site, .. } => (*site, true),
-            };
-            if (same_class && nested) || seen_sites.contains(&site) {
+            let site = e.nesting.site;
+            if (!e.same_object && nested) || seen_sites.contains(&site) {
                 continue;
             }
             seen_sites.push(site);
@@ -1029,7 +1026,7 @@ fn split_variants(dump: &kmir::CrateDump, ty: kmir::TyId) -> Option<Vec<u128>> {
     let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
         return None;
     };
-    let adt = dump.adts.iter().find(|a| &a.path == path)?;
+    let adt = dump.adt(path)?;
     if adt.kind != kmir::AdtKind::Enum || adt.variants.len() < 2 || adt.variants.len() > MAX_SPLIT {
         return None;
     }
@@ -1047,7 +1044,7 @@ fn newtype_enum_field(
     let kmir::TyKind::Adt { path, .. } = &dump.ty(ty)?.kind else {
         return None;
     };
-    let adt = dump.adts.iter().find(|a| &a.path == path)?;
+    let adt = dump.adt(path)?;
     if adt.kind != kmir::AdtKind::Struct || adt.variants.first()?.fields.is_empty() {
         return None;
     }

@@ -9,7 +9,7 @@ use program::{FnId, FnKind};
 use spec::LockKind;
 
 use crate::Input;
-use crate::body::OrderEdge;
+use crate::body::Nesting;
 use crate::lock_text::{chain_notes, loc, locks_on_return, take_site};
 use crate::locks::LockClass;
 use crate::summary::{Summary, Take};
@@ -23,13 +23,13 @@ fn name(input: &Input<'_>, f: FnId) -> String {
 /// of each edge.
 pub(crate) fn cycles(
     input: &Input<'_>,
-    edges: &[(FnId, OrderEdge)],
+    edges: &[(FnId, Nesting)],
     summaries: &[Summary],
 ) -> Vec<Finding> {
     // The first witness of each class edge, in a deterministic order.
-    let mut witness: BTreeMap<(LockClass, LockClass), (FnId, &OrderEdge)> = BTreeMap::new();
+    let mut witness: BTreeMap<(LockClass, LockClass), (FnId, &Nesting)> = BTreeMap::new();
     for (f, e) in edges {
-        let key = (e.from.lock.class(), e.to.lock.class());
+        let key = (e.held.lock.class(), e.take.lock.class());
         witness.entry(key).or_insert((*f, e));
     }
     let mut graph: DiGraph<LockClass, ()> = DiGraph::new();
@@ -99,7 +99,7 @@ fn cycle_finding(
     input: &Input<'_>,
     graph: &DiGraph<LockClass, ()>,
     cycle: &[NodeIndex],
-    witness: &BTreeMap<(LockClass, LockClass), (FnId, &OrderEdge)>,
+    witness: &BTreeMap<(LockClass, LockClass), (FnId, &Nesting)>,
     members: &BTreeSet<NodeIndex>,
     summaries: &[Summary],
 ) -> Finding {
@@ -138,12 +138,12 @@ fn cycle_finding(
         let b = classes[(i + 1) % classes.len()].clone();
         let (f, e) = witness[&(a.clone(), b.clone())];
         finding = finding.note(Note::at(
-            loc(input, f, e.from.at.span),
+            loc(input, f, e.held.at.span),
             format!(
                 "path {}: `{}` holds `{a}`, acquired here by `{}`…",
                 i + 1,
                 name(input, f),
-                name(input, e.from.at.callee)
+                name(input, e.held.at.callee)
             ),
         ));
         finding = finding.note(Note::at(
@@ -153,7 +153,7 @@ fn cycle_finding(
                 name(input, e.callee)
             ),
         ));
-        for n in chain_notes(input, &e.to, 1, &is_lock_fn) {
+        for n in chain_notes(input, &e.take, 1, &is_lock_fn) {
             finding = finding.note(n);
         }
     }

@@ -6,7 +6,7 @@ use findings::{Finding, Loc, Note, Severity};
 use program::FnId;
 use spec::LockKind;
 
-use crate::body::LockEvent;
+use crate::body::{LockEvent, Nesting};
 use crate::locks::{Held, LockPath, has_object};
 use crate::summary::Take;
 use crate::{Input, krate_index};
@@ -108,75 +108,62 @@ pub(crate) fn event(
     lookup: &dyn Fn(FnId) -> crate::summary::Summary,
 ) -> Finding {
     let is_lock_fn = |g: FnId| locks_on_return(&lookup(g));
-    match e {
-        LockEvent::Double {
-            held,
-            take,
-            site,
-            callee,
-        } => {
-            let class = held.lock.class();
-            let mut finding = Finding::new(
-                "double-lock",
-                Severity::Error,
-                format!("lock `{class}` is acquired while it is already held"),
-            )
-            .at(loc(input, f, *site))
-            .label(format!("`{}` acquires it again here", name(input, *callee)))
-            .in_function(f)
-            .subject(class.0.clone())
-            .note(Note::at(
-                loc(input, f, held.at.span),
-                format!(
-                    "the lock was acquired here by `{}` and is still held",
-                    name(input, held.at.callee)
-                ),
-            ));
-            for n in chain_notes(input, take, 1, &is_lock_fn) {
-                finding = finding.note(n);
-            }
-            finding.note(Note::text(format!(
-                "both acquisitions name the same lock object, `{}`: a {} lock is not recursive, so this deadlocks",
-                describe(input, f, &held.lock),
+    let Nesting {
+        held,
+        take,
+        site,
+        callee,
+    } = &e.nesting;
+    let class = held.lock.class();
+    let held_text = describe(input, f, &held.lock);
+    let (kind, severity, message, label, closing) = if e.same_object {
+        (
+            "double-lock",
+            Severity::Error,
+            format!("lock `{class}` is acquired while it is already held"),
+            format!("`{}` acquires it again here", name(input, *callee)),
+            Note::text(format!(
+                "both acquisitions name the same lock object, `{held_text}`: a {} lock is not recursive, so this deadlocks",
                 held.kind
-            )))
-        }
-        LockEvent::SameClass {
-            held,
-            take,
-            site,
-            callee,
-        } => {
-            let class = held.lock.class();
-            Finding::new(
-                "nested-lock-class",
-                Severity::Warning,
-                format!("a second lock of class `{class}` is acquired while one is held"),
-            )
-            .at(loc(input, f, *site))
-            .label(format!(
+            )),
+        )
+    } else {
+        (
+            "nested-lock-class",
+            Severity::Warning,
+            format!("a second lock of class `{class}` is acquired while one is held"),
+            format!(
                 "`{}` acquires `{}`",
                 name(input, *callee),
                 describe(input, f, &take.lock)
-            ))
-            .in_function(f)
-            .subject(class.0.clone())
-            .note(Note::at(
-                loc(input, f, held.at.span),
-                format!(
-                    "`{}` was acquired here by `{}`",
-                    describe(input, f, &held.lock),
-                    name(input, held.at.callee)
-                ),
-            ))
-            .note(Note::text(
+            ),
+            Note::text(
                 "if both are the same object this deadlocks; if they are two instances, another path that nests them the other way round deadlocks against this one",
-            ))
-            .note(Note::help(
-                "if the nesting follows an order (parent before child), say so with `#[kanalyze::nested_lock(subclass = 1)]` on this function",
-            ))
-        }
+            ),
+        )
+    };
+    let mut finding = Finding::new(kind, severity, message)
+        .at(loc(input, f, *site))
+        .label(label)
+        .in_function(f)
+        .subject(class.0.clone())
+        .note(Note::at(
+            loc(input, f, held.at.span),
+            format!(
+                "`{held_text}` was acquired here by `{}` and is still held",
+                name(input, held.at.callee)
+            ),
+        ));
+    for n in chain_notes(input, take, 1, &is_lock_fn) {
+        finding = finding.note(n);
     }
+    finding = finding.note(closing);
+    if !e.same_object {
+        finding = finding.note(Note::help(
+            "if the nesting follows an order (parent before child), say so with `#[kanalyze::nested_lock(subclass = 1)]` on this function",
+        ));
+    }
+    finding
 }
 
 /// A lock still held when the function returns.

@@ -100,9 +100,7 @@ impl<'a> Places<'a> {
         let name = match self.dump.ty(owner).map(|t| &t.kind) {
             Some(kmir::TyKind::Adt { path, .. }) => self
                 .dump
-                .adts
-                .iter()
-                .find(|a| &a.path == path)
+                .adt(path)
                 .and_then(|a| a.variants.get(variant.unwrap_or(0) as usize))
                 .and_then(|v| v.fields.get(index as usize))
                 .map(|f| f.name.clone()),
