@@ -266,7 +266,8 @@ pub fn validate(dump: &CrateDump) -> Result {
         c.span(&a.span)?;
         // `CrateDump::adt` looks ADTs up by binary search.
         if i > 0 && dump.adts[i - 1].path >= a.path {
-            return c.fail("the ADT table is not sorted by path, or lists a path twice".to_string());
+            return c
+                .fail("the ADT table is not sorted by path, or lists a path twice".to_string());
         }
     }
     for inst in &dump.instances {

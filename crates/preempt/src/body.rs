@@ -105,7 +105,7 @@ impl<'a> BodyAnalysis<'a> {
                 continue;
             };
             if let Some((_, ids)) = ctx.fn_ptrs.iter().find(|(a, _)| *a == arg) {
-                if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+                if self.trace {
                     let names: Vec<&str> = ids
                         .iter()
                         .map(|&i| self.program.function(i).symbol.as_str())
@@ -145,7 +145,7 @@ impl<'a> BodyAnalysis<'a> {
             return summary;
         }
         let ctx = Context::at_call(self.program, self.dump, self.body, facts, args, depth);
-        if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+        if self.trace {
             eprintln!(
                 "[kanalyze context] {} -> {}: {ctx:?}",
                 self.program.function(self.func).name,
@@ -154,7 +154,7 @@ impl<'a> BodyAnalysis<'a> {
         }
         match ctx.and_then(|ctx| specialize(t.callee, &ctx)) {
             Some(s) => {
-                if std::env::var_os("KANALYZE_TRACE_CONTEXT").is_some() {
+                if self.trace {
                     eprintln!(
                         "[kanalyze context]   specialised expect {} (general {})",
                         s.expect, summary.expect
@@ -318,7 +318,11 @@ impl<'a> BodyAnalysis<'a> {
                     ..
                 }) = op
                 {
-                    out.push((self.aggregate_field(kind, i, &[]), Aspect::Value, Known::Is(*v)));
+                    out.push((
+                        self.aggregate_field(kind, i, &[]),
+                        Aspect::Value,
+                        Known::Is(*v),
+                    ));
                 }
                 continue;
             };

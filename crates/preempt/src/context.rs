@@ -151,6 +151,10 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
                     Rvalue::Use(o) | Rvalue::Cast { operand: o, .. } => {
                         fn_pointer_source(body, o, depth + 1)
                     }
+                    // `Some(handler)`: C's nullable function pointer.
+                    Rvalue::Aggregate { operands, .. } if operands.len() == 1 => {
+                        fn_pointer_source(body, &operands[0], depth + 1)
+                    }
                     Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. } => {
                         fn_pointer_source(
                             body,

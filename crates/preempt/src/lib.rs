@@ -68,7 +68,7 @@ pub fn run(input: &Input<'_>) -> Output {
     let mut summaries: Vec<Option<Summary>> = vec![None; program.functions.len()];
     let mut unknown_foreign = BTreeSet::new();
     for (i, f) in program.functions.iter().enumerate() {
-        summaries[i] = external_summary(input, FnId::new(i), f, &mut unknown_foreign);
+        summaries[i] = external_summary(input, FnId(i as u32), f, &mut unknown_foreign);
     }
     let schedule = Schedule::new(program);
     let mut findings = Vec::new();
@@ -105,7 +105,7 @@ pub fn run(input: &Input<'_>) -> Output {
     findings.extend(irq_findings);
     let classes: BTreeSet<locks::LockClass> = order_edges
         .iter()
-        .flat_map(|(_, e)| [e.held.lock.class(), e.take.lock.class()])
+        .flat_map(|(_, e)| [e.held.lock.class().clone(), e.take.lock.class().clone()])
         .collect();
     let locks = LockStats {
         order_edges: order_edges.len(),
@@ -1441,11 +1441,9 @@ impl Checks<'_> {
     fn reports(&self) -> Vec<Finding> {
         let program = self.input.program;
         let mut out = Vec::new();
-        for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else {
-                continue;
-            };
-            let inst = &program.crates[krate as usize].dump.instances[instance as usize];
+        for (id, _, inst) in program.bodies() {
+            let f = program.function(id);
+            let krate = krate_index(program, id);
             if !self
                 .input
                 .annotations
@@ -1454,7 +1452,7 @@ impl Checks<'_> {
             {
                 continue;
             }
-            let s = self.summary(FnId(i as u32));
+            let s = self.summary(id);
             out.push(
                 Finding::new(
                     "report",
@@ -1473,7 +1471,7 @@ impl Checks<'_> {
                     "expectation is inferred to be {}",
                     s.expect
                 )))
-                .in_function(FnId(i as u32))
+                .in_function(id)
                 .subject(f.name.clone()),
             );
         }
@@ -1485,11 +1483,9 @@ impl Checks<'_> {
     fn exported(&self) -> Vec<Finding> {
         let program = self.input.program;
         let mut out = Vec::new();
-        for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else {
-                continue;
-            };
-            let inst = &program.crates[krate as usize].dump.instances[instance as usize];
+        for (id, _, inst) in program.bodies() {
+            let f = program.function(id);
+            let krate = krate_index(program, id);
             if !inst.exported
                 || self
                     .input
@@ -1499,7 +1495,7 @@ impl Checks<'_> {
             {
                 continue;
             }
-            let s = self.summary(FnId(i as u32));
+            let s = self.summary(id);
             if s.poisoned {
                 continue;
             }
@@ -1526,7 +1522,7 @@ impl Checks<'_> {
                         "preemption count adjustment inferred is {}",
                         s.adjust_text()
                     )))
-                    .in_function(FnId(i as u32))
+                    .in_function(id)
                     .subject(f.name.clone()),
                 );
             } else if !s.expect.contains(&expect) {
@@ -1543,13 +1539,9 @@ impl Checks<'_> {
                     "preemption count expectation inferred is {}",
                     s.expect
                 )))
-                .in_function(FnId(i as u32))
+                .in_function(id)
                 .subject(f.name.clone());
-                for n in findings_text::why_expects(
-                    self.input,
-                    &|g| self.summary(g).clone(),
-                    FnId(i as u32),
-                ) {
+                for n in findings_text::why_expects(self.input, &|g| self.summary(g).clone(), id) {
                     finding = finding.note(n);
                 }
                 out.push(finding);

@@ -29,7 +29,7 @@ pub(crate) fn cycles(
     // The first witness of each class edge, in a deterministic order.
     let mut witness: BTreeMap<(LockClass, LockClass), (FnId, &Nesting)> = BTreeMap::new();
     for (f, e) in edges {
-        let key = (e.held.lock.class(), e.take.lock.class());
+        let key = (e.held.lock.class().clone(), e.take.lock.class().clone());
         witness.entry(key).or_insert((*f, e));
     }
     let mut graph: DiGraph<LockClass, ()> = DiGraph::new();
@@ -183,23 +183,19 @@ fn cycle_finding(
 pub(crate) fn irq_handlers(input: &Input<'_>) -> Vec<(FnId, String)> {
     let program = input.program;
     let mut out: Vec<(FnId, String)> = Vec::new();
-    for (i, f) in program.functions.iter().enumerate() {
-        let id = FnId::new(i);
-        let annotated = input.annotations.get(&f.item_path).is_some_and(|a| {
+    for (id, _, inst) in program.bodies() {
+        let annotated = input.annotations.get(&inst.item_path).is_some_and(|a| {
             a.kanalyze
                 .iter()
                 .any(|(k, _)| *k == annotations::KanalyzeAnnotation::IrqHandler)
         });
-        if annotated && matches!(f.kind, FnKind::Body { .. }) {
+        if annotated {
             out.push((id, "annotated `#[kanalyze::irq_handler]`".to_string()));
         }
     }
-    for (i, f) in program.functions.iter().enumerate() {
-        let Some((_, inst)) = program.body_of(FnId::new(i)) else {
-            continue;
-        };
+    for (id, _, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
-        let callees = program.callees(FnId::new(i));
+        let callees = program.callees(id);
         for (b, block) in body.blocks.iter().enumerate() {
             let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
                 continue;
@@ -220,58 +216,22 @@ pub(crate) fn irq_handlers(input: &Input<'_>) -> Vec<(FnId, String)> {
             };
             let Some(symbol) = args
                 .get(handler_arg)
-                .and_then(|op| fn_pointer_symbol(body, op))
+                .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
+                .and_then(|syms| syms.into_iter().next())
             else {
                 continue;
             };
             if let Some(h) = program.lookup(&symbol)
                 && !out.iter().any(|(g, _)| *g == h)
             {
-                out.push((h, format!("registered with `{register}` by `{}`", f.name)));
+                out.push((
+                    h,
+                    format!("registered with `{register}` by `{}`", inst.name),
+                ));
             }
         }
     }
     out
-}
-
-/// The function a fn-pointer operand was reified from, in the same body.
-fn fn_pointer_symbol(body: &kmir::Body, op: &kmir::Operand) -> Option<String> {
-    match op {
-        kmir::Operand::Constant(c) => match &c.value {
-            kmir::ConstValue::Memory { fn_ptrs, .. } => fn_ptrs.first().cloned(),
-            _ => None,
-        },
-        kmir::Operand::Copy(p) | kmir::Operand::Move(p) if p.projection.is_empty() => {
-            body.blocks
-                .iter()
-                .flat_map(|b| &b.statements)
-                .find_map(|s| {
-                    let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
-                        return None;
-                    };
-                    if place.local != p.local || !place.projection.is_empty() {
-                        return None;
-                    }
-                    match rvalue {
-                        kmir::Rvalue::Cast {
-                            kind:
-                                kmir::CastKind::ReifyFnPointer { symbol }
-                                | kmir::CastKind::ClosureFnPointer { symbol },
-                            ..
-                        } => Some(symbol.clone()),
-                        kmir::Rvalue::Cast { operand, .. } | kmir::Rvalue::Use(operand) => {
-                            fn_pointer_symbol(body, operand)
-                        }
-                        // `Some(handler)`: C's nullable function pointer.
-                        kmir::Rvalue::Aggregate { operands, .. } if operands.len() == 1 => {
-                            fn_pointer_symbol(body, &operands[0])
-                        }
-                        _ => None,
-                    }
-                })
-        }
-        _ => None,
-    }
 }
 
 fn spinning(kind: LockKind) -> bool {
@@ -302,7 +262,7 @@ pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> (Vec<Findi
         for t in &summaries[h.index()].takes {
             if spinning(t.kind) {
                 in_irq
-                    .entry(t.lock.class())
+                    .entry(t.lock.class().clone())
                     .or_insert((*h, t, why.as_str()));
             }
         }
@@ -311,20 +271,16 @@ pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> (Vec<Findi
     // points, callbacks from C), except the handlers themselves.
     let mut out = Vec::new();
     let mut reported: BTreeSet<LockClass> = BTreeSet::new();
-    for (i, f) in program.functions.iter().enumerate() {
-        let id = FnId::new(i);
-        if !matches!(f.kind, FnKind::Body { .. })
-            || handlers.iter().any(|(h, _)| *h == id)
-            || !program.callers(id).is_empty()
-        {
+    for (id, _, _) in program.bodies() {
+        if handlers.iter().any(|(h, _)| *h == id) || !program.callers(id).is_empty() {
             continue;
         }
-        for t in &summaries[i].takes {
+        for t in &summaries[id.index()].takes {
             if t.irqs_disabled || t.trylock || !spinning(t.kind) {
                 continue;
             }
             let class = t.lock.class();
-            let Some((h, irq_take, why)) = in_irq.get(&class) else {
+            let Some((h, irq_take, why)) = in_irq.get(class) else {
                 continue;
             };
             if !reported.insert(class.clone()) {

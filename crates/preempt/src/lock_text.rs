@@ -180,7 +180,7 @@ pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> 
         name(input, held.at.callee)
     ))
     .in_function(f)
-    .subject(class.0)
+    .subject(class.0.clone())
     .note(Note::at(
         loc(input, f, ret),
         "the function returns here with the lock held, and no guard in its return value releases it",
@@ -212,7 +212,7 @@ pub(crate) fn unbalanced(
     )
     .at(loc(input, f, span))
     .in_function(f)
-    .subject(class.0);
+    .subject(class.0.clone());
     if let Some((_, callee)) = site {
         finding = finding.label(format!("released here by `{}`", name(input, callee)));
     }

@@ -95,6 +95,36 @@ pub struct LockPath(std::sync::Arc<PathData>);
 pub struct PathData {
     pub root: Root,
     pub steps: Vec<Step>,
+    class: ClassCache,
+}
+
+/// A path's class, computed once: every acquisition compares classes.
+/// Derived from the path, so it takes no part in comparisons.
+#[derive(Clone, Debug, Default)]
+struct ClassCache(std::sync::OnceLock<LockClass>);
+
+impl PartialEq for ClassCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ClassCache {}
+
+impl PartialOrd for ClassCache {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ClassCache {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl std::hash::Hash for ClassCache {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl std::ops::Deref for LockPath {
@@ -133,7 +163,11 @@ impl LockPath {
     }
 
     pub fn from_parts(root: Root, steps: Vec<Step>) -> Self {
-        LockPath(std::sync::Arc::new(PathData { root, steps }))
+        LockPath(std::sync::Arc::new(PathData {
+            root,
+            steps,
+            class: ClassCache::default(),
+        }))
     }
 
     pub fn with(&self, step: Step) -> Option<LockPath> {
@@ -182,7 +216,11 @@ impl LockPath {
     }
 
     /// The lockdep-like class: owning type (or static) and field path.
-    pub fn class(&self) -> LockClass {
+    pub fn class(&self) -> &LockClass {
+        self.0.class.0.get_or_init(|| self.compute_class())
+    }
+
+    fn compute_class(&self) -> LockClass {
         let last_deref = self
             .steps
             .iter()
@@ -340,16 +378,20 @@ pub struct LockState {
 pub const MAX_HELD: usize = 16;
 
 impl LockState {
-    /// What distinguishes two paths' lock states.
-    pub fn key(&self) -> (Vec<(&LockPath, LockKind)>, &[LockPath]) {
-        (
-            self.held.iter().map(|h| (&h.lock, h.kind)).collect(),
-            &self.released,
-        )
+    /// The order of paths' lock states: by held locks (and kinds), then
+    /// released ones; where each was taken does not count. Runs for every
+    /// path merge, so it compares in place.
+    pub fn cmp_key(&self, other: &LockState) -> std::cmp::Ordering {
+        fn held(s: &LockState) -> impl Iterator<Item = (&LockPath, LockKind)> {
+            s.held.iter().map(|h| (&h.lock, h.kind))
+        }
+        held(self)
+            .cmp(held(other))
+            .then_with(|| self.released.cmp(&other.released))
     }
 
     pub fn same_as(&self, other: &LockState) -> bool {
-        self.key() == other.key()
+        self.cmp_key(other).is_eq()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -507,7 +549,7 @@ mod tests {
             trylock: false,
             at: Acquired {
                 span: kmir::Span::default(),
-                callee: program::FnId::new(0),
+                callee: program::FnId(0),
             },
         });
         s.release(&l);

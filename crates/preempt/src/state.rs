@@ -105,8 +105,12 @@ impl PcState {
         {
             Some(i) => self.paths[i].facts.intersect(&path.facts),
             None => {
-                let key = (target, path.locks.key());
-                let i = self.paths.partition_point(|p| (p.adj, p.locks.key()) < key);
+                let i = self.paths.partition_point(|p| {
+                    p.adj
+                        .cmp(&target)
+                        .then_with(|| p.locks.cmp_key(&path.locks))
+                        .is_lt()
+                });
                 self.paths.insert(
                     i,
                     Path {

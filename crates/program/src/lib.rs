@@ -28,10 +28,6 @@ pub use schedule::Schedule;
 pub struct FnId(pub u32);
 
 impl FnId {
-    pub fn new(index: usize) -> FnId {
-        FnId(u32::try_from(index).expect("fewer than 2^32 functions"))
-    }
-
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -195,6 +191,14 @@ impl Program {
             }
             _ => None,
         }
+    }
+
+    /// Every function with a body, with its crate and instance.
+    pub fn bodies(&self) -> impl Iterator<Item = (FnId, &LinkedCrate, &kmir::Instance)> {
+        (0..self.functions.len()).filter_map(|i| {
+            let id = FnId(i as u32);
+            self.body_of(id).map(|(c, inst)| (id, c, inst))
+        })
     }
 
     /// Outgoing edges of `id` with their targets, in site order.
