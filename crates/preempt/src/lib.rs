@@ -1045,7 +1045,19 @@ fn newtype_enum_field(
         return None;
     };
     let adt = dump.adt(path)?;
-    if adt.kind != kmir::AdtKind::Struct || adt.variants.first()?.fields.is_empty() {
+    if adt.kind != kmir::AdtKind::Struct {
+        return None;
+    }
+    // Most structs are not wrappers of an enum: the declared type of the
+    // first field says so without reading the body (a generic parameter
+    // could be anything, so it is read).
+    let declared = &adt.variants.first()?.fields.first()?.ty;
+    let head = declared.split('<').next().unwrap_or(declared);
+    let maybe_enum = match dump.adt(head) {
+        Some(a) => a.kind == kmir::AdtKind::Enum,
+        None => !head.starts_with(['&', '*', '[', '(']) && !head.contains("::"),
+    };
+    if !maybe_enum {
         return None;
     }
     // Type ids are per dump but not unique per type: compare the text.
