@@ -256,10 +256,11 @@ impl<'a> BodyAnalysis<'a> {
                 .filter(|(suffix, _)| suffix.is_empty())
                 .collect(),
             Rvalue::Aggregate { kind, operands } => {
+                let variant = self.enum_variant(kind);
                 let mut out = Vec::new();
                 for (i, op) in operands.iter().enumerate() {
                     for (suffix, l) in self.places.operand_addrs(facts, op) {
-                        out.push((self.aggregate_field(kind, i, &suffix), l));
+                        out.push((aggregate_field(variant, i, &suffix), l));
                     }
                 }
                 out
@@ -309,6 +310,7 @@ impl<'a> BodyAnalysis<'a> {
         let Rvalue::Aggregate { kind, operands } = rvalue else {
             return Vec::new();
         };
+        let variant = self.enum_variant(kind);
         let mut out = Vec::new();
         for (i, op) in operands.iter().enumerate() {
             let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
@@ -319,7 +321,7 @@ impl<'a> BodyAnalysis<'a> {
                 }) = op
                 {
                     out.push((
-                        self.aggregate_field(kind, i, &[]),
+                        aggregate_field(variant, i, &[]),
                         Aspect::Value,
                         Known::Is(*v),
                     ));
@@ -328,24 +330,18 @@ impl<'a> BodyAnalysis<'a> {
             };
             let Some(key) = PlaceKey::of(p) else { continue };
             for (suffix, aspect, known) in facts.known_under(&key) {
-                out.push((self.aggregate_field(kind, i, &suffix), aspect, known));
+                out.push((aggregate_field(variant, i, &suffix), aspect, known));
             }
         }
         out
     }
 
-    /// Where operand `i` of an aggregate lands in the built value (under
-    /// the variant for an enum), followed by `suffix`.
-    fn aggregate_field(&self, kind: &AggregateKind, i: usize, suffix: &[ProjKey]) -> Vec<ProjKey> {
-        let mut proj = match kind {
-            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => {
-                vec![ProjKey::Downcast(*variant)]
-            }
-            _ => Vec::new(),
-        };
-        proj.push(ProjKey::Field(i as u32));
-        proj.extend_from_slice(suffix);
-        proj
+    /// The variant an aggregate builds, when it builds an enum.
+    fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
+        match kind {
+            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => Some(*variant),
+            _ => None,
+        }
     }
 
     fn is_enum(&self, ty: kmir::TyId) -> bool {
@@ -823,6 +819,16 @@ impl Analysis for BodyAnalysis<'_> {
             }
         }
     }
+}
+
+/// Where operand `i` of an aggregate lands in the built value (under
+/// `variant` for an enum), followed by `suffix`.
+fn aggregate_field(variant: Option<u32>, i: usize, suffix: &[ProjKey]) -> Vec<ProjKey> {
+    let mut proj = Vec::with_capacity(2 + suffix.len());
+    proj.extend(variant.map(ProjKey::Downcast));
+    proj.push(ProjKey::Field(i as u32));
+    proj.extend_from_slice(suffix);
+    proj
 }
 
 /// The arguments of a call, or the place a drop drops.
