@@ -7,13 +7,7 @@ mod common;
 use test_harness::{CrateSpec, Extracted, extract};
 
 fn kanalyze(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let run = common::kanalyze(dir, args);
-    let clean = |t: &str| common::redact(t, &[dir]);
-    (
-        run.code.unwrap_or(-1),
-        clean(&run.stdout),
-        clean(&run.stderr),
-    )
+    common::kanalyze_redacted(dir, args)
 }
 
 fn demo() -> Extracted {

@@ -46,6 +46,18 @@ pub fn kanalyze(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// `kanalyze ARGS` in `dir`: exit code, stdout and stderr with the
+/// machine-specific paths (repository, sysroot, `dir`) redacted.
+pub fn kanalyze_redacted(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let run = kanalyze(dir, args);
+    let clean = |t: &str| redact(t, &[dir]);
+    (
+        run.code.unwrap_or(-1),
+        clean(&run.stdout),
+        clean(&run.stderr),
+    )
+}
+
 /// The sysroot of the pinned nightly that compiles the fixtures: spans of
 /// `core` items point into its `rust-src` component.
 fn sysroot() -> &'static Path {

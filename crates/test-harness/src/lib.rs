@@ -221,6 +221,8 @@ pub trait DumpExt {
     fn instance_named(&self, name: &str) -> &kmir::Instance;
     fn name_of(&self, symbol: &str) -> String;
     fn calls_in(&self, name: &str) -> Vec<&kmir::Callee>;
+    /// The names of the functions `name` calls directly, in block order.
+    fn direct_callees(&self, name: &str) -> Vec<String>;
 }
 
 impl DumpExt for kmir::CrateDump {
@@ -254,6 +256,16 @@ impl DumpExt for kmir::CrateDump {
             .iter()
             .filter_map(|b| match &b.terminator.kind {
                 kmir::TerminatorKind::Call { callee, .. } => Some(callee),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn direct_callees(&self, name: &str) -> Vec<String> {
+        self.calls_in(name)
+            .into_iter()
+            .filter_map(|c| match c {
+                kmir::Callee::Direct { symbol } => Some(self.name_of(symbol)),
                 _ => None,
             })
             .collect()

@@ -1,7 +1,6 @@
 //! Two crates: B instantiates A's generics; the instances live in B's dump,
 //! A's annotations in A's dump, both keyed by the same item path.
 
-use kmir::Callee;
 use test_harness::{CrateSpec, DumpExt, extract};
 
 #[test]
@@ -15,14 +14,7 @@ fn generic_of_crate_a_instantiated_in_crate_b() {
     let b = out.dump("twocrate_b");
     assert_ne!(a.header.stable_crate_id, b.header.stable_crate_id);
 
-    let callees: Vec<String> = b
-        .calls_in("twocrate_b::walk")
-        .into_iter()
-        .filter_map(|c| match c {
-            Callee::Direct { symbol } => Some(b.name_of(symbol)),
-            _ => None,
-        })
-        .collect();
+    let callees: Vec<String> = b.direct_callees("twocrate_b::walk");
     assert!(
         callees.contains(&"twocrate_a::Counter::<twocrate_b::Meters>::bump".to_string()),
         "{callees:?}"
@@ -37,14 +29,7 @@ fn generic_of_crate_a_instantiated_in_crate_b() {
     assert!(bump.body.is_some());
     assert_eq!(bump.item_path, "twocrate_a::Counter::<T>::bump");
     // ... and its call to B's `Add` impl is resolved.
-    let inner: Vec<String> = b
-        .calls_in("twocrate_a::Counter::<twocrate_b::Meters>::bump")
-        .into_iter()
-        .filter_map(|c| match c {
-            Callee::Direct { symbol } => Some(b.name_of(symbol)),
-            _ => None,
-        })
-        .collect();
+    let inner: Vec<String> = b.direct_callees("twocrate_a::Counter::<twocrate_b::Meters>::bump");
     assert!(
         inner.contains(&"<twocrate_b::Meters as core::ops::Add>::add".to_string())
             || inner.iter().any(|n| n.ends_with("as std::ops::Add>::add")),

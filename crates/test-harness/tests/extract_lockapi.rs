@@ -12,16 +12,6 @@ fn dump_at(opt: &'static str) -> kmir::CrateDump {
     extract(&[CrateSpec::lib(SRC).opt(opt)]).dump("lockapi")
 }
 
-fn direct_callees(dump: &kmir::CrateDump, name: &str) -> Vec<String> {
-    dump.calls_in(name)
-        .into_iter()
-        .filter_map(|c| match c {
-            Callee::Direct { symbol } => Some(dump.name_of(symbol)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn header_names_the_crate_and_compiler() {
     let dump = dump_at("0");
@@ -115,11 +105,11 @@ fn drop_of_option_guard_resolves_to_its_drop_glue() {
     );
     // And the guard's glue calls `<Guard as Drop>::drop`, which calls `spin_unlock`.
     assert_eq!(
-        direct_callees(&dump, "std::ptr::drop_glue::<lockapi::Guard<'_, u32>>"),
+        dump.direct_callees("std::ptr::drop_glue::<lockapi::Guard<'_, u32>>"),
         ["<lockapi::Guard<'_, u32> as std::ops::Drop>::drop"]
     );
     assert!(
-        direct_callees(&dump, "<lockapi::Guard<'_, u32> as std::ops::Drop>::drop")
+        dump.direct_callees("<lockapi::Guard<'_, u32> as std::ops::Drop>::drop")
             .contains(&"lockapi::spin_unlock".to_string())
     );
 }
@@ -346,7 +336,7 @@ fn closures_exported_items_and_foreign_externals() {
     let closure = dump.instance_named("lockapi::with_closure::{closure#0}");
     assert_eq!(closure.kind, InstanceKind::Closure);
     assert!(
-        direct_callees(&dump, "lockapi::with_closure::{closure#0}")
+        dump.direct_callees("lockapi::with_closure::{closure#0}")
             .contains(&"lockapi::SpinLock::<u32>::lock".to_string())
     );
     let entry = dump.instance_named("lockapi::exported_entry");
@@ -368,10 +358,10 @@ fn call_structure_survives_optimisation() {
     // the dump keeps the drop-elaborated bodies, so the calls are still there.
     let dump = dump_at("2");
     assert!(
-        direct_callees(&dump, "<lockapi::Nvme as lockapi::Device>::probe")
+        dump.direct_callees("<lockapi::Nvme as lockapi::Device>::probe")
             .contains(&"lockapi::sleep".to_string())
     );
-    let entry = direct_callees(&dump, "lockapi::exported_entry");
+    let entry = dump.direct_callees("lockapi::exported_entry");
     assert!(
         entry.contains(&"lockapi::SpinLock::<u32>::lock".to_string()),
         "{entry:?}"

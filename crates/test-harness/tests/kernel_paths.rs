@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use kmir::Callee;
 use test_harness::{DumpExt, clean_command, fixtures_dir, kextract, nightly_rustc};
 
 fn compile(dir: &Path, out: &Path, args: &[&str]) {
@@ -127,14 +126,7 @@ fn no_std_crate_against_core_from_source() {
     assert!(core.header.drop_elaborated_mir);
 
     let tiny = load("tiny");
-    let callees: Vec<String> = tiny
-        .calls_in("tiny::bump")
-        .into_iter()
-        .filter_map(|c| match c {
-            Callee::Direct { symbol } => Some(tiny.name_of(symbol)),
-            _ => None,
-        })
-        .collect();
+    let callees: Vec<String> = tiny.direct_callees("tiny::bump");
     assert_eq!(
         callees.first().map(String::as_str),
         Some("tiny::spin_lock"),

@@ -3,16 +3,19 @@
 use program::{EdgeKind, FnId, FnKind, IndirectKey, LinkedCrate, Program, RootReason, Schedule};
 use test_harness::{CrateSpec, Extracted, extract};
 
-fn linked(out: &Extracted) -> Program {
-    let crates = out
-        .dump_paths()
+fn loaded(out: &Extracted) -> Vec<LinkedCrate> {
+    out.dump_paths()
         .into_iter()
         .map(|path| LinkedCrate {
             dump: kmir::read_file(&path).unwrap(),
             path,
             modified: None,
         })
-        .collect();
+        .collect()
+}
+
+fn linked(out: &Extracted) -> Program {
+    let crates = loaded(out);
     let (program, problems) = program::link(crates);
     assert!(problems.is_empty(), "{problems:?}");
     program
@@ -197,15 +200,7 @@ fn crates_of_another_target_are_left_out() {
         CrateSpec::lib("extract/twocrate_b.rs").with_extern("twocrate_a"),
         CrateSpec::lib("extract/graph.rs"),
     ]);
-    let mut crates: Vec<LinkedCrate> = out
-        .dump_paths()
-        .into_iter()
-        .map(|path| LinkedCrate {
-            dump: kmir::read_file(&path).unwrap(),
-            path,
-            modified: None,
-        })
-        .collect();
+    let mut crates = loaded(&out);
     for c in &mut crates {
         if c.dump.header.crate_name == "twocrate_a" {
             c.dump.header.target = "host-tools".into();
