@@ -145,9 +145,11 @@ def entry(name, params, annots):
         return None
     op, cond, arg, kind = effects[0]
     spins = kind in SPINNING
-    irq = "irq" in name
-    if spins and irq and kind in ("spin", "raw_spin"):
-        kind = "spin_irq"
+    # The `_irq`/`_irqsave` forms also disable interrupts.
+    if spins and "irq" in name:
+        kind += "_irq"
+    elif kind == "spin" and "_bh" in name:
+        kind = "spin_bh"
     lines = []
     if op == "acquires":
         lock = f'{{ op = "acquire", arg = {arg}, kind = "{kind}" }}'

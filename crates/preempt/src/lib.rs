@@ -155,8 +155,8 @@ fn external_summary(
             Some(
                 annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
                     Some(s) => Summary {
-                        cases: spec_cases(&irq_kind(&f.symbol, s)),
-                        takes: spec_takes(&irq_kind(&f.symbol, s), id),
+                        cases: spec_cases(s),
+                        takes: spec_takes(s, id),
                         sleeps_if_flag: s.sleeps_if_flag.clone(),
                         sleeps_if_zero: s.sleeps_if_zero,
                         ..Summary::fixed(
@@ -185,25 +185,6 @@ fn external_summary(
             annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)),
         ),
     }
-}
-
-/// The spec's lock kinds do not say whether an acquisition also disables
-/// interrupts for raw spinlocks and rwlocks (`_raw_spin_lock_irqsave`,
-/// `read_lock_irq`); the name does. Those count as `spin_irq` for the
-/// IRQ-safety check.
-fn irq_kind(symbol: &str, s: &spec::FnSpec) -> spec::FnSpec {
-    let mut s = s.clone();
-    let name = symbol.strip_prefix("rust_helper_").unwrap_or(symbol);
-    if let Some(effect) = &mut s.lock
-        && matches!(
-            effect.kind,
-            spec::LockKind::RawSpin | spec::LockKind::ReadLock | spec::LockKind::WriteLock
-        )
-        && (name.contains("_irq") || name.contains("irqsave"))
-    {
-        effect.kind = spec::LockKind::SpinIrq;
-    }
-    s
 }
 
 /// The lock a spec's lock effect is about, in the C function's terms: the
@@ -275,7 +256,7 @@ fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
                 kind: *kind,
                 trylock: matches!(op, spec::LockOp::TryAcquire { .. }),
                 reacquire: false,
-                irqs_disabled: *kind == spec::LockKind::SpinIrq,
+                irqs_disabled: kind.disables_irqs(),
                 func: f,
                 span: kmir::Span::default(),
                 via: Vec::new(),

@@ -243,6 +243,9 @@ fn spinning(kind: LockKind) -> bool {
             | LockKind::RawSpin
             | LockKind::ReadLock
             | LockKind::WriteLock
+            | LockKind::RawSpinIrq
+            | LockKind::ReadLockIrq
+            | LockKind::WriteLockIrq
     )
 }
 

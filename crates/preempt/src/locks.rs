@@ -447,9 +447,7 @@ impl LockState {
 
     /// Whether interrupts are disabled by a lock held on this path.
     pub fn irqs_disabled(&self) -> bool {
-        self.held
-            .iter()
-            .any(|h| matches!(h.kind, LockKind::SpinIrq | LockKind::Irq))
+        self.held.iter().any(|h| h.kind.disables_irqs())
     }
 }
 
@@ -466,10 +464,8 @@ pub fn has_object(kind: LockKind) -> bool {
 /// twice is not a self-deadlock (for `rwlock_t`; `rw_semaphore` readers can
 /// still deadlock with a waiting writer, which lockdep reports too).
 pub fn recursive_ok(first: LockKind, second: LockKind) -> bool {
-    matches!(
-        (first, second),
-        (LockKind::ReadLock, LockKind::ReadLock) | (LockKind::Rcu, LockKind::Rcu)
-    )
+    (first.is_read_lock() && second.is_read_lock())
+        || (first == LockKind::Rcu && second == LockKind::Rcu)
 }
 
 #[cfg(test)]

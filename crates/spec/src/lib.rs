@@ -143,10 +143,16 @@ pub enum LockKind {
     Preempt,
     /// `local_lock_t`: a per-CPU lock (preemption disabled on !RT).
     LocalLock,
+    /// `raw_spinlock_t` taken with interrupts disabled.
+    RawSpinIrq,
+    /// `rwlock_t`, read side, taken with interrupts disabled.
+    ReadLockIrq,
+    /// `rwlock_t`, write side, taken with interrupts disabled.
+    WriteLockIrq,
 }
 
 impl LockKind {
-    pub const ALL: [LockKind; 16] = [
+    pub const ALL: [LockKind; 19] = [
         LockKind::Spin,
         LockKind::SpinIrq,
         LockKind::SpinBh,
@@ -163,6 +169,9 @@ impl LockKind {
         LockKind::Bh,
         LockKind::Preempt,
         LockKind::LocalLock,
+        LockKind::RawSpinIrq,
+        LockKind::ReadLockIrq,
+        LockKind::WriteLockIrq,
     ];
 
     /// The spelling in spec files.
@@ -184,6 +193,9 @@ impl LockKind {
             LockKind::Bh => "bh",
             LockKind::Preempt => "preempt",
             LockKind::LocalLock => "local_lock",
+            LockKind::RawSpinIrq => "raw_spin_irq",
+            LockKind::ReadLockIrq => "read_lock_irq",
+            LockKind::WriteLockIrq => "write_lock_irq",
         }
     }
 
@@ -191,8 +203,11 @@ impl LockKind {
     pub fn c_type(self) -> &'static str {
         match self {
             LockKind::Spin | LockKind::SpinIrq | LockKind::SpinBh => "spinlock_t",
-            LockKind::RawSpin => "raw_spinlock_t",
-            LockKind::ReadLock | LockKind::WriteLock => "rwlock_t",
+            LockKind::RawSpin | LockKind::RawSpinIrq => "raw_spinlock_t",
+            LockKind::ReadLock
+            | LockKind::WriteLock
+            | LockKind::ReadLockIrq
+            | LockKind::WriteLockIrq => "rwlock_t",
             LockKind::Mutex => "struct mutex",
             LockKind::RwSemRead | LockKind::RwSemWrite => "struct rw_semaphore",
             LockKind::Srcu => "struct srcu_struct",
@@ -204,6 +219,24 @@ impl LockKind {
 
     pub fn from_name(name: &str) -> Option<LockKind> {
         LockKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Taking it disables interrupts (the `_irq`/`_irqsave` forms).
+    pub fn disables_irqs(self) -> bool {
+        matches!(
+            self,
+            LockKind::SpinIrq
+                | LockKind::RawSpinIrq
+                | LockKind::ReadLockIrq
+                | LockKind::WriteLockIrq
+                | LockKind::Irq
+        )
+    }
+
+    /// The read side of a reader-writer spinlock: readers do not exclude
+    /// each other.
+    pub fn is_read_lock(self) -> bool {
+        matches!(self, LockKind::ReadLock | LockKind::ReadLockIrq)
     }
 
     /// A context with no lock object: the effect has no `arg`.
