@@ -83,6 +83,11 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
 
 impl Analysed {
     /// Every finding, in a deterministic order (file, line, column, kind).
+    ///
+    /// Files are ranked before they are compared so that the order does not
+    /// depend on where the checkout, the cargo registry or the toolchain
+    /// happen to live: the user's own code first, then dependencies from the
+    /// registry, then the standard library.
     pub fn findings(&self) -> Vec<&Finding> {
         let mut all: Vec<&Finding> = self
             .annotation_findings
@@ -103,6 +108,7 @@ impl Analysed {
                 None => ("", 0, 0),
             };
             (
+                file_rank(file),
                 file.to_string(),
                 line,
                 col,
@@ -121,5 +127,16 @@ impl Analysed {
             .iter()
             .filter(|f| f.severity == Severity::Error)
             .count()
+    }
+}
+
+/// Where a source file comes from, for ordering only.
+fn file_rank(path: &str) -> u8 {
+    if path.contains("/lib/rustlib/src/rust/") || path.starts_with("/rustc/") {
+        2
+    } else if path.contains("/.cargo/registry/") || path.contains("/.cargo/git/") {
+        1
+    } else {
+        0
     }
 }
