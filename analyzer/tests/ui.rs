@@ -78,6 +78,7 @@ ui!(
     fp_locks,
     core_builtin,
     context_specialised,
+    last_reference,
 );
 
 #[test]

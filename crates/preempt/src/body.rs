@@ -53,6 +53,10 @@ pub struct BodyAnalysis<'a> {
     pub context: Option<Context>,
     /// Specialised summaries of callees, for call sites passing constants.
     pub specialize: Option<crate::context::Specialize<'a>>,
+    /// Locals holding the result of a last-reference test
+    /// (`refcount_dec_and_test`): on a path where one is known non-zero,
+    /// this function is tearing an object down.
+    pub last_reference_tests: Vec<LocalId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -72,6 +76,7 @@ impl<'a> BodyAnalysis<'a> {
         }
         let trace = std::env::var("KANALYZE_TRACE")
             .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
+        let last_reference_tests = last_reference_tests(body, &sites, summary_of);
         BodyAnalysis {
             program,
             func: caller,
@@ -86,7 +91,21 @@ impl<'a> BodyAnalysis<'a> {
             split_field: None,
             context: None,
             specialize: None,
+            last_reference_tests,
         }
+    }
+
+    /// On this path the function has just dropped a last reference: a
+    /// last-reference test it called is known to have returned non-zero.
+    pub fn tearing_down(&self, facts: &Facts) -> bool {
+        self.last_reference_tests.iter().any(|&l| {
+            let r = facts.resolve(&PlaceKey::local(l), Aspect::Value);
+            match facts.value_of(&r) {
+                Some(Known::Is(v)) => v != 0,
+                Some(Known::IsNot(vs)) => vs.contains(&0),
+                None => false,
+            }
+        })
     }
 
     /// A specialised run: what the call site passes is known on entry, and
@@ -1007,6 +1026,9 @@ pub struct Violation {
     /// The callee's summary specialised to this call's constants, when it
     /// was (its reason explains the first step).
     pub specialised: Option<Box<Summary>>,
+    /// Only the callee's last-reference expectation is violated: the
+    /// finding depends on whether a reference dropped here is the last.
+    pub last_reference: bool,
 }
 
 /// A lock acquired at a call or drop site while another is held: an edge
@@ -1040,6 +1062,10 @@ pub struct AdjustFailure {
 pub struct BodyOutcome {
     pub expect: ExpectRange,
     pub reason: Option<Reason>,
+    /// What the body additionally expects if a reference it drops is the
+    /// last one (see `Summary::expect_last`).
+    pub expect_last: ExpectRange,
+    pub reason_last: Option<Reason>,
     pub violations: Vec<Violation>,
     /// The paths reaching a return, with the return's span.
     pub returns: Vec<(Path, kmir::Span)>,
@@ -1069,6 +1095,8 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     }
     let mut expect = ExpectRange::TOP;
     let mut reason: Option<Reason> = None;
+    let mut expect_last = ExpectRange::TOP;
+    let mut reason_last: Option<Reason> = None;
     let mut violations = Vec::new();
     let mut returns: Vec<(Path, kmir::Span)> = Vec::new();
     let mut changes = Vec::new();
@@ -1099,22 +1127,51 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                         continue;
                     }
                     let mut site_required = ExpectRange::TOP;
+                    let mut site_required_last = ExpectRange::TOP;
                     let mut callee_expect = summary.expect;
+                    let mut callee_expect_last = ExpectRange::TOP;
+                    let mut via_last = true;
                     let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+                    let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
                     for p in &state.paths {
-                        let e = analysis.effective_expect(&summary, &terminator.kind, &p.facts);
+                        let whole = analysis.effective_expect(&summary, &terminator.kind, &p.facts);
+                        // On a teardown path everything the callee needs is
+                        // needed only because a reference was the last.
+                        let (e, e_last) = if analysis.tearing_down(&p.facts) {
+                            via_last = whole == ExpectRange::TOP;
+                            (ExpectRange::TOP, whole.intersect(&summary.expect_last))
+                        } else {
+                            (whole, summary.expect_last)
+                        };
                         if analysis.trace {
                             eprintln!(
-                                "[kanalyze trace] bb{block} calls {}: expects {e} (summary {}), adj {}",
+                                "[kanalyze trace] bb{block} calls {}: expects {e} (summary {}, last {e_last}), adj {}",
                                 analysis.program.function(t.callee).name,
                                 summary.expect,
                                 p.adj
                             );
                         }
-                        callee_expect = e;
+                        if e_last != ExpectRange::TOP {
+                            callee_expect_last = e_last;
+                            let required = match p.adj {
+                                Adj::Known(a) => e_last.shift_back(a),
+                                Adj::Top => ExpectRange::EMPTY,
+                            };
+                            let narrowed = site_required_last.intersect(&required);
+                            if expect
+                                .intersect(&expect_last)
+                                .intersect(&narrowed)
+                                .is_empty()
+                                && worst_last.is_none()
+                            {
+                                worst_last = Some((p.adj, e_last, p.locks.held.clone()));
+                            }
+                            site_required_last = narrowed;
+                        }
                         if e == ExpectRange::TOP {
                             continue;
                         }
+                        callee_expect = e;
                         let required = match p.adj {
                             Adj::Known(a) => e.shift_back(a),
                             Adj::Top => ExpectRange::EMPTY,
@@ -1125,33 +1182,57 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                         }
                         site_required = narrowed;
                     }
-                    if let Some((adj, e, held)) = worst {
-                        let possible = match adj {
-                            Adj::Known(a) => expect.shift(a),
-                            Adj::Top => ExpectRange::TOP,
+                    let first_adj = state
+                        .paths
+                        .iter()
+                        .find_map(|p| match p.adj {
+                            Adj::Known(a) => Some(a),
+                            Adj::Top => None,
+                        })
+                        .unwrap_or(0);
+                    let make_violation =
+                        |(adj, e, held): (Adj, ExpectRange, Vec<Held>),
+                         base: ExpectRange,
+                         last_reference: bool| {
+                            Violation {
+                                block,
+                                span: terminator.span,
+                                target: *t,
+                                callee_expect: e,
+                                possible: match adj {
+                                    Adj::Known(a) => base.shift(a),
+                                    Adj::Top => ExpectRange::TOP,
+                                },
+                                unknown_adjustment: adj == Adj::Top,
+                                held,
+                                specialised: summary.specialised.then(|| Box::new(summary.clone())),
+                                last_reference,
+                            }
                         };
-                        violations.push(Violation {
-                            block,
-                            span: terminator.span,
-                            target: *t,
-                            callee_expect: e,
-                            possible,
-                            unknown_adjustment: adj == Adj::Top,
-                            held,
-                            specialised: summary.specialised.then(|| Box::new(summary.clone())),
-                        });
+                    if let Some(w) = worst {
+                        violations.push(make_violation(w, expect, false));
                         continue;
+                    }
+                    if let Some(w) = worst_last {
+                        violations.push(make_violation(w, expect.intersect(&expect_last), true));
+                    } else {
+                        let next = expect_last.intersect(&site_required_last);
+                        if next != expect_last {
+                            reason_last = Some(Reason {
+                                block,
+                                span: terminator.span,
+                                callee: t.callee,
+                                kind: t.kind,
+                                adj: first_adj,
+                                callee_expect: callee_expect_last,
+                                callee_summary: None,
+                                via_last,
+                            });
+                            expect_last = next;
+                        }
                     }
                     let next = expect.intersect(&site_required);
                     if next != expect {
-                        let adj = state
-                            .paths
-                            .iter()
-                            .find_map(|p| match p.adj {
-                                Adj::Known(a) => Some(a),
-                                Adj::Top => None,
-                            })
-                            .unwrap_or(0);
                         sensitive |= summary.context_sensitive
                             || summary.sleeps_if_flag.is_some()
                             || summary.sleeps_if_zero.is_some()
@@ -1161,9 +1242,10 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                             span: terminator.span,
                             callee: t.callee,
                             kind: t.kind,
-                            adj,
+                            adj: first_adj,
                             callee_expect,
                             callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
+                            via_last: false,
                         });
                         expect = next;
                     }
@@ -1183,6 +1265,8 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     BodyOutcome {
         expect,
         reason,
+        expect_last,
+        reason_last,
         violations,
         returns,
         changes,
@@ -1400,5 +1484,57 @@ pub fn failure(
     AdjustFailure {
         returns: shown,
         changes,
+    }
+}
+
+/// The locals that receive the result of a last-reference test, directly
+/// from the call or through plain copies.
+fn last_reference_tests(
+    body: &Body,
+    sites: &HashMap<BlockId, Vec<Target>>,
+    summary_of: &(dyn Fn(FnId) -> Summary + Sync),
+) -> Vec<LocalId> {
+    let mut tests: Vec<LocalId> = Vec::new();
+    for (block, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Call { destination, .. } = &b.terminator.kind else {
+            continue;
+        };
+        if !destination.projection.is_empty() {
+            continue;
+        }
+        let is_test = sites
+            .get(&(block as BlockId))
+            .is_some_and(|ts| ts.iter().any(|t| summary_of(t.callee).last_reference_test));
+        if is_test && !tests.contains(&destination.local) {
+            tests.push(destination.local);
+        }
+    }
+    if tests.is_empty() {
+        return tests;
+    }
+    // `let is_zero = …; if is_zero` may copy the result first.
+    loop {
+        let before = tests.len();
+        for b in &body.blocks {
+            for st in &b.statements {
+                let StatementKind::Assign {
+                    place,
+                    rvalue: Rvalue::Use(kmir::Operand::Copy(src) | kmir::Operand::Move(src)),
+                } = &st.kind
+                else {
+                    continue;
+                };
+                if place.projection.is_empty()
+                    && src.projection.is_empty()
+                    && tests.contains(&src.local)
+                    && !tests.contains(&place.local)
+                {
+                    tests.push(place.local);
+                }
+            }
+        }
+        if tests.len() == before {
+            return tests;
+        }
     }
 }

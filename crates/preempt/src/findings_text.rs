@@ -40,6 +40,76 @@ pub(crate) fn why_expects(
     lookup: &dyn Fn(FnId) -> Summary,
     f: FnId,
 ) -> Vec<Note> {
+    shorten(why_chain(input, lookup, f))
+}
+
+/// How a reason's site reaches its callee, as a verb phrase.
+fn reaches(input: &Input<'_>, r: &crate::summary::Reason) -> String {
+    let callee = name(input, r.callee);
+    match r.kind {
+        EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
+        EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
+        EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
+        EdgeKind::Call => format!("calls `{callee}`"),
+    }
+}
+
+/// A note at a reason's site; drop glue has no source of its own (its span
+/// is core's `drop_in_place`, which would only distract).
+fn site_note(input: &Input<'_>, current: FnId, span: kmir::Span, text: String) -> Note {
+    let is_glue = input
+        .program
+        .body_of(current)
+        .is_some_and(|(_, i)| matches!(i.kind, kmir::InstanceKind::DropGlue { .. }));
+    if is_glue {
+        Note::text(text)
+    } else {
+        Note::at(loc(input, current, span), text)
+    }
+}
+
+/// Notes explaining why `f` needs what it needs if a reference it drops is
+/// the last one: down through the destructors to the function that tears
+/// the object down, then on as an ordinary chain.
+pub(crate) fn why_expects_last(
+    input: &Input<'_>,
+    lookup: &dyn Fn(FnId) -> Summary,
+    f: FnId,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let mut current = f;
+    let mut seen = vec![f];
+    for _ in 0..MAX_WALK {
+        let s = lookup(current);
+        let Some(r) = &s.reason_last else { break };
+        let who = name(input, current);
+        let verb = reaches(input, r);
+        if r.via_last {
+            let text = format!(
+                "`{who}` expects the preemption count to be {} if a reference it drops is the last one, because it {verb}",
+                s.expect_last
+            );
+            notes.push(site_note(input, current, r.span, text));
+            if seen.contains(&r.callee) {
+                break;
+            }
+            seen.push(r.callee);
+            current = r.callee;
+        } else {
+            let text = format!(
+                "when the reference count reaches zero, `{who}` tears the object down: it {verb}, which expects {}",
+                r.callee_expect
+            );
+            notes.push(site_note(input, current, r.span, text));
+            notes.extend(why_chain(input, lookup, r.callee));
+            break;
+        }
+    }
+    shorten(notes)
+}
+
+/// The whole chain of why `f` expects what it expects.
+fn why_chain(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f: FnId) -> Vec<Note> {
     let mut notes = Vec::new();
     let mut current = f;
     let mut seen = vec![f];
@@ -51,15 +121,7 @@ pub(crate) fn why_expects(
         match &s.source {
             Source::Inferred | Source::Recursive => {
                 let Some(r) = &s.reason else { break };
-                let callee = name(input, r.callee);
-                let verb = match r.kind {
-                    EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
-                    EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
-                    EdgeKind::Indirect => {
-                        format!("calls a function pointer that may be `{callee}`")
-                    }
-                    EdgeKind::Call => format!("calls `{callee}`"),
-                };
+                let verb = reaches(input, r);
                 let at = if r.adj == 0 {
                     String::new()
                 } else {
@@ -72,17 +134,7 @@ pub(crate) fn why_expects(
                     "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}",
                     s.expect, r.callee_expect
                 );
-                // Drop glue has no source of its own: its span is core's
-                // `drop_in_place`, which would only distract.
-                let is_glue = input
-                    .program
-                    .body_of(current)
-                    .is_some_and(|(_, i)| matches!(i.kind, kmir::InstanceKind::DropGlue { .. }));
-                notes.push(if is_glue {
-                    Note::text(text)
-                } else {
-                    Note::at(loc(input, current, r.span), text)
-                });
+                notes.push(site_note(input, current, r.span, text));
                 if seen.contains(&r.callee) {
                     break;
                 }
@@ -145,8 +197,12 @@ pub(crate) fn why_expects(
             Source::NotExtracted | Source::Builtin => break,
         }
     }
-    // A long chain keeps its start (where the call is) and its end (what
-    // finally sleeps); the drops and calls in between are counted.
+    notes
+}
+
+/// A long chain keeps its start (where the call is) and its end (what
+/// finally sleeps); the drops and calls in between are counted.
+fn shorten(mut notes: Vec<Note>) -> Vec<Note> {
     if notes.len() > MAX_CHAIN {
         let tail = notes.split_off(notes.len() - 4);
         let omitted = notes.len() - (MAX_CHAIN - 5);
@@ -198,14 +254,25 @@ impl Texts<'_, '_> {
         } else {
             "call"
         };
-        let mut finding = Finding::new(
-            "sleep-in-atomic",
-            Severity::Error,
-            format!(
-                "this {what} expects the preemption count to be {}",
-                v.callee_expect
-            ),
-        )
+        let mut finding = if v.last_reference {
+            Finding::new(
+                "last-reference-in-atomic",
+                Severity::Warning,
+                format!(
+                    "if this {what} releases the last reference to an object, its teardown expects the preemption count to be {}",
+                    v.callee_expect
+                ),
+            )
+        } else {
+            Finding::new(
+                "sleep-in-atomic",
+                Severity::Error,
+                format!(
+                    "this {what} expects the preemption count to be {}",
+                    v.callee_expect
+                ),
+            )
+        }
         .at(loc(input, self.f, v.span))
         .label(match v.target.kind {
             EdgeKind::Drop => format!("`{callee}` runs here"),
@@ -269,8 +336,21 @@ impl Texts<'_, '_> {
                 v.callee_expect
             )));
         }
-        for n in why_expects(input, &lookup, v.target.callee) {
-            finding = finding.note(n);
+        if v.last_reference {
+            for n in why_expects_last(input, &lookup, v.target.callee) {
+                finding = finding.note(n);
+            }
+            finding = finding
+                .note(Note::text(
+                    "the teardown runs only when a reference count reaches zero; the analysis does not track reference counts, so it cannot tell whether a reference dropped here is the last one",
+                ))
+                .note(Note::help(
+                    "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard)",
+                ));
+        } else {
+            for n in why_expects(input, &lookup, v.target.callee) {
+                finding = finding.note(n);
+            }
         }
         finding
     }

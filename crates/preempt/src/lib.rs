@@ -159,6 +159,7 @@ fn external_summary(
                         takes: spec_takes(s, id),
                         sleeps_if_flag: s.sleeps_if_flag.clone(),
                         sleeps_if_zero: s.sleeps_if_zero,
+                        last_reference_test: s.last_reference_test,
                         ..Summary::fixed(
                             s.adjust,
                             s.expect,
@@ -368,6 +369,27 @@ fn special_drop(
                 span: inst.span,
             };
             let elem_name = &input.program.function(elem_glue).name;
+            // The elements' drop explains the whole drop, teardown included.
+            let elementwise = |mut s: Summary| {
+                let reason = |callee_expect, via_last| Reason {
+                    block: 0,
+                    span: inst.span,
+                    callee: elem_glue,
+                    kind: EdgeKind::Drop,
+                    adj: 0,
+                    callee_expect,
+                    callee_summary: None,
+                    via_last,
+                };
+                if s.expect != ExpectRange::TOP {
+                    s.reason = Some(reason(elem.expect, false));
+                }
+                if elem.expect_last != ExpectRange::TOP {
+                    s.expect_last = elem.expect_last;
+                    s.reason_last = Some(reason(elem.expect_last, true));
+                }
+                s
+            };
             match &t.kind {
                 kmir::TyKind::Array { len: Some(n), .. } => {
                     let n = *n as i64;
@@ -406,7 +428,7 @@ fn special_drop(
                     Some((
                         Summary {
                             poisoned: expect.is_empty(),
-                            ..Summary::fixed(total, expect, Source::Inferred)
+                            ..elementwise(Summary::fixed(total, expect, Source::Inferred))
                         },
                         fs,
                     ))
@@ -432,7 +454,7 @@ fn special_drop(
                     Some((
                         Summary {
                             poisoned: elem_adj != 0,
-                            ..Summary::fixed(0, elem.expect, Source::Inferred)
+                            ..elementwise(Summary::fixed(0, elem.expect, Source::Inferred))
                         },
                         fs,
                     ))
@@ -667,6 +689,9 @@ fn analyze_function(
     };
     let mut expect = ExpectRange::TOP;
     let mut reason = None;
+    let mut expect_last = ExpectRange::TOP;
+    let mut reason_last = None;
+    let mut last_reference_test = false;
     let mut violations: Vec<Violation> = Vec::new();
     let mut cases: Vec<Case> = Vec::new();
     let mut failed: Option<body::AdjustFailure> = None;
@@ -682,6 +707,7 @@ fn analyze_function(
             analysis.in_context(c.clone());
         }
         let run = body::analyze(&analysis);
+        last_reference_test |= analysis.last_reference_tests.contains(&0);
         context_sensitive |= run.context_sensitive;
         if let Some(w) = when {
             expect_when.push((w, run.expect));
@@ -691,12 +717,18 @@ fn analyze_function(
             expect = next;
             reason = run.reason.clone();
         }
+        let next = expect_last.intersect(&run.expect_last);
+        if next != expect_last {
+            expect_last = next;
+            reason_last = run.reason_last.clone();
+        }
         lock_runs.absorb(&run);
         for v in run.violations {
-            if !violations
-                .iter()
-                .any(|w| w.block == v.block && w.target.callee == v.target.callee)
-            {
+            if !violations.iter().any(|w| {
+                w.block == v.block
+                    && w.target.callee == v.target.callee
+                    && w.last_reference == v.last_reference
+            }) {
                 violations.push(v);
             }
         }
@@ -753,6 +785,9 @@ fn analyze_function(
         ret_field,
         context_sensitive,
         specialised: false,
+        expect_last,
+        reason_last,
+        last_reference_test,
     };
     if let Some(d) = declared {
         if !d.unchecked {
@@ -769,8 +804,11 @@ fn analyze_function(
             }
         }
         if let Some(e) = d.expect {
+            // The annotation is the whole contract, teardown included.
             summary.expect = e;
             summary.expect_when.clear();
+            summary.expect_last = ExpectRange::TOP;
+            summary.reason_last = None;
         }
         summary.source = Source::Annotation {
             path: d.path,

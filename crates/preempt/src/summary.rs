@@ -164,6 +164,11 @@ pub struct Reason {
     /// The callee's summary specialised to that call's constants, when it
     /// was: the explanation continues with it.
     pub callee_summary: Option<Box<Summary>>,
+    /// For `reason_last`: the requirement is the callee's own last-reference
+    /// expectation (the explanation goes on in the callee's teardown terms);
+    /// otherwise it is the callee's whole expectation, met on a path where
+    /// this function has just dropped a last reference.
+    pub via_last: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -199,6 +204,18 @@ pub struct Summary {
     pub context_sensitive: bool,
     /// This is a call-site specialisation, not the function's own summary.
     pub specialised: bool,
+    /// What the call additionally expects if a reference it drops is the
+    /// last one: the teardown an `Arc`'s destructor runs only when
+    /// `refcount_dec_and_test` says so. Kept apart from `expect` because
+    /// whether a reference is the last depends on counts the analysis does
+    /// not track; violations of it alone are reported as
+    /// `last-reference-in-atomic` warnings (see docs/preemption.md).
+    pub expect_last: ExpectRange,
+    /// Where `expect_last` comes from.
+    pub reason_last: Option<Reason>,
+    /// The function returns the result of a last-reference test
+    /// (`Refcount::dec_and_test` wrapping `refcount_dec_and_test`).
+    pub last_reference_test: bool,
 }
 
 impl Summary {
@@ -217,6 +234,9 @@ impl Summary {
             ret_field: None,
             context_sensitive: false,
             specialised: false,
+            expect_last: ExpectRange::TOP,
+            reason_last: None,
+            last_reference_test: false,
         }
     }
 

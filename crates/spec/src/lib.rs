@@ -55,6 +55,11 @@ pub struct FnSpec {
     pub sleeps_if_zero: Option<u32>,
     /// The lock effect, for the lock analysis.
     pub lock: Option<LockEffect>,
+    /// The function drops a reference and returns non-zero when it was the
+    /// last one (`refcount_dec_and_test`): code run only when it returns
+    /// non-zero tears the object down, and what that teardown requires is a
+    /// requirement only of dropping the last reference.
+    pub last_reference_test: bool,
     /// One line of why (shown in `kanalyze summary`).
     pub note: Option<String>,
 }
@@ -68,6 +73,7 @@ impl Default for FnSpec {
             sleeps_if_flag: None,
             sleeps_if_zero: None,
             lock: None,
+            last_reference_test: false,
             note: None,
         }
     }

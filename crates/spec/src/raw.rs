@@ -25,6 +25,8 @@ struct RawFn {
     sleeps_if_flag: Option<Spanned<RawFlag>>,
     sleeps_if_zero: Option<u32>,
     lock: Option<Spanned<RawLock>>,
+    #[serde(default)]
+    last_reference_test: bool,
     note: Option<String>,
 }
 
@@ -224,6 +226,7 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
     let mut spec = FnSpec {
         note: raw.note,
         sleeps_if_zero: raw.sleeps_if_zero,
+        last_reference_test: raw.last_reference_test,
         ..FnSpec::default()
     };
     if let Some(adjust) = raw.adjust {
