@@ -1517,7 +1517,16 @@ impl Checks<'_> {
         for (id, _, inst) in program.bodies() {
             let f = program.function(id);
             let krate = krate_index(program, id);
+            // C can only call what has a C ABI: a Rust-ABI function given
+            // an `#[export_name]` (Binder does it so that `ps` shows a
+            // readable name) is still called from Rust only, and its
+            // callers are checked against it.
+            let c_abi = inst
+                .fn_sig
+                .as_deref()
+                .is_some_and(|s| s.starts_with("extern "));
             if !inst.exported
+                || !c_abi
                 || self
                     .input
                     .annotations

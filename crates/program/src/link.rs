@@ -210,9 +210,21 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     let mut externals: BTreeMap<&str, &kmir::External> = BTreeMap::new();
     for c in &crates {
         for e in &c.dump.externals {
-            if !by_symbol.contains_key(&e.symbol) {
-                externals.entry(e.symbol.as_str()).or_insert(e);
+            if by_symbol.contains_key(&e.symbol) {
+                continue;
             }
+            // Many crates declare the same C function (every doctest crate
+            // re-declares the kernel's bindings): name it by the shortest
+            // path, `kernel::bindings::…` rather than a doctest's copy.
+            let key = |x: &kmir::External| (x.name.len(), x.name.clone());
+            externals
+                .entry(e.symbol.as_str())
+                .and_modify(|cur| {
+                    if key(e) < key(cur) {
+                        *cur = e;
+                    }
+                })
+                .or_insert(e);
         }
     }
     for (symbol, e) in externals {
