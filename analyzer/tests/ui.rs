@@ -79,6 +79,7 @@ ui!(
     core_builtin,
     context_specialised,
     last_reference,
+    callbacks,
 );
 
 #[test]

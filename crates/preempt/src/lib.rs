@@ -9,6 +9,7 @@
 //! pointers and vtables against their defaults.
 
 mod body;
+mod callbacks;
 mod context;
 pub mod facts;
 mod findings_text;
@@ -92,16 +93,21 @@ pub fn run(input: &Input<'_>) -> Output {
         .into_iter()
         .map(|s| s.unwrap_or_else(|| Summary::neutral(Source::Builtin)))
         .collect();
+    let registrations = callbacks::registrations(input);
     let checks = Checks {
         input,
         summaries: &summaries,
+        callbacks: &registrations,
     };
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
     findings.extend(checks.exported());
+    findings.extend(callbacks::check(input, &registrations, &|f: FnId| {
+        summaries[f.index()].clone()
+    }));
     let t = std::time::Instant::now();
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
-    let (irq_findings, irq_handlers) = lock_order::irq_safety(input, &summaries);
+    let (irq_findings, irq_handlers) = lock_order::irq_safety(input, &summaries, &registrations);
     findings.extend(irq_findings);
     let classes: BTreeSet<locks::LockClass> = order_edges
         .iter()
@@ -1272,6 +1278,7 @@ fn d_view(d: &Declared) -> DeclaredView {
 struct Checks<'a> {
     input: &'a Input<'a>,
     summaries: &'a [Summary],
+    callbacks: &'a [callbacks::Registration],
 }
 
 impl Checks<'_> {
@@ -1312,7 +1319,11 @@ impl Checks<'_> {
                             let Some(target) = program.lookup(symbol) else {
                                 continue;
                             };
-                            if !seen_fns.insert(target) {
+                            // A callback handed to a C API with a contract
+                            // is checked against that contract instead.
+                            if !seen_fns.insert(target)
+                                || self.callbacks.iter().any(|r| r.callback == target)
+                            {
                                 continue;
                             }
                             let s = self.summary(target);
@@ -1525,8 +1536,12 @@ impl Checks<'_> {
                 .fn_sig
                 .as_deref()
                 .is_some_and(|s| s.starts_with("extern "));
+            // A callback registered with a C API is held to that API's
+            // contract instead (see `callbacks.rs`).
+            let registered = self.callbacks.iter().any(|r| r.callback == id);
             if !inst.exported
                 || !c_abi
+                || registered
                 || self
                     .input
                     .annotations

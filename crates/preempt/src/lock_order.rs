@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use findings::{Finding, Note, Severity};
 use petgraph::graph::{DiGraph, NodeIndex};
-use program::{FnId, FnKind};
+use program::FnId;
 use spec::LockKind;
 
 use crate::Input;
@@ -177,10 +177,13 @@ fn cycle_finding(
         ))
 }
 
-/// The hard-IRQ handlers: annotated `#[kanalyze::irq_handler]`, or passed as
-/// the handler of `request_irq`/`request_threaded_irq` (and their `devm_`
-/// forms).
-pub(crate) fn irq_handlers(input: &Input<'_>) -> Vec<(FnId, String)> {
+/// The hard-IRQ handlers: annotated `#[kanalyze::irq_handler]`, or
+/// registered with a C function whose spec calls the callback in hard-IRQ
+/// context (`request_irq`, `request_threaded_irq` and their `devm_` forms).
+pub(crate) fn irq_handlers(
+    input: &Input<'_>,
+    registrations: &[crate::callbacks::Registration],
+) -> Vec<(FnId, String)> {
     let program = input.program;
     let mut out: Vec<(FnId, String)> = Vec::new();
     for (id, _, inst) in program.bodies() {
@@ -193,42 +196,16 @@ pub(crate) fn irq_handlers(input: &Input<'_>) -> Vec<(FnId, String)> {
             out.push((id, "annotated `#[kanalyze::irq_handler]`".to_string()));
         }
     }
-    for (id, _, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
-        let callees = program.callees(id);
-        for (b, block) in body.blocks.iter().enumerate() {
-            let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
-                continue;
-            };
-            let Some(register) = callees
-                .iter()
-                .find(|(g, e)| {
-                    e.block as usize == b && matches!(program.function(*g).kind, FnKind::Foreign)
-                })
-                .map(|(g, _)| program.function(*g).symbol.clone())
-            else {
-                continue;
-            };
-            let handler_arg = match register.as_str() {
-                "request_irq" | "request_threaded_irq" => 1,
-                "devm_request_irq" | "devm_request_threaded_irq" => 2,
-                _ => continue,
-            };
-            let Some(symbol) = args
-                .get(handler_arg)
-                .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
-                .and_then(|syms| syms.into_iter().next())
-            else {
-                continue;
-            };
-            if let Some(h) = program.lookup(&symbol)
-                && !out.iter().any(|(g, _)| *g == h)
-            {
-                out.push((
-                    h,
-                    format!("registered with `{register}` by `{}`", inst.name),
-                ));
-            }
+    for r in registrations {
+        if r.contract.hardirq && !out.iter().any(|(g, _)| *g == r.callback) {
+            out.push((
+                r.callback,
+                format!(
+                    "registered with `{}` by `{}`",
+                    r.register,
+                    program.function(r.by).name
+                ),
+            ));
         }
     }
     out
@@ -253,8 +230,12 @@ fn spinning(kind: LockKind) -> bool {
 /// interrupts enabled: the interrupt can arrive while the lock is held on
 /// the same CPU, and its handler then spins forever.
 /// The findings, and how many handlers there are.
-pub(crate) fn irq_safety(input: &Input<'_>, summaries: &[Summary]) -> (Vec<Finding>, usize) {
-    let handlers = irq_handlers(input);
+pub(crate) fn irq_safety(
+    input: &Input<'_>,
+    summaries: &[Summary],
+    registrations: &[crate::callbacks::Registration],
+) -> (Vec<Finding>, usize) {
+    let handlers = irq_handlers(input, registrations);
     let is_lock_fn = |g: FnId| locks_on_return(&summaries[g.index()]);
     if handlers.is_empty() {
         return (Vec::new(), 0);

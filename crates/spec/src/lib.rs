@@ -60,6 +60,11 @@ pub struct FnSpec {
     /// non-zero tears the object down, and what that teardown requires is a
     /// requirement only of dropping the last reference.
     pub last_reference_test: bool,
+    /// Function pointers passed to this function are called back by C in a
+    /// context the API defines (an IRQ handler in hard-IRQ context, an RCU
+    /// callback in softirq context, a `list_lru` walk callback with the
+    /// list's spinlock held).
+    pub callbacks: Vec<Callback>,
     /// One line of why (shown in `kanalyze summary`).
     pub note: Option<String>,
 }
@@ -74,9 +79,28 @@ impl Default for FnSpec {
             sleeps_if_zero: None,
             lock: None,
             last_reference_test: false,
+            callbacks: Vec::new(),
             note: None,
         }
     }
+}
+
+/// How C calls a function pointer it is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Callback {
+    /// The 0-based argument holding the pointer (possibly inside an
+    /// `Option`, as bindgen types nullable function pointers).
+    pub arg: u32,
+    /// The preemption counts C calls it with: the callback must accept
+    /// every one of them.
+    pub context: ExpectRange,
+    /// The adjustments the callback may make (a `list_lru` walk callback
+    /// may drop the list's lock). `[0]` unless said otherwise.
+    pub adjust: Vec<i32>,
+    /// Called in hard-IRQ context (for the IRQ-safety of locks).
+    pub hardirq: bool,
+    /// What the callback is, for messages: "hard-IRQ handler".
+    pub role: String,
 }
 
 /// Not `Copy`: callers clone it out of an `Option` (and clippy would flag

@@ -8,7 +8,7 @@ use annotations::ExpectRange;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::{FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecError, TrySuccess};
+use crate::{Callback, FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecError, TrySuccess};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +27,23 @@ struct RawFn {
     lock: Option<Spanned<RawLock>>,
     #[serde(default)]
     last_reference_test: bool,
+    #[serde(default)]
+    callbacks: Vec<Spanned<RawCallback>>,
     note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ arg = N, context = \"1..\", role = \"…\" }`"
+)]
+struct RawCallback {
+    arg: u32,
+    context: Spanned<String>,
+    adjust: Option<Vec<i32>>,
+    #[serde(default)]
+    hardirq: bool,
+    role: String,
 }
 
 #[derive(Deserialize)]
@@ -261,6 +277,47 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
                 ),
             ));
         }
+    }
+    for cb in raw.callbacks {
+        let span = cb.span();
+        let cb = cb.into_inner();
+        let context = cb.context.get_ref().parse::<ExpectRange>().map_err(|e| {
+            ctx.error(
+                Some(cb.context.span()),
+                format!(
+                    "function `{name}`: bad callback `context` range `{}`: {e}",
+                    cb.context.get_ref()
+                ),
+            )
+        })?;
+        if context.is_empty() {
+            return Err(ctx.error(
+                Some(cb.context.span()),
+                format!("function `{name}`: a callback `context` must be non-empty"),
+            ));
+        }
+        let adjust = cb.adjust.unwrap_or_else(|| vec![0]);
+        if adjust.is_empty() || adjust.iter().any(|a| a.abs() > MAX_ADJUST) {
+            return Err(ctx.error(
+                Some(span),
+                format!(
+                    "function `{name}`: a callback's `adjust` lists the adjustments allowed, each between -{MAX_ADJUST} and {MAX_ADJUST}"
+                ),
+            ));
+        }
+        if cb.role.trim().is_empty() {
+            return Err(ctx.error(
+                Some(span),
+                format!("function `{name}`: a callback needs a `role` (what it is, for messages)"),
+            ));
+        }
+        spec.callbacks.push(Callback {
+            arg: cb.arg,
+            context,
+            adjust,
+            hardirq: cb.hardirq,
+            role: cb.role,
+        });
     }
     if let Some(flag) = raw.sleeps_if_flag {
         let span = flag.span();

@@ -824,3 +824,55 @@ fn error_duplicate_property() {
 fn error_context_in_quoted_header() {
     insta::assert_snapshot!(parse_err("[fn.\"clk_*\"]\nexpect = 0\n"));
 }
+
+#[test]
+fn callbacks_parse() {
+    let spec = Spec::parse(
+        "[fn]\ncall_rcu = { callbacks = [{ arg = 1, context = \"1..\", role = \"RCU callback\" }] }\nlist_lru_walk = { callbacks = [{ arg = 1, context = \"1\", adjust = [0, -1], role = \"isolate\", hardirq = false }] }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let rcu = &spec.lookup("call_rcu").unwrap().callbacks[0];
+    assert_eq!(
+        (rcu.arg, rcu.adjust.clone(), rcu.hardirq),
+        (1, vec![0], false)
+    );
+    assert_eq!(rcu.context, "1..".parse().unwrap());
+    let lru = &spec.lookup("list_lru_walk").unwrap().callbacks[0];
+    assert_eq!(lru.adjust, vec![0, -1]);
+    // The built-in spec registers IRQ handlers as hard-IRQ callbacks.
+    let kernel = Spec::builtin_kernel();
+    let irq = &kernel.lookup("request_threaded_irq").unwrap().callbacks;
+    assert_eq!(
+        irq.iter().map(|c| (c.arg, c.hardirq)).collect::<Vec<_>>(),
+        vec![(1, true), (2, false)]
+    );
+}
+
+#[test]
+fn error_callback_bad_context() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\ncall_rcu = { callbacks = [{ arg = 1, context = \"softirq\", role = \"RCU callback\" }] }\n"
+    ));
+}
+
+#[test]
+fn error_callback_without_role() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\ncall_rcu = { callbacks = [{ arg = 1, context = \"1..\" }] }\n"
+    ));
+}
+
+#[test]
+fn error_callback_empty_adjust() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\nlist_lru_walk = { callbacks = [{ arg = 1, context = \"1\", adjust = [], role = \"isolate\" }] }\n"
+    ));
+}
+
+#[test]
+fn error_callback_unknown_key() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\ncall_rcu = { callbacks = [{ arg = 1, context = \"1..\", role = \"x\", ctx = 1 }] }\n"
+    ));
+}
