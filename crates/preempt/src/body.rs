@@ -666,7 +666,7 @@ impl<'a> BodyAnalysis<'a> {
             return match arg(cond.arg) {
                 Some(Known::Is(v)) if v & u128::from(cond.mask) == 0 => summary.expect,
                 // Known to allow sleeping, or unknown: assume it sleeps.
-                _ => ExpectRange::exactly(0),
+                _ => cond.expect_if_set,
             };
         }
         if let Some(i) = summary.sleeps_if_zero {

@@ -109,6 +109,11 @@ pub struct Callback {
 pub struct FlagCondition {
     pub arg: u32,
     pub mask: u64,
+    /// What the call expects when the flag may be set: `0` (it sleeps)
+    /// unless the function drops a lock its caller holds to sleep, as
+    /// `__xa_store` drops the `xa_lock` to allocate (then `1`: that lock,
+    /// and nothing else, held).
+    pub expect_if_set: ExpectRange,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

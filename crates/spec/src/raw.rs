@@ -51,6 +51,7 @@ struct RawCallback {
 struct RawFlag {
     arg: u32,
     mask: u64,
+    expect: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -328,9 +329,31 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
                 format!("function `{name}`: `sleeps_if_flag.mask` must be non-zero"),
             ));
         }
+        let expect_if_set = match &flag.expect {
+            None => ExpectRange::exactly(0),
+            Some(e) => {
+                let range = e.get_ref().parse::<ExpectRange>().map_err(|err| {
+                    ctx.error(
+                        Some(e.span()),
+                        format!(
+                            "function `{name}`: bad `sleeps_if_flag.expect` range `{}`: {err}",
+                            e.get_ref()
+                        ),
+                    )
+                })?;
+                if range.is_empty() {
+                    return Err(ctx.error(
+                        Some(e.span()),
+                        format!("function `{name}`: `sleeps_if_flag.expect` must be non-empty"),
+                    ));
+                }
+                range
+            }
+        };
         spec.sleeps_if_flag = Some(FlagCondition {
             arg: flag.arg,
             mask: flag.mask,
+            expect_if_set,
         });
     }
     if let Some(lock) = raw.lock {

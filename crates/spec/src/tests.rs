@@ -472,7 +472,13 @@ fn lock_effects_and_flags() {
     }
 
     let flag = |name: &str| spec.lookup(name).and_then(|s| s.sleeps_if_flag.clone());
-    let reclaim = |arg| Some(FlagCondition { arg, mask: 0x400 });
+    let reclaim = |arg| {
+        Some(FlagCondition {
+            arg,
+            mask: 0x400,
+            expect_if_set: ExpectRange::exactly(0),
+        })
+    };
     assert_eq!(flag("kmalloc"), reclaim(1));
     assert_eq!(flag("krealloc"), reclaim(2));
     assert_eq!(flag("kvmalloc"), reclaim(1));
@@ -641,7 +647,8 @@ my_driver_sleep = { expect = "0" }
             .and_then(|s| s.sleeps_if_flag.clone()),
         Some(FlagCondition {
             arg: 1,
-            mask: 0x800
+            mask: 0x800,
+            expect_if_set: ExpectRange::exactly(0),
         })
     );
     assert_eq!(spec.lookup("kmalloc").and_then(|s| s.note.clone()), None);
@@ -876,5 +883,23 @@ fn error_callback_empty_adjust() {
 fn error_callback_unknown_key() {
     insta::assert_snapshot!(parse_err(
         "[fn]\ncall_rcu = { callbacks = [{ arg = 1, context = \"1..\", role = \"x\", ctx = 1 }] }\n"
+    ));
+}
+
+#[test]
+fn flag_expectation_when_set() {
+    let spec = Spec::builtin_kernel();
+    let cond = spec
+        .lookup("__xa_store")
+        .and_then(|s| s.sleeps_if_flag.clone())
+        .unwrap();
+    // It drops the caller's `xa_lock` to allocate: that lock alone held.
+    assert_eq!(cond.expect_if_set, ExpectRange::exactly(1));
+}
+
+#[test]
+fn error_flag_bad_expect() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\n__xa_store = { sleeps_if_flag = { arg = 3, mask = 1024, expect = \"one\" } }\n"
     ));
 }
