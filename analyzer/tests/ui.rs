@@ -80,6 +80,7 @@ ui!(
     context_specialised,
     last_reference,
     callbacks,
+    dyn_drop,
 );
 
 #[test]

@@ -345,6 +345,15 @@ fn special_drop(
                 .annotations
                 .get(principal)
                 .and_then(|a| a.drop_preempt.as_ref());
+            // Beyond klint: the program's `Trait` vtables say which drop
+            // glues a `dyn Trait` drop reaches (linked as drop edges); the
+            // body is then analysed like any other.
+            let resolved = input.program.crates.iter().any(|c| {
+                c.dump
+                    .vtables
+                    .iter()
+                    .any(|v| v.trait_path.as_deref() == Some(principal.as_str()))
+            });
             Some((
                 match declared {
                     Some((pc, _)) => Summary::fixed(
@@ -355,6 +364,7 @@ fn special_drop(
                             unchecked: true,
                         },
                     ),
+                    None if resolved => return None,
                     // klint's VDROP_DEFAULT: dropping a `dyn` may sleep.
                     None => Summary::may_sleep(Source::UnknownIndirect),
                 },

@@ -248,8 +248,21 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     let mut address_taken: BTreeSet<FnId> = BTreeSet::new();
     let mut roots: Vec<(FnId, RootReason)> = Vec::new();
     let mut vtable_slots: HashMap<(&str, u32), BTreeSet<FnId>> = HashMap::new();
+    // What dropping a `dyn Trait` can run: the drop glue in slot 0 of every
+    // `Trait` vtable the program builds (empty for types without glue).
+    let mut dyn_glues: HashMap<&str, BTreeSet<FnId>> = HashMap::new();
     for c in &crates {
         for vt in &c.dump.vtables {
+            if let Some(trait_path) = &vt.trait_path {
+                let glues = dyn_glues.entry(trait_path.as_str()).or_default();
+                for entry in &vt.entries {
+                    if let kmir::VtableEntry::DropInPlace { glue: Some(glue) } = entry
+                        && let Some(&id) = by_symbol.get(glue)
+                    {
+                        glues.insert(id);
+                    }
+                }
+            }
             for (slot, entry) in vt.entries.iter().enumerate() {
                 if let kmir::VtableEntry::Method { method, symbol } = entry
                     && let Some(&id) = by_symbol.get(symbol)
@@ -362,6 +375,18 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                 TerminatorKind::Drop {
                     glue: Some(glue), ..
                 } => {
+                    // The drop glue of `dyn Trait` drops `*self` through the
+                    // vtable: it reaches the glue of every type the program
+                    // makes a `Trait` object of.
+                    if *glue == inst.symbol
+                        && let Some(principal) = dyn_principal(&crates[krate as usize].dump, inst)
+                        && let Some(glues) = dyn_glues.get(principal)
+                    {
+                        for &t in glues {
+                            pending_edges.push((caller, t, site(EdgeKind::Drop)));
+                        }
+                        continue;
+                    }
                     if let Some(&t) = by_symbol.get(glue) {
                         pending_edges.push((caller, t, site(EdgeKind::Drop)));
                     }
@@ -514,5 +539,16 @@ fn collect_address_taken(
             TerminatorKind::InlineAsm { fn_ptrs, .. } => fn_ptrs.iter().for_each(|f| add(f)),
             _ => {}
         }
+    }
+}
+
+/// The principal trait of the `dyn` type a drop glue instance drops.
+fn dyn_principal<'a>(dump: &'a kmir::CrateDump, inst: &kmir::Instance) -> Option<&'a str> {
+    let kmir::InstanceKind::DropGlue { ty } = inst.kind else {
+        return None;
+    };
+    match &dump.ty(ty)?.kind {
+        kmir::TyKind::Dynamic { traits } => traits.first().map(String::as_str),
+        _ => None,
     }
 }
