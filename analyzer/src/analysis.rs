@@ -24,6 +24,13 @@ pub struct Analysed {
 /// Loads, links and analyses; `None` (after reporting why) when the input
 /// is unusable or a spec file is bad.
 pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Analysed> {
+    let levels = match Levels::new(args) {
+        Ok(l) => l,
+        Err(d) => {
+            d.emit();
+            return None;
+        }
+    };
     let mut spec = spec::Spec::builtin_kernel();
     for path in &args.specs {
         match spec::Spec::load(path) {
@@ -66,11 +73,14 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             f
         })
         .collect();
-    let preempt = preempt::run(&preempt::Input {
+    let mut preempt = preempt::run(&preempt::Input {
         program: &program,
         annotations: &annotations,
         spec: &spec,
     });
+    let mut annotation_findings = annotation_findings;
+    levels.apply(&mut preempt.findings);
+    levels.apply(&mut annotation_findings);
     Some(Analysed {
         program,
         load,
@@ -139,4 +149,80 @@ fn file_rank(path: &str) -> u8 {
     } else {
         0
     }
+}
+
+/// `--deny`/`--warn`/`--allow`: the severity a finding kind is reported
+/// with, or `None` to drop it.
+struct Levels(HashMap<&'static str, Option<Severity>>);
+
+impl Levels {
+    fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
+        let mut levels: HashMap<&'static str, Option<Severity>> = HashMap::new();
+        let mut given: HashMap<&'static str, &'static str> = HashMap::new();
+        for (flag, kinds, level) in [
+            ("--deny", &args.deny, Some(Severity::Error)),
+            ("--warn", &args.warn, Some(Severity::Warning)),
+            ("--allow", &args.allow, None),
+        ] {
+            for kind in kinds {
+                let Some(known) = findings::KINDS.iter().find(|k| **k == kind.as_str()) else {
+                    let mut d = Diagnostic::error(format!(
+                        "unknown finding kind `{kind}` given to `{flag}`"
+                    ));
+                    if let Some(near) = findings::KINDS
+                        .iter()
+                        .map(|k| (edit_distance(k, kind), *k))
+                        .filter(|(d, _)| *d <= 3)
+                        .min()
+                    {
+                        d = d.help(format!("did you mean `{}`?", near.1));
+                    }
+                    return Err(d.help(format!(
+                        "the kinds are: {} (docs/output.md)",
+                        findings::KINDS.join(", ")
+                    )));
+                };
+                if let Some(other) = given.insert(known, flag)
+                    && other != flag
+                {
+                    return Err(Diagnostic::error(format!(
+                        "finding kind `{kind}` is given to both `{other}` and `{flag}`"
+                    ))
+                    .help("give each kind one level"));
+                }
+                levels.insert(known, level);
+            }
+        }
+        Ok(Levels(levels))
+    }
+
+    fn apply(&self, findings: &mut Vec<Finding>) {
+        if self.0.is_empty() {
+            return;
+        }
+        findings.retain_mut(|f| match self.0.get(f.kind) {
+            None => true,
+            Some(None) => false,
+            Some(Some(severity)) => {
+                f.severity = *severity;
+                true
+            }
+        });
+    }
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }

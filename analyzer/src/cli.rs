@@ -49,6 +49,19 @@ pub struct AnalysisArgs {
     /// snippets); the current directory is always tried.
     #[arg(long = "source-root", value_name = "DIR")]
     pub source_roots: Vec<PathBuf>,
+
+    /// Report findings of this kind as errors (repeatable), like rustc's
+    /// `-D`: `--deny last-reference-in-atomic`. Kinds: docs/output.md.
+    #[arg(long = "deny", value_name = "KIND")]
+    pub deny: Vec<String>,
+
+    /// Report findings of this kind as warnings (repeatable).
+    #[arg(long = "warn", value_name = "KIND")]
+    pub warn: Vec<String>,
+
+    /// Do not report findings of this kind (repeatable).
+    #[arg(long = "allow", value_name = "KIND")]
+    pub allow: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -124,3 +124,68 @@ fn spec_functions_and_unknown_c_functions_in_summaries() {
         "{stdout}"
     );
 }
+
+#[test]
+fn finding_levels_deny_warn_allow() {
+    let out = extract(&[CrateSpec::lib("ui/last_reference.rs")]);
+    let dir = out.dir.path();
+    let last = |s: &str| s.lines().last().unwrap_or_default().to_string();
+    // By default: one error (a sleep whatever the count), three warnings.
+    let (code, stdout, _) = kanalyze(&["kmir"], dir);
+    assert_eq!(code, 1);
+    assert!(
+        last(&stdout).starts_with("kanalyze: 1 error, 3 warnings"),
+        "{stdout}"
+    );
+    // Denied, the last-reference warnings are errors.
+    let (code, stdout, _) = kanalyze(&["kmir", "--deny", "last-reference-in-atomic"], dir);
+    assert_eq!(code, 1);
+    assert!(
+        last(&stdout).starts_with("kanalyze: 4 errors in"),
+        "{stdout}"
+    );
+    // Allowed, they are gone; the error demoted to a warning leaves exit 0.
+    let (code, stdout, _) = kanalyze(
+        &[
+            "kmir",
+            "--allow",
+            "last-reference-in-atomic",
+            "--warn",
+            "sleep-in-atomic",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        last(&stdout).starts_with("kanalyze: 1 warning in"),
+        "{stdout}"
+    );
+    // The JSON output agrees.
+    let (_, json, _) = kanalyze(
+        &[
+            "kmir",
+            "--format",
+            "json",
+            "--deny",
+            "last-reference-in-atomic",
+        ],
+        dir,
+    );
+    assert_eq!(json.matches("\"severity\": \"error\"").count(), 4, "{json}");
+}
+
+#[test]
+fn bad_finding_levels_are_usage_errors() {
+    let out = demo();
+    let dir = out.dir.path();
+    let (code, stdout, stderr) = kanalyze(&["kmir", "--deny", "sleep-in-atomc"], dir);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("unknown_finding_kind", stderr);
+    let (code, _, stderr) = kanalyze(
+        &["kmir", "--deny", "lock-leak", "--allow", "lock-leak"],
+        dir,
+    );
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("finding_kind_given_twice", stderr);
+}
