@@ -16,7 +16,8 @@
 #      have (by stable id), in full.
 #
 # Usage: scripts/kernel-bugs.sh [PATCH...]   (default: every patch)
-# Output: target/kernel/bugs/<patch>/{kmir,findings.txt,new.txt}
+# Output: target/kernel/bugs/<patch>/{kmir,findings.txt,findings.json,new.txt};
+# new.txt is `kanalyze check --baseline` against the unpatched kernel's run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${KANALYZE_KERNEL_WORK:-$ROOT/target/kernel}
@@ -73,35 +74,8 @@ for patch in "${patches[@]}"; do
     done
     "$KANALYZE" check "$out/kmir" >"$out/findings.txt" 2>/dev/null || true
     "$KANALYZE" check "$out/kmir" --format json >"$out/findings.json" 2>/dev/null || true
-    python3 - "$baseline" "$out/findings.json" "$out/findings.txt" "$out/src/" "$SRC/" >"$out/new.txt" <<'EOF'
-import json, sys
-# Ids and names mention source paths (closures), which differ between the
-# copy and the tree: compare what a finding says, with the copy's paths
-# written as the tree's.
-copy, tree = sys.argv[4], sys.argv[5]
-def key(f):
-    # (Not the line: the patch moves the lines after it.)
-    return json.dumps([f["kind"], f["message"], f.get("function"), f.get("label")]).replace(copy, tree)
-base = {key(f) for f in json.load(open(sys.argv[1]))["findings"]}
-new = [f for f in json.load(open(sys.argv[2]))["findings"] if key(f) not in base]
-# The text of each new finding, in the order of the text report.
-text = open(sys.argv[3]).read()
-blocks, cur = [], []
-for line in text.splitlines():
-    if (line.startswith("error") or line.startswith("warning") or line.startswith("kanalyze:")) and cur:
-        blocks.append("\n".join(cur)); cur = []
-    cur.append(line)
-if cur:
-    blocks.append("\n".join(cur))
-print(f"{len(new)} finding(s) not in the unpatched kernel:")
-for f in new:
-    print(f"  {f['id']} {f['kind']}: {f['message']}")
-    at = f"--> {f['span']['file']}:{f['span']['line']}:{f['span']['column']}" if f.get("span") else ""
-    for b in blocks:
-        lines = b.splitlines()
-        if f["message"] in lines[0] and (not at or (len(lines) > 1 and lines[1].strip() == at)):
-            print(b)
-            break
-EOF
-    echo "== $name: $(head -n1 "$out/new.txt") (full: $out/new.txt)" >&2
+    # What the patch adds: the findings whose stable id the unpatched
+    # kernel's run does not have (ids ignore spans and checkout paths).
+    "$KANALYZE" check "$out/kmir" --baseline "$baseline" >"$out/new.txt" 2>/dev/null || true
+    echo "== $name: new findings: $(tail -n1 "$out/new.txt" | sed 's/^kanalyze: //; s/ in [0-9]* crates.*//') (full: $out/new.txt)" >&2
 done

@@ -73,6 +73,12 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
+    /// A previous run's `--format json` output: findings it already has
+    /// (same stable id) are not reported, only counted. For a nightly batch
+    /// that wants what is new, or a tree whose old findings were triaged.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
     #[command(flatten)]
     pub analysis: AnalysisArgs,
 }

@@ -189,3 +189,73 @@ fn bad_finding_levels_are_usage_errors() {
     assert_eq!(code, 2);
     insta::assert_snapshot!("finding_kind_given_twice", stderr);
 }
+
+#[test]
+fn baseline_shows_only_new_findings() {
+    let out = extract(&[CrateSpec::lib("ui/last_reference.rs")]);
+    let dir = out.dir.path();
+    let (_, json, _) = kanalyze(&["kmir", "--format", "json"], dir);
+    std::fs::write(dir.join("all.json"), &json).unwrap();
+    // Everything is known: nothing to report, exit 0.
+    let (code, stdout, stderr) = kanalyze(&["kmir", "--baseline", "all.json"], dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with(
+            "kanalyze: no errors or warnings in 1 crate (65 function bodies analysed); 4 known findings in the baseline not shown"
+        ),
+        "{stdout}"
+    );
+    // A baseline without the error: the error is new again.
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let findings = doc["findings"].as_array_mut().unwrap();
+    findings.retain(|f| f["severity"] != "error");
+    std::fs::write(dir.join("warnings.json"), doc.to_string()).unwrap();
+    let (code, stdout, _) = kanalyze(&["kmir", "--baseline", "warnings.json"], dir);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout.matches("\nerror: ").count() + usize::from(stdout.starts_with("error: ")),
+        1,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("; 3 known findings in the baseline not shown"),
+        "{stdout}"
+    );
+    let (_, json2, _) = kanalyze(
+        &["kmir", "--format", "json", "--baseline", "warnings.json"],
+        dir,
+    );
+    let doc2: serde_json::Value = serde_json::from_str(&json2).unwrap();
+    assert_eq!(doc2["summary"]["baselined"], 3);
+    assert_eq!(doc2["findings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn bad_baselines_are_usage_errors() {
+    let out = demo();
+    let dir = out.dir.path();
+    std::fs::write(dir.join("text.json"), "error: not json\n").unwrap();
+    std::fs::write(dir.join("v9.json"), r#"{"version": 9, "findings": []}"#).unwrap();
+    std::fs::write(dir.join("noversion.json"), r#"{"findings": []}"#).unwrap();
+    std::fs::write(dir.join("nofindings.json"), r#"{"version": 1}"#).unwrap();
+    std::fs::write(
+        dir.join("noid.json"),
+        r#"{"version": 1, "findings": [{"kind": "x"}]}"#,
+    )
+    .unwrap();
+    let mut all = String::new();
+    for file in [
+        "missing.json",
+        "text.json",
+        "v9.json",
+        "noversion.json",
+        "nofindings.json",
+        "noid.json",
+    ] {
+        let (code, stdout, stderr) = kanalyze(&["kmir", "--baseline", file], dir);
+        assert_eq!(code, 2, "{file}: {stderr}");
+        assert!(stdout.is_empty(), "{file}: {stdout}");
+        all.push_str(&stderr);
+    }
+    insta::assert_snapshot!("bad_baselines", all);
+}

@@ -1,4 +1,5 @@
-//! `kanalyze check PATH... [--format text|json] [--spec FILE]...`
+//! `kanalyze check PATH... [--format text|json] [--baseline FILE] [--spec FILE]...
+//! [--deny|--warn|--allow KIND]...`
 
 use std::io::{self, BufWriter, Write};
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 
 use crate::analysis::{Analysed, analyse};
 use crate::cli::{CheckArgs, Format};
+use crate::diag::Diagnostic;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
 /// Exit status when an error-level finding was reported.
@@ -19,34 +21,106 @@ pub const JSON_VERSION: u32 = 1;
 const UNKNOWN_SHOWN: usize = 8;
 
 pub fn run(args: &CheckArgs) -> u8 {
+    // Read before the analysis: a bad baseline is a usage error, found fast.
+    let baseline = match &args.baseline {
+        Some(path) => match Baseline::load(path) {
+            Ok(b) => Some(b),
+            Err(d) => {
+                d.emit();
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
     let Some(analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
+    let mut findings = analysed.findings();
+    let mut known = 0;
+    if let Some(b) = &baseline {
+        let before = findings.len();
+        findings.retain(|f| !b.ids.contains(&report::stable_id(&analysed.program, f)));
+        known = before - findings.len();
+    }
+    let shown = Shown { findings, known };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = match args.format {
-        Format::Text => text(&analysed, args, &mut out),
-        Format::Json => json(&analysed, &mut out),
+        Format::Text => text(&analysed, &shown, args, &mut out),
+        Format::Json => json(&analysed, &shown, &mut out),
     }
     .and_then(|()| out.flush());
     if super::output_failed(result) {
         return EXIT_FAILURE;
     }
-    if analysed.errors() > 0 {
+    if shown.findings.iter().any(|f| f.severity == Severity::Error) {
         EXIT_FINDINGS
     } else {
         EXIT_OK
     }
 }
 
-fn text(a: &Analysed, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
+/// The findings to report, after the baseline.
+struct Shown<'a> {
+    findings: Vec<&'a findings::Finding>,
+    /// Findings left out because the baseline has them.
+    known: usize,
+}
+
+/// The stable ids of a previous run's findings.
+struct Baseline {
+    ids: std::collections::HashSet<String>,
+}
+
+impl Baseline {
+    fn load(path: &std::path::Path) -> Result<Baseline, Diagnostic> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Diagnostic::error(format!("cannot read the baseline `{shown}`: {e}")))?;
+        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Diagnostic::error(format!("the baseline `{shown}` is not JSON: {e}"))
+                .help("a baseline is the output of `kanalyze check --format json`")
+        })?;
+        match doc.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(JSON_VERSION) => {}
+            Some(v) => {
+                return Err(Diagnostic::error(format!(
+                    "the baseline `{shown}` is JSON output version {v}, this kanalyze writes and reads version {JSON_VERSION}"
+                ))
+                .help("regenerate it with this kanalyze: `kanalyze check --format json DIR > FILE`"));
+            }
+            None => {
+                return Err(Diagnostic::error(format!(
+                    "the baseline `{shown}` has no `version`: it is not `kanalyze check --format json` output"
+                )));
+            }
+        }
+        let Some(list) = doc.get("findings").and_then(serde_json::Value::as_array) else {
+            return Err(Diagnostic::error(format!(
+                "the baseline `{shown}` has no `findings` array"
+            )));
+        };
+        let mut ids = std::collections::HashSet::new();
+        for (i, f) in list.iter().enumerate() {
+            let Some(id) = f.get("id").and_then(serde_json::Value::as_str) else {
+                return Err(Diagnostic::error(format!(
+                    "finding {i} of the baseline `{shown}` has no string `id`"
+                )));
+            };
+            ids.insert(id.to_string());
+        }
+        Ok(Baseline { ids })
+    }
+}
+
+fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
     let mut sources = report::Sources::default();
     sources.roots = args.analysis.source_roots.clone();
     if let Ok(cwd) = std::env::current_dir() {
         sources.roots.push(cwd);
     }
-    let findings = a.findings();
-    for f in &findings {
+    let findings = &shown.findings;
+    for f in findings {
         write!(out, "{}", report::render(&a.program, f, &mut sources))?;
     }
     let bodies = a.program.stats.bodies;
@@ -56,6 +130,13 @@ fn text(a: &Analysed, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
         report::summary_line(&findings.iter().map(|f| (*f).clone()).collect::<Vec<_>>()),
         if crates == 1 { "" } else { "s" }
     );
+    if shown.known > 0 {
+        line.push_str(&format!(
+            "; {} known finding{} in the baseline not shown",
+            shown.known,
+            if shown.known == 1 { "" } else { "s" }
+        ));
+    }
     let unknown = &a.preempt.unknown_foreign;
     if !unknown.is_empty() {
         let shown: Vec<&str> = unknown
@@ -87,6 +168,9 @@ struct JsonSummary {
     warnings: usize,
     unknown_c_functions: Vec<String>,
     skipped_inputs: Vec<String>,
+    /// Findings left out because the `--baseline` has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baselined: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -96,8 +180,8 @@ struct JsonReport {
     summary: JsonSummary,
 }
 
-fn json(a: &Analysed, out: &mut dyn Write) -> io::Result<()> {
-    let findings = a.findings();
+fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let findings = &shown.findings;
     let count = |s| findings.iter().filter(|f| f.severity == s).count();
     let doc = JsonReport {
         version: JSON_VERSION,
@@ -117,6 +201,7 @@ fn json(a: &Analysed, out: &mut dyn Write) -> io::Result<()> {
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect(),
+            baselined: (shown.known > 0).then_some(shown.known),
         },
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

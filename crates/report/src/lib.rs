@@ -96,15 +96,50 @@ pub fn stable_id(program: &Program, finding: &Finding) -> String {
         .function
         .map(|f| program.function(f).name.as_str())
         .unwrap_or("");
+    let function = without_directories(function);
+    let subject = without_directories(&finding.subject);
     // FNV-1a: tiny, dependency-free and fixed forever.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in [finding.kind, function, finding.subject.as_str()] {
+    for part in [finding.kind, function.as_str(), subject.as_str()] {
         for b in part.bytes().chain([0u8]) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
     }
     format!("KA{:016x}", h)
+}
+
+/// Closure names carry the path of their file (`{closure@/src/x.rs:4:9}`):
+/// an identity must not depend on where the tree is checked out, so only
+/// the file name is kept.
+fn without_directories(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let end = rest.find([':', '}']).unwrap_or(rest.len());
+        let path = &rest[..end];
+        out.push_str(path.rsplit('/').next().unwrap_or(path));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::without_directories;
+
+    #[test]
+    fn closure_paths_lose_their_directories() {
+        assert_eq!(
+            without_directories("a::b::{closure@/work/x/src/lib.rs:4:9}::{closure@src/m.rs:1:2}"),
+            "a::b::{closure@lib.rs:4:9}::{closure@m.rs:1:2}"
+        );
+        assert_eq!(without_directories("plain::path"), "plain::path");
+        assert_eq!(without_directories("odd@"), "odd@");
+    }
 }
 
 struct Located {
