@@ -81,6 +81,7 @@ ui!(
     last_reference,
     callbacks,
     dyn_drop,
+    limits_heap_fields,
 );
 
 #[test]
