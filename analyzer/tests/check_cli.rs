@@ -259,3 +259,23 @@ fn bad_baselines_are_usage_errors() {
     }
     insta::assert_snapshot!("bad_baselines", all);
 }
+
+#[test]
+fn summary_shows_last_reference_expectations() {
+    let out = extract(&[CrateSpec::lib("ui/last_reference.rs")]);
+    let dir = out.dir.path();
+    let (code, stdout, stderr) =
+        kanalyze(&["summary", "kmir", "last_reference::Counted::put"], dir);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("summary_counted_put", stdout);
+    let (code, stdout, _) = kanalyze(
+        &[
+            "summary",
+            "kmir",
+            "last_reference::arc::Refcount::dec_and_test",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0);
+    assert!(stdout.contains("returns a last-reference test"), "{stdout}");
+}

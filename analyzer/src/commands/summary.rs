@@ -71,6 +71,19 @@ pub fn run(args: &SummaryArgs) -> u8 {
         for (when, e) in &s.expect_when {
             writeln!(out, "    {e} {}", when_text(when, s.split_field))?;
         }
+        if s.expect_last != annotations::ExpectRange::TOP {
+            writeln!(
+                out,
+                "  if a reference it drops is the last one: {}",
+                s.expect_last.intersect(&s.expect)
+            )?;
+        }
+        if s.last_reference_test {
+            writeln!(
+                out,
+                "  returns a last-reference test (non-zero: the last reference was dropped)"
+            )?;
+        }
         if s.context_sensitive {
             writeln!(
                 out,
@@ -139,6 +152,22 @@ pub fn run(args: &SummaryArgs) -> u8 {
                 a.program.span_text(id, r.span),
                 r.adj,
                 r.callee_expect
+            )?;
+        }
+        if let Some(r) = &s.reason_last {
+            writeln!(
+                out,
+                "  why last:    the {} of `{}` at {} (count offset {}) expects {}{}",
+                r.kind.name(),
+                a.program.function(r.callee).name,
+                a.program.span_text(id, r.span),
+                r.adj,
+                r.callee_expect,
+                if r.via_last {
+                    " if a reference it drops is the last one"
+                } else {
+                    ", reached when the reference count drops to zero"
+                }
             )?;
         }
         Ok(())
