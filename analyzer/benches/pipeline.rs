@@ -72,11 +72,12 @@ fn pipeline(c: &mut Criterion) {
         spec: &spec,
     });
     eprintln!(
-        "lock order + IRQ safety: {:.1} ms ({} order edges, {} classes, {} IRQ handlers, {} lock findings)",
+        "lock order + IRQ safety: {:.1} ms ({} order edges, {} classes, {} IRQ handlers, {} callbacks, {} lock findings)",
         once.locks.whole_program_time.as_secs_f64() * 1e3,
         once.locks.order_edges,
         once.locks.classes,
         once.locks.irq_handlers,
+        once.locks.callbacks,
         once.findings
             .iter()
             .filter(|f| {

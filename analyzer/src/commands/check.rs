@@ -168,6 +168,8 @@ struct JsonSummary {
     warnings: usize,
     unknown_c_functions: Vec<String>,
     skipped_inputs: Vec<String>,
+    /// Rust functions handed to C APIs whose spec has a callback contract.
+    callbacks_checked: usize,
     /// Findings left out because the `--baseline` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     baselined: Option<usize>,
@@ -202,6 +204,7 @@ fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> 
                 .map(|p| p.display().to_string())
                 .collect(),
             baselined: (shown.known > 0).then_some(shown.known),
+            callbacks_checked: a.preempt.locks.callbacks,
         },
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

@@ -60,6 +60,8 @@ pub struct LockStats {
     /// Distinct classes in the order graph.
     pub classes: usize,
     pub irq_handlers: usize,
+    /// Rust functions registered with a C API that has a callback contract.
+    pub callbacks: usize,
     /// Building the order graph, finding its cycles, and the IRQ check.
     pub whole_program_time: std::time::Duration,
 }
@@ -117,6 +119,7 @@ pub fn run(input: &Input<'_>) -> Output {
         order_edges: order_edges.len(),
         classes: classes.len(),
         irq_handlers,
+        callbacks: registrations.len(),
         whole_program_time: t.elapsed(),
     };
     Output {
