@@ -285,7 +285,7 @@ impl Texts<'_, '_> {
         finding = finding.note(Note::text(if v.unknown_adjustment {
             "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
         } else if v.possible.is_empty() {
-            "but no preemption count here is consistent with what the function needs before this point (it would have to be negative)".to_string()
+            "but no preemption count here is consistent with what the function needs before this point".to_string()
         } else {
             format!("but the possible preemption count at this point is {}", v.possible)
         }));
