@@ -174,8 +174,17 @@ fn why_chain(input: &Input<'_>, lookup: &dyn Fn(FnId) -> Summary, f: FnId) -> Ve
                 } else {
                     format!(": {why}")
                 };
+                let flagged = match &s.sleeps_if_flag {
+                    Some(cond) => format!(
+                        ", or {} when its {} argument may have a bit of {:#x} set",
+                        cond.expect_if_set,
+                        ordinal(cond.arg + 1),
+                        cond.mask
+                    ),
+                    None => String::new(),
+                };
                 notes.push(Note::text(format!(
-                    "`{c}` is a C function that expects the preemption count to be {} (kernel spec{why})",
+                    "`{c}` is a C function that expects the preemption count to be {}{flagged} (kernel spec{why})",
                     s.expect
                 )));
                 break;
@@ -571,4 +580,32 @@ pub(crate) fn vtable(
     )))
     .in_function(user)
     .subject(format!("{} as dyn {trait_path}", name(input, target)))
+}
+
+/// "1st", "2nd", "3rd", "4th", …, "11th", "21st".
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ordinals() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101]
+            .map(super::ordinal)
+            .to_vec();
+        assert_eq!(
+            got,
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"
+            ]
+        );
+    }
 }
