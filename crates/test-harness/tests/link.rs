@@ -225,3 +225,36 @@ fn crates_of_another_target_are_left_out() {
         }]
     );
 }
+
+#[test]
+fn dyn_drop_glue_reaches_the_glue_of_every_vtable() {
+    let p = linked(&extract(&[CrateSpec::lib("ui/dyn_drop.rs")]));
+    // Every `dyn Job` is a `Flush`; `Work` objects are `Quick` (no glue:
+    // nothing to drop) or `Boxed`.
+    assert_eq!(
+        callee_names(
+            &p,
+            "std::ptr::drop_glue::<dyn dyn_drop::Job>",
+            EdgeKind::Drop
+        ),
+        ["std::ptr::drop_glue::<dyn_drop::Flush>"]
+    );
+    assert_eq!(
+        callee_names(
+            &p,
+            "std::ptr::drop_glue::<dyn dyn_drop::Work>",
+            EdgeKind::Drop
+        ),
+        ["std::ptr::drop_glue::<dyn_drop::Boxed>"]
+    );
+    // No `Foreign` vtable in the program: the glue keeps its own drop (klint's
+    // default applies in the analysis).
+    assert_eq!(
+        callee_names(
+            &p,
+            "std::ptr::drop_glue::<dyn dyn_drop::Foreign>",
+            EdgeKind::Drop
+        ),
+        ["std::ptr::drop_glue::<dyn dyn_drop::Foreign>"]
+    );
+}
