@@ -130,18 +130,18 @@ fn finding_levels_deny_warn_allow() {
     let out = extract(&[CrateSpec::lib("ui/last_reference.rs")]);
     let dir = out.dir.path();
     let last = |s: &str| s.lines().last().unwrap_or_default().to_string();
-    // By default: one error (a sleep whatever the count), three warnings.
+    // By default: one error (a sleep whatever the count), four warnings.
     let (code, stdout, _) = kanalyze(&["kmir"], dir);
     assert_eq!(code, 1);
     assert!(
-        last(&stdout).starts_with("kanalyze: 1 error, 3 warnings"),
+        last(&stdout).starts_with("kanalyze: 1 error, 4 warnings"),
         "{stdout}"
     );
     // Denied, the last-reference warnings are errors.
     let (code, stdout, _) = kanalyze(&["kmir", "--deny", "last-reference-in-atomic"], dir);
     assert_eq!(code, 1);
     assert!(
-        last(&stdout).starts_with("kanalyze: 4 errors in"),
+        last(&stdout).starts_with("kanalyze: 5 errors in"),
         "{stdout}"
     );
     // Allowed, they are gone; the error demoted to a warning leaves exit 0.
@@ -171,7 +171,7 @@ fn finding_levels_deny_warn_allow() {
         ],
         dir,
     );
-    assert_eq!(json.matches("\"severity\": \"error\"").count(), 4, "{json}");
+    assert_eq!(json.matches("\"severity\": \"error\"").count(), 5, "{json}");
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn baseline_shows_only_new_findings() {
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.starts_with(
-            "kanalyze: no errors or warnings in 1 crate (65 function bodies analysed); 4 known findings in the baseline not shown"
+            "kanalyze: no errors or warnings in 1 crate (68 function bodies analysed); 5 known findings in the baseline not shown"
         ),
         "{stdout}"
     );
@@ -218,7 +218,7 @@ fn baseline_shows_only_new_findings() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("; 3 known findings in the baseline not shown"),
+        stdout.contains("; 4 known findings in the baseline not shown"),
         "{stdout}"
     );
     let (_, json2, _) = kanalyze(
@@ -226,7 +226,7 @@ fn baseline_shows_only_new_findings() {
         dir,
     );
     let doc2: serde_json::Value = serde_json::from_str(&json2).unwrap();
-    assert_eq!(doc2["summary"]["baselined"], 3);
+    assert_eq!(doc2["summary"]["baselined"], 4);
     assert_eq!(doc2["findings"].as_array().unwrap().len(), 1);
 }
 

@@ -823,11 +823,15 @@ fn analyze_function(
             }
         }
         if let Some(e) = d.expect {
-            // The annotation is the whole contract, teardown included.
             summary.expect = e;
             summary.expect_when.clear();
-            summary.expect_last = ExpectRange::TOP;
-            summary.reason_last = None;
+            // klint's annotations say nothing about last references: a
+            // checked one keeps what the body's teardowns need, so callers
+            // are still warned (an unchecked one never reads the body).
+            if d.unchecked {
+                summary.expect_last = ExpectRange::TOP;
+                summary.reason_last = None;
+            }
         }
         summary.source = Source::Annotation {
             path: d.path,
