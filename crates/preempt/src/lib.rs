@@ -1617,6 +1617,25 @@ impl Checks<'_> {
                     finding = finding.note(n);
                 }
                 out.push(finding);
+            } else if !s.expect_last.contains(&expect) {
+                let mut finding = Finding::new(
+                    "last-reference-in-atomic",
+                    Severity::Warning,
+                    format!(
+                        "extern function `{}` must have preemption count expectation {expect}, but if a reference it drops is the last one it expects {}",
+                        f.name,
+                        s.expect.intersect(&s.expect_last)
+                    ),
+                )
+                .at(loc)
+                .in_function(id)
+                .subject(f.name.clone());
+                for n in
+                    findings_text::why_expects_last(self.input, &|g| self.summary(g).clone(), id)
+                {
+                    finding = finding.note(n);
+                }
+                out.push(finding);
             }
         }
         out
