@@ -32,44 +32,39 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
     let mut out: Vec<Registration> = Vec::new();
     for (id, _, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
-        let callees = program.callees(id);
-        for (b, block) in body.blocks.iter().enumerate() {
+        for (g, edge) in program.callees(id) {
+            let register = program.function(g);
+            if !matches!(register.kind, FnKind::Foreign) {
+                continue;
+            }
+            let Some(spec) = input.spec.lookup(&register.symbol) else {
+                continue;
+            };
+            let Some(block) = body.block(edge.block) else {
+                continue;
+            };
             let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
                 continue;
             };
-            for (g, e) in &callees {
-                if e.block as usize != b || !matches!(program.function(*g).kind, FnKind::Foreign) {
-                    continue;
-                }
-                let register = &program.function(*g).symbol;
-                let Some(spec) = input.spec.lookup(register) else {
-                    continue;
-                };
-                for contract in &spec.callbacks {
-                    let Some(symbols) = args
-                        .get(contract.arg as usize)
-                        .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
-                    else {
+            for contract in &spec.callbacks {
+                let symbols = args
+                    .get(contract.arg as usize)
+                    .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
+                    .unwrap_or_default();
+                for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
+                    if out
+                        .iter()
+                        .any(|r| r.callback == callback && r.contract == *contract)
+                    {
                         continue;
-                    };
-                    for symbol in symbols {
-                        let Some(callback) = program.lookup(&symbol) else {
-                            continue;
-                        };
-                        if out
-                            .iter()
-                            .any(|r| r.callback == callback && r.contract == *contract)
-                        {
-                            continue;
-                        }
-                        out.push(Registration {
-                            callback,
-                            contract: contract.clone(),
-                            register: register.clone(),
-                            by: id,
-                            span: block.terminator.span,
-                        });
                     }
+                    out.push(Registration {
+                        callback,
+                        contract: contract.clone(),
+                        register: register.symbol.clone(),
+                        by: id,
+                        span: block.terminator.span,
+                    });
                 }
             }
         }
