@@ -130,18 +130,18 @@ fn finding_levels_deny_warn_allow() {
     let out = extract(&[CrateSpec::lib("ui/last_reference.rs")]);
     let dir = out.dir.path();
     let last = |s: &str| s.lines().last().unwrap_or_default().to_string();
-    // By default: one error (a sleep whatever the count), five warnings.
+    // By default: two errors (code that runs whatever the count), five warnings.
     let (code, stdout, _) = kanalyze(&["kmir"], dir);
     assert_eq!(code, 1);
     assert!(
-        last(&stdout).starts_with("kanalyze: 1 error, 5 warnings"),
+        last(&stdout).starts_with("kanalyze: 2 errors, 5 warnings"),
         "{stdout}"
     );
     // Denied, the last-reference warnings are errors.
     let (code, stdout, _) = kanalyze(&["kmir", "--deny", "last-reference-in-atomic"], dir);
     assert_eq!(code, 1);
     assert!(
-        last(&stdout).starts_with("kanalyze: 6 errors in"),
+        last(&stdout).starts_with("kanalyze: 7 errors in"),
         "{stdout}"
     );
     // Allowed, they are gone; the error demoted to a warning leaves exit 0.
@@ -157,7 +157,7 @@ fn finding_levels_deny_warn_allow() {
     );
     assert_eq!(code, 0, "{stdout}");
     assert!(
-        last(&stdout).starts_with("kanalyze: 1 warning in"),
+        last(&stdout).starts_with("kanalyze: 2 warnings in"),
         "{stdout}"
     );
     // The JSON output agrees.
@@ -171,7 +171,7 @@ fn finding_levels_deny_warn_allow() {
         ],
         dir,
     );
-    assert_eq!(json.matches("\"severity\": \"error\"").count(), 6, "{json}");
+    assert_eq!(json.matches("\"severity\": \"error\"").count(), 7, "{json}");
 }
 
 #[test]
@@ -201,10 +201,10 @@ fn baseline_shows_only_new_findings() {
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.starts_with("kanalyze: no errors or warnings in 1 crate (")
-            && stdout.contains("; 6 known findings in the baseline not shown"),
+            && stdout.contains("; 7 known findings in the baseline not shown"),
         "{stdout}"
     );
-    // A baseline without the error: the error is new again.
+    // A baseline without the errors: they are new again.
     let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     let findings = doc["findings"].as_array_mut().unwrap();
     findings.retain(|f| f["severity"] != "error");
@@ -213,7 +213,7 @@ fn baseline_shows_only_new_findings() {
     assert_eq!(code, 1);
     assert_eq!(
         stdout.matches("\nerror: ").count() + usize::from(stdout.starts_with("error: ")),
-        1,
+        2,
         "{stdout}"
     );
     assert!(
@@ -226,7 +226,7 @@ fn baseline_shows_only_new_findings() {
     );
     let doc2: serde_json::Value = serde_json::from_str(&json2).unwrap();
     assert_eq!(doc2["summary"]["baselined"], 5);
-    assert_eq!(doc2["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(doc2["findings"].as_array().unwrap().len(), 2);
 }
 
 #[test]

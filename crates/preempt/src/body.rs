@@ -1512,6 +1512,25 @@ fn last_reference_tests(
     if tests.is_empty() {
         return tests;
     }
+    // Only a local that holds nothing else: one assigned elsewhere too could
+    // hold another value where it is tested.
+    let mut writes: HashMap<LocalId, usize> = HashMap::new();
+    for b in &body.blocks {
+        for st in &b.statements {
+            if let StatementKind::Assign { place, .. } = &st.kind
+                && place.projection.is_empty()
+            {
+                *writes.entry(place.local).or_default() += 1;
+            }
+        }
+        if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
+            && destination.projection.is_empty()
+        {
+            *writes.entry(destination.local).or_default() += 1;
+        }
+    }
+    let once = |l: &LocalId| writes.get(l).copied().unwrap_or(0) == 1;
+    tests.retain(once);
     // `let is_zero = …; if is_zero` may copy the result first.
     loop {
         let before = tests.len();
@@ -1528,6 +1547,7 @@ fn last_reference_tests(
                     && src.projection.is_empty()
                     && tests.contains(&src.local)
                     && !tests.contains(&place.local)
+                    && once(&place.local)
                 {
                     tests.push(place.local);
                 }
