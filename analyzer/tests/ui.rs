@@ -82,6 +82,7 @@ ui!(
     callbacks,
     dyn_drop,
     limits_heap_fields,
+    ops_tables,
 );
 
 #[test]

@@ -636,8 +636,8 @@ impl<'tcx> Translator<'tcx> {
             sty::ConstantKind::ZeroSized => kmir::ConstValue::ZeroSized,
             sty::ConstantKind::Allocated(alloc) => {
                 let mut v = self.allocation_value(c.ty(), alloc);
-                if let kmir::ConstValue::Memory { variant, .. } = &mut v {
-                    *variant = self.enum_variant(c);
+                if let kmir::ConstValue::Memory(m) = &mut v {
+                    m.variant = self.enum_variant(c);
                 }
                 v
             }
@@ -700,28 +700,54 @@ impl<'tcx> Translator<'tcx> {
             return kmir::ConstValue::Scalar(v);
         }
         let mut pointers = Pointers::default();
-        self.collect_pointers(alloc, &mut pointers, 0);
-        kmir::ConstValue::Memory {
+        let internal = rustc_internal::internal(self.tcx, ty);
+        self.collect_pointers(alloc, &mut pointers, 0, Some(internal));
+        kmir::ConstValue::Memory(Box::new(kmir::Memory {
             fn_ptrs: pointers.fns,
             vtables: pointers.vtables,
             statics: pointers.statics,
             variant: None,
-        }
+            fn_fields: pointers.fields,
+        }))
     }
 
     /// Every function, vtable and static an allocation points to, through
     /// nested memory (e.g. a `&[&dyn Trait]` constant or an ops table).
-    fn collect_pointers(&mut self, alloc: &sty::Allocation, out: &mut Pointers, depth: u32) {
+    ///
+    /// `ty` is the type of the memory when known: a code pointer's struct
+    /// field is then recorded too (an ops table's `queue_rq`).
+    fn collect_pointers(
+        &mut self,
+        alloc: &sty::Allocation,
+        out: &mut Pointers,
+        depth: u32,
+        ty: Option<ty::Ty<'tcx>>,
+    ) {
         // Constant memory is a DAG (statics, the only way back, are not
         // followed), but bound the walk anyway.
         if depth > 64 {
             return;
         }
-        for (_, prov) in &alloc.provenance.ptrs {
+        for (offset, prov) in &alloc.provenance.ptrs {
             let id = prov.0;
+            let leaf = ty.and_then(|t| self.leaf_at(t, *offset as u64, 0));
             match GlobalAlloc::from(id) {
                 GlobalAlloc::Function(instance) => {
                     let symbol = self.reference(&instance);
+                    if let Some(Leaf {
+                        owner: Some((owner, field)),
+                        ..
+                    }) = &leaf
+                    {
+                        let f = kmir::FnField {
+                            owner: owner.clone(),
+                            field: field.clone(),
+                            symbol: symbol.clone(),
+                        };
+                        if !out.fields.contains(&f) {
+                            out.fields.push(f);
+                        }
+                    }
                     if !out.fns.contains(&symbol) {
                         out.fns.push(symbol);
                     }
@@ -743,9 +769,69 @@ impl<'tcx> Translator<'tcx> {
                     }
                 }
                 GlobalAlloc::Static(def) => out.statics.push(self.canon(def)),
-                GlobalAlloc::Memory(inner) => self.collect_pointers(&inner, out, depth + 1),
+                GlobalAlloc::Memory(inner) => {
+                    let pointee = leaf.and_then(|l| pointee(l.ty));
+                    self.collect_pointers(&inner, out, depth + 1, pointee)
+                }
                 GlobalAlloc::TypeId { .. } => {}
             }
+        }
+    }
+
+    /// The scalar-like part of a `ty` value that contains byte `offset`
+    /// (a pointer, an `Option<fn>`): its type and the innermost struct field
+    /// it is, through nested structs, wrapper unions (`MaybeUninit`) and
+    /// arrays.
+    fn leaf_at(&self, ty: ty::Ty<'tcx>, offset: u64, depth: u32) -> Option<Leaf<'tcx>> {
+        if depth > 16 {
+            return None;
+        }
+        let tcx = self.tcx;
+        let layout_of = |t: ty::Ty<'tcx>| {
+            tcx.layout_of(TypingEnv::fully_monomorphized().as_query_input(t))
+                .ok()
+        };
+        match ty.kind() {
+            ty::Adt(adt, args) if adt.is_struct() || adt.is_union() => {
+                let layout = layout_of(ty)?;
+                let variant = adt.non_enum_variant();
+                for (i, f) in variant.fields.iter().enumerate() {
+                    let fty = tcx
+                        .try_normalize_erasing_regions(
+                            TypingEnv::fully_monomorphized(),
+                            f.ty(tcx, args),
+                        )
+                        .ok()?;
+                    let start = layout.fields.offset(i).bytes();
+                    let size = layout_of(fty)?.size.bytes();
+                    if offset < start || offset >= start + size {
+                        continue;
+                    }
+                    let inner = self.leaf_at(fty, offset - start, depth + 1);
+                    match inner {
+                        Some(Leaf { owner: Some(_), .. }) => return inner,
+                        // A union's fields overlap: try the next one.
+                        None if adt.is_union() => continue,
+                        _ => {}
+                    }
+                    if adt.is_union() {
+                        return inner;
+                    }
+                    return Some(Leaf {
+                        ty: inner.map_or(fty, |l| l.ty),
+                        owner: Some((def_path(tcx, adt.did()), f.name.to_string())),
+                    });
+                }
+                None
+            }
+            ty::Array(elem, _) => {
+                let size = layout_of(*elem)?.size.bytes();
+                if size == 0 {
+                    return None;
+                }
+                self.leaf_at(*elem, offset % size, depth + 1)
+            }
+            _ => Some(Leaf { ty, owner: None }),
         }
     }
 
@@ -1046,10 +1132,9 @@ impl<'tcx> Translator<'tcx> {
                 let mut fn_ptrs = Vec::new();
                 for op in operands {
                     if let Some(smir::Operand::Constant(c)) = &op.in_value
-                        && let kmir::ConstValue::Memory { fn_ptrs: fns, .. } =
-                            self.constant(&c.const_).value
+                        && let kmir::ConstValue::Memory(m) = self.constant(&c.const_).value
                     {
-                        fn_ptrs.extend(fns);
+                        fn_ptrs.extend(m.fn_ptrs);
                     }
                 }
                 kmir::TerminatorKind::InlineAsm {
@@ -1125,7 +1210,8 @@ impl<'tcx> Translator<'tcx> {
         };
         let mut pointers = Pointers::default();
         if let Ok(alloc) = def.eval_initializer() {
-            self.collect_pointers(&alloc, &mut pointers, 0);
+            let ty = rustc_internal::internal(tcx, def.ty());
+            self.collect_pointers(&alloc, &mut pointers, 0, Some(ty));
         }
         let ty = self.ty(def.ty());
         Ok(kmir::StaticItem {
@@ -1136,6 +1222,7 @@ impl<'tcx> Translator<'tcx> {
             mutable: tcx.is_mutable_static(def_id),
             fn_ptrs: pointers.fns,
             vtables: pointers.vtables,
+            fn_fields: pointers.fields,
         })
     }
 
@@ -1196,6 +1283,24 @@ struct Pointers {
     fns: Vec<String>,
     vtables: Vec<VtableId>,
     statics: Vec<String>,
+    fields: Vec<kmir::FnField>,
+}
+
+/// What a byte of constant memory is part of (see `Translator::leaf_at`).
+struct Leaf<'tcx> {
+    ty: ty::Ty<'tcx>,
+    /// The innermost struct and field holding it.
+    owner: Option<(String, String)>,
+}
+
+/// What a pointer of type `ty` points to, for walking nested memory: the
+/// pointee of a reference or raw pointer, also inside an `Option`.
+fn pointee<'tcx>(ty: ty::Ty<'tcx>) -> Option<ty::Ty<'tcx>> {
+    match ty.kind() {
+        ty::Ref(_, t, _) | ty::RawPtr(t, _) => Some(*t),
+        ty::Adt(adt, args) if adt.is_enum() => args.types().find_map(pointee),
+        _ => None,
+    }
 }
 
 /// A type rendered with canonical paths (`core::option::Option<k::Guard<'_, u32>>`),

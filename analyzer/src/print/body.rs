@@ -339,19 +339,28 @@ impl<'d> Printer<'d> {
                 }
                 _ => format!("const ZeroSized: {}", self.ty(c.ty)),
             },
-            ConstValue::Memory {
-                fn_ptrs,
-                vtables,
-                statics,
-                variant,
-            } => {
+            ConstValue::Memory(m) => {
+                let kmir::Memory {
+                    fn_ptrs,
+                    vtables,
+                    statics,
+                    variant,
+                    fn_fields,
+                } = &**m;
+                let field_of = |s: &String| {
+                    fn_fields
+                        .iter()
+                        .filter(|f| &f.symbol == s)
+                        .map(|f| format!(" in {}.{}", f.owner, f.field))
+                        .collect::<String>()
+                };
                 let refs: Vec<String> = variant
                     .iter()
                     .map(|v| format!("variant #{v}"))
                     .chain(
                         fn_ptrs
                             .iter()
-                            .map(|s| format!("fn {}", self.symbol_name(s))),
+                            .map(|s| format!("fn {}{}", self.symbol_name(s), field_of(s))),
                     )
                     .chain(vtables.iter().map(|v| format!("vtable #{v}")))
                     .chain(statics.iter().map(|s| format!("static {s}")))

@@ -78,10 +78,17 @@ impl Printer<'_> {
                 self.span(&s.span)
             )?;
             for f in &s.fn_ptrs {
+                let fields: Vec<String> = s
+                    .fn_fields
+                    .iter()
+                    .filter(|ff| &ff.symbol == f)
+                    .map(|ff| format!(" in {}.{}", ff.owner, ff.field))
+                    .collect();
                 writeln!(
                     out,
-                    "    fn pointer {}  // {}",
+                    "    fn pointer {}{}  // {}",
                     self.symbol_name(f),
+                    fields.concat(),
                     self.symbol_facts(f)
                 )?;
             }

@@ -388,15 +388,10 @@ pub enum ConstValue {
     Scalar(u128),
     /// A zero-sized value, e.g. a fn item or `()`.
     ZeroSized,
-    /// Any other evaluated constant: the code pointers and vtables it refers
-    /// to, and for an enum the index of the variant it holds
-    /// (`const Option::<()>::Some(())`).
-    Memory {
-        fn_ptrs: Vec<Symbol>,
-        vtables: Vec<VtableId>,
-        statics: Vec<String>,
-        variant: Option<u32>,
-    },
+    /// Any other evaluated constant: what it refers to (boxed: most
+    /// constants are scalars, and every operand pays for the largest
+    /// variant).
+    Memory(Box<Memory>),
     /// A constant the compiler could not evaluate here (should not happen in mono items).
     Unevaluated,
 }
@@ -636,6 +631,36 @@ pub struct StaticItem {
     /// Functions whose address is in the initializer (e.g. ops tables handed to C).
     pub fn_ptrs: Vec<Symbol>,
     pub vtables: Vec<VtableId>,
+    /// Which struct field each of those code pointers is stored in.
+    pub fn_fields: Vec<FnField>,
+}
+
+/// What an evaluated constant refers to: the code pointers and vtables in
+/// it, and for an enum the index of the variant it holds
+/// (`const Option::<()>::Some(())`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Memory {
+    pub fn_ptrs: Vec<Symbol>,
+    pub vtables: Vec<VtableId>,
+    pub statics: Vec<String>,
+    pub variant: Option<u32>,
+    /// Which struct field each code pointer is stored in, where the
+    /// constant's type says (an ops table like `blk_mq_ops`).
+    pub fn_fields: Vec<FnField>,
+}
+
+/// A code pointer stored in a field of a struct in constant memory: C
+/// calls it through that field (`blk_mq_ops.queue_rq`), in the context the
+/// field's contract defines.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct FnField {
+    /// The canonical path of the struct whose field holds the pointer (the
+    /// innermost struct: a field of a nested struct names that struct).
+    pub owner: String,
+    pub field: String,
+    pub symbol: Symbol,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -712,6 +737,41 @@ impl Body {
             .iter()
             .find(|v| v.local == local)
             .map(|v| v.name.as_str())
+    }
+
+    /// Every constant operand a value can flow from (assignments, casts,
+    /// aggregates, call arguments), with the span of its statement or
+    /// terminator: where the body's code pointers and ops tables are.
+    pub fn constants(&self) -> Vec<(&Constant, Span)> {
+        fn push<'a>(out: &mut Vec<(&'a Constant, Span)>, o: &'a Operand, span: Span) {
+            if let Operand::Constant(c) = o {
+                out.push((c, span));
+            }
+        }
+        let mut out = Vec::new();
+        for block in &self.blocks {
+            for s in &block.statements {
+                if let StatementKind::Assign { rvalue, .. } = &s.kind {
+                    match rvalue {
+                        Rvalue::Use(o)
+                        | Rvalue::Cast { operand: o, .. }
+                        | Rvalue::Repeat { operand: o, .. } => push(&mut out, o, s.span),
+                        Rvalue::Aggregate { operands, .. } => {
+                            for o in operands {
+                                push(&mut out, o, s.span);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if let TerminatorKind::Call { args, .. } = &block.terminator.kind {
+                for o in args {
+                    push(&mut out, o, block.terminator.span);
+                }
+            }
+        }
+        out
     }
 }
 

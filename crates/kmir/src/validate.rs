@@ -119,8 +119,8 @@ impl BodyCheck<'_, '_> {
             Operand::Copy(p) | Operand::Move(p) => self.place(p),
             Operand::Constant(c) => {
                 self.c.ty(c.ty)?;
-                if let ConstValue::Memory { vtables, .. } = &c.value {
-                    vtables.iter().try_for_each(|v| self.c.vtable(*v))?;
+                if let ConstValue::Memory(m) = &c.value {
+                    m.vtables.iter().try_for_each(|v| self.c.vtable(*v))?;
                 }
                 Ok(())
             }

@@ -192,10 +192,8 @@ impl<'a> BodyAnalysis<'a> {
                 kind: AggregateKind::Adt { ty, variant, .. },
                 ..
             } => (*ty, *variant),
-            Rvalue::Use(kmir::Operand::Constant(c)) => match c.value {
-                kmir::ConstValue::Memory {
-                    variant: Some(v), ..
-                } => (c.ty, v),
+            Rvalue::Use(kmir::Operand::Constant(c)) => match &c.value {
+                kmir::ConstValue::Memory(m) => (c.ty, m.variant?),
                 _ => return None,
             },
             _ => return None,

@@ -1,11 +1,19 @@
-//! Functions C calls back: a Rust function passed to a C API whose spec
-//! says how it calls its callbacks (`callbacks = [...]`: an IRQ handler in
-//! hard-IRQ context, an RCU callback in softirq context, a `list_lru` walk
-//! callback with the list's spinlock held). The registration is the
-//! callback's contract: it must accept every count of the context and make
-//! only the adjustments allowed. For an exported `extern "C"` callback the
-//! contract replaces klint's blanket rule for exported functions (any
-//! context, adjustment 0), which the API's own contract contradicts.
+//! Functions C calls back, and the context C calls them in:
+//!
+//! * a Rust function passed to a C function whose spec entry has a
+//!   `callbacks = [...]` contract (an IRQ handler in hard-IRQ context, an RCU
+//!   callback in softirq context, a `list_lru` walk callback with the list's
+//!   spinlock held);
+//! * a Rust function stored in a field of an ops table (a constant or a
+//!   static of a C struct type) whose `[field]` spec entry has a contract
+//!   (`blk_mq_ops.queue_rq` under `rcu_read_lock()`, `blk_mq_ops.complete`
+//!   in interrupt context).
+//!
+//! The registration is the callback's contract: it must accept every count
+//! of the context and make only the adjustments allowed. For an exported
+//! `extern "C"` callback the contract replaces klint's blanket rule for
+//! exported functions (any context, adjustment 0), which the API's own
+//! contract contradicts.
 
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
@@ -17,12 +25,14 @@ use crate::{Input, krate_index};
 #[derive(Clone, Debug)]
 pub(crate) struct Registration {
     pub callback: FnId,
-    pub contract: spec::Callback,
-    /// The C function it was passed to.
-    pub register: String,
-    /// Where: the function making the call, and the call's span.
-    pub by: FnId,
-    pub span: kmir::Span,
+    pub contract: spec::Contract,
+    /// How it reaches C: "registered with `call_rcu`", "stored in
+    /// `blk_mq_ops.queue_rq`".
+    pub how: String,
+    /// Where: a call in a function, or a constant or static's definition.
+    pub site: Loc,
+    /// The function making the call or using the constant, if any.
+    pub by: Option<FnId>,
 }
 
 /// Every callback registration in the program, in a stable order (one per
@@ -30,8 +40,18 @@ pub(crate) struct Registration {
 pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
     let program = input.program;
     let mut out: Vec<Registration> = Vec::new();
+    let mut add = |r: Registration| {
+        if !out
+            .iter()
+            .any(|o| o.callback == r.callback && o.contract == r.contract)
+        {
+            out.push(r);
+        }
+    };
     for (id, _, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
+        let krate = krate_index(program, id);
+        // Passed as an argument of a C function with a contract.
         for (g, edge) in program.callees(id) {
             let register = program.function(g);
             if !matches!(register.kind, FnKind::Foreign) {
@@ -46,30 +66,72 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
                 continue;
             };
-            for contract in &spec.callbacks {
+            for cb in &spec.callbacks {
                 let symbols = args
-                    .get(contract.arg as usize)
+                    .get(cb.arg as usize)
                     .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
                     .unwrap_or_default();
                 for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
-                    if out
-                        .iter()
-                        .any(|r| r.callback == callback && r.contract == *contract)
-                    {
-                        continue;
-                    }
-                    out.push(Registration {
+                    add(Registration {
                         callback,
-                        contract: contract.clone(),
-                        register: register.symbol.clone(),
-                        by: id,
-                        span: block.terminator.span,
+                        contract: cb.contract.clone(),
+                        how: format!("registered with `{}`", register.symbol),
+                        site: Loc {
+                            krate,
+                            span: block.terminator.span,
+                        },
+                        by: Some(id),
                     });
                 }
             }
         }
+        // Stored in an ops table built as a constant.
+        for (c, span) in body.constants() {
+            if let kmir::ConstValue::Memory(m) = &c.value {
+                for r in stored(input, &m.fn_fields, Loc { krate, span }, Some(id)) {
+                    add(r);
+                }
+            }
+        }
+    }
+    // Stored in an ops table built as a static.
+    for (krate, c) in program.crates.iter().enumerate() {
+        for s in &c.dump.statics {
+            let site = Loc {
+                krate: krate as u32,
+                span: s.span,
+            };
+            for r in stored(input, &s.fn_fields, site, None) {
+                add(r);
+            }
+        }
     }
     out
+}
+
+/// The registrations of the code pointers of one constant or static whose
+/// fields have contracts.
+fn stored(
+    input: &Input<'_>,
+    fields: &[kmir::FnField],
+    site: Loc,
+    by: Option<FnId>,
+) -> Vec<Registration> {
+    fields
+        .iter()
+        .filter_map(|f| {
+            let contract = input.spec.field(&f.owner, &f.field)?;
+            let callback = input.program.lookup(&f.symbol)?;
+            let owner = f.owner.rsplit("::").next().unwrap_or(&f.owner);
+            Some(Registration {
+                callback,
+                contract: contract.clone(),
+                how: format!("stored in `{owner}.{}`", f.field),
+                site,
+                by,
+            })
+        })
+        .collect()
 }
 
 fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
@@ -99,12 +161,11 @@ pub(crate) fn check(
         let name = &program.function(r.callback).name;
         let role = &r.contract.role;
         let registered = Note::at(
-            loc(input, r.by, r.span),
-            format!(
-                "registered here with `{}`, in `{}`",
-                r.register,
-                program.function(r.by).name
-            ),
+            r.site,
+            match r.by {
+                Some(by) => format!("{} here, in `{}`", r.how, program.function(by).name),
+                None => format!("{} here", r.how),
+            },
         );
         if !s.expect.contains(&r.contract.context) {
             let mut f = Finding::new(

@@ -63,9 +63,9 @@ impl Context {
                             known.push((local, vec![ProjKey::Field(0)], *v));
                         }
                     }
-                    ConstValue::Memory { fn_ptrs: syms, .. } if !syms.is_empty() => {
+                    ConstValue::Memory(m) if !m.fn_ptrs.is_empty() => {
                         let ids: Vec<FnId> =
-                            syms.iter().filter_map(|s| program.lookup(s)).collect();
+                            m.fn_ptrs.iter().filter_map(|s| program.lookup(s)).collect();
                         if !ids.is_empty() {
                             fn_ptrs.push((local, ids));
                         }
@@ -121,7 +121,7 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
     }
     match op {
         Operand::Constant(c) => match &c.value {
-            ConstValue::Memory { fn_ptrs, .. } if !fn_ptrs.is_empty() => Some(fn_ptrs.clone()),
+            ConstValue::Memory(m) if !m.fn_ptrs.is_empty() => Some(m.fn_ptrs.clone()),
             _ => None,
         },
         Operand::Copy(p) | Operand::Move(p) => {

@@ -200,11 +200,10 @@ pub(crate) fn irq_handlers(
         if r.contract.hardirq && !out.iter().any(|(g, _)| *g == r.callback) {
             out.push((
                 r.callback,
-                format!(
-                    "registered with `{}` by `{}`",
-                    r.register,
-                    program.function(r.by).name
-                ),
+                match r.by {
+                    Some(by) => format!("{} by `{}`", r.how, program.function(by).name),
+                    None => r.how.clone(),
+                },
             ));
         }
     }

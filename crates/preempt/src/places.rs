@@ -216,8 +216,8 @@ impl<'a> Places<'a> {
                 )
             }
             Operand::Constant(c) => match &c.value {
-                ConstValue::Memory { statics, .. } if statics.len() == 1 => {
-                    Some(LockPath::new(Root::Static(statics[0].clone())))
+                ConstValue::Memory(m) if m.statics.len() == 1 => {
+                    Some(LockPath::new(Root::Static(m.statics[0].clone())))
                 }
                 _ => None,
             },

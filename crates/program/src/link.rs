@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
-use kmir::{Callee, CastKind, ConstValue, Operand, Rvalue, StatementKind, TerminatorKind};
+use kmir::{Callee, CastKind, ConstValue, Rvalue, StatementKind, TerminatorKind};
 
 use crate::{
     CallGraph, Edge, EdgeKind, FnId, FnKind, Function, IndirectKey, LinkStats, LinkedCrate,
@@ -508,36 +508,28 @@ fn collect_address_taken(
             out.insert(id);
         }
     };
-    let operand = |o: &Operand, add: &mut dyn FnMut(&str)| {
-        if let Operand::Constant(c) = o
-            && let ConstValue::Memory { fn_ptrs, .. } = &c.value
-        {
-            fn_ptrs.iter().for_each(|f| add(f));
+    for (c, _) in body.constants() {
+        if let ConstValue::Memory(m) = &c.value {
+            m.fn_ptrs.iter().for_each(|f| add(f));
         }
-    };
+    }
     for block in &body.blocks {
         for s in &block.statements {
-            if let StatementKind::Assign { rvalue, .. } = &s.kind {
-                match rvalue {
+            if let StatementKind::Assign {
+                rvalue:
                     Rvalue::Cast {
                         kind:
                             CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
                         ..
-                    } => add(symbol),
-                    Rvalue::Use(o)
-                    | Rvalue::Cast { operand: o, .. }
-                    | Rvalue::Repeat { operand: o, .. } => operand(o, &mut add),
-                    Rvalue::Aggregate { operands, .. } => {
-                        operands.iter().for_each(|o| operand(o, &mut add))
-                    }
-                    _ => {}
-                }
+                    },
+                ..
+            } = &s.kind
+            {
+                add(symbol);
             }
         }
-        match &block.terminator.kind {
-            TerminatorKind::Call { args, .. } => args.iter().for_each(|o| operand(o, &mut add)),
-            TerminatorKind::InlineAsm { fn_ptrs, .. } => fn_ptrs.iter().for_each(|f| add(f)),
-            _ => {}
+        if let TerminatorKind::InlineAsm { fn_ptrs, .. } = &block.terminator.kind {
+            fn_ptrs.iter().for_each(|f| add(f));
         }
     }
 }

@@ -85,12 +85,19 @@ impl Default for FnSpec {
     }
 }
 
-/// How C calls a function pointer it is given.
+/// How C calls a function pointer passed to one of its functions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Callback {
     /// The 0-based argument holding the pointer (possibly inside an
     /// `Option`, as bindgen types nullable function pointers).
     pub arg: u32,
+    pub contract: Contract,
+}
+
+/// How C calls a code pointer it was given (as an argument, or in a struct
+/// field of an ops table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contract {
     /// The preemption counts C calls it with: the callback must accept
     /// every one of them.
     pub context: ExpectRange,
@@ -344,6 +351,8 @@ pub struct Spec {
     exact: HashMap<String, FnSpec>,
     /// Most specific first, then by glob text: lookup takes the first match.
     patterns: Vec<Pattern>,
+    /// Ops-table fields C calls through: (struct name, field) → contract.
+    fields: HashMap<(String, String), Contract>,
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
@@ -368,12 +377,22 @@ impl Spec {
 
     /// Parses a spec file. `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Spec, SpecError> {
-        let entries = raw::parse(text, origin)?;
+        let parsed = raw::parse(text, origin)?;
         let mut spec = Spec::default();
-        for (name, fn_spec) in entries {
+        for (name, fn_spec) in parsed.functions {
             spec.insert(name, fn_spec);
         }
+        spec.fields.extend(parsed.fields);
         Ok(spec)
+    }
+
+    /// The contract of a struct field C calls through: `owner` is the
+    /// struct's path (`bindings::bindings_raw::blk_mq_ops`); entries name
+    /// the C struct (`blk_mq_ops.queue_rq`), so only the last segment
+    /// counts.
+    pub fn field(&self, owner: &str, field: &str) -> Option<&Contract> {
+        let name = owner.rsplit("::").next().unwrap_or(owner);
+        self.fields.get(&(name.to_string(), field.to_string()))
     }
 
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
@@ -408,6 +427,7 @@ impl Spec {
 
     /// Adds every entry of `other`; its entries override ours.
     pub fn extend(&mut self, other: Spec) {
+        self.fields.extend(other.fields);
         for (name, fn_spec) in other.exact {
             self.insert(name, fn_spec);
         }

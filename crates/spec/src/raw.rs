@@ -15,6 +15,28 @@ use crate::{Callback, FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecE
 struct RawFile {
     #[serde(rename = "fn", default)]
     functions: BTreeMap<Spanned<String>, Spanned<RawFn>>,
+    #[serde(rename = "field", default)]
+    fields: BTreeMap<Spanned<String>, Spanned<RawContract>>,
+}
+
+/// `[field]`: `"blk_mq_ops.queue_rq" = { context = "1..", role = "…" }`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ context = \"1..\", role = \"…\" }`"
+)]
+struct RawContract {
+    context: Spanned<String>,
+    adjust: Option<Vec<i32>>,
+    #[serde(default)]
+    hardirq: bool,
+    role: String,
+}
+
+/// What a spec file says.
+pub(crate) struct Parsed {
+    pub functions: Vec<(String, FnSpec)>,
+    pub fields: Vec<((String, String), crate::Contract)>,
 }
 
 #[derive(Deserialize)]
@@ -208,18 +230,88 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
-pub(crate) fn parse(text: &str, origin: &str) -> Result<Vec<(String, FnSpec)>, SpecError> {
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
     let ctx = Ctx { text, origin };
     let file: RawFile = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
-    let mut out = Vec::with_capacity(file.functions.len());
+    let mut functions = Vec::with_capacity(file.functions.len());
     for (name, raw) in file.functions {
         let name_span = name.span();
         let name = name.into_inner();
         validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
         let raw = raw.into_inner();
-        out.push((name.clone(), convert(&ctx, &name, raw)?));
+        functions.push((name.clone(), convert(&ctx, &name, raw)?));
     }
-    Ok(out)
+    let mut fields = Vec::with_capacity(file.fields.len());
+    for (key, raw) in file.fields {
+        let key_span = key.span();
+        let key = key.into_inner();
+        let (owner, field) = key
+            .split_once('.')
+            .filter(|(o, f)| is_ident(o) && is_ident(f))
+            .ok_or_else(|| {
+                ctx.error(
+                    Some(key_span.clone()),
+                    format!(
+                        "invalid field `{key}`: a field is named `struct.field`, as in C (`blk_mq_ops.queue_rq`)"
+                    ),
+                )
+            })?;
+        let span = raw.span();
+        let contract = contract(&ctx, &format!("field `{key}`"), raw.into_inner(), span)?;
+        fields.push(((owner.to_string(), field.to_string()), contract));
+    }
+    Ok(Parsed { functions, fields })
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// A callback contract, checked; `what` names the entry in messages.
+fn contract(
+    ctx: &Ctx<'_>,
+    what: &str,
+    raw: RawContract,
+    span: Range<usize>,
+) -> Result<crate::Contract, SpecError> {
+    let context = raw.context.get_ref().parse::<ExpectRange>().map_err(|e| {
+        ctx.error(
+            Some(raw.context.span()),
+            format!(
+                "{what}: bad callback `context` range `{}`: {e}",
+                raw.context.get_ref()
+            ),
+        )
+    })?;
+    if context.is_empty() {
+        return Err(ctx.error(
+            Some(raw.context.span()),
+            format!("{what}: a callback `context` must be non-empty"),
+        ));
+    }
+    let adjust = raw.adjust.unwrap_or_else(|| vec![0]);
+    if adjust.is_empty() || adjust.iter().any(|a| a.abs() > MAX_ADJUST) {
+        return Err(ctx.error(
+            Some(span),
+            format!(
+                "{what}: a callback's `adjust` lists the adjustments allowed, each between -{MAX_ADJUST} and {MAX_ADJUST}"
+            ),
+        ));
+    }
+    if raw.role.trim().is_empty() {
+        return Err(ctx.error(
+            Some(span),
+            format!("{what}: a callback needs a `role` (what it is, for messages)"),
+        ));
+    }
+    Ok(crate::Contract {
+        context,
+        adjust,
+        hardirq: raw.hardirq,
+        role: raw.role,
+    })
 }
 
 fn validate_name(name: &str) -> Result<(), String> {
@@ -282,42 +374,15 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
     for cb in raw.callbacks {
         let span = cb.span();
         let cb = cb.into_inner();
-        let context = cb.context.get_ref().parse::<ExpectRange>().map_err(|e| {
-            ctx.error(
-                Some(cb.context.span()),
-                format!(
-                    "function `{name}`: bad callback `context` range `{}`: {e}",
-                    cb.context.get_ref()
-                ),
-            )
-        })?;
-        if context.is_empty() {
-            return Err(ctx.error(
-                Some(cb.context.span()),
-                format!("function `{name}`: a callback `context` must be non-empty"),
-            ));
-        }
-        let adjust = cb.adjust.unwrap_or_else(|| vec![0]);
-        if adjust.is_empty() || adjust.iter().any(|a| a.abs() > MAX_ADJUST) {
-            return Err(ctx.error(
-                Some(span),
-                format!(
-                    "function `{name}`: a callback's `adjust` lists the adjustments allowed, each between -{MAX_ADJUST} and {MAX_ADJUST}"
-                ),
-            ));
-        }
-        if cb.role.trim().is_empty() {
-            return Err(ctx.error(
-                Some(span),
-                format!("function `{name}`: a callback needs a `role` (what it is, for messages)"),
-            ));
-        }
-        spec.callbacks.push(Callback {
-            arg: cb.arg,
-            context,
-            adjust,
+        let raw = RawContract {
+            context: cb.context,
+            adjust: cb.adjust,
             hardirq: cb.hardirq,
             role: cb.role,
+        };
+        spec.callbacks.push(Callback {
+            arg: cb.arg,
+            contract: contract(ctx, &format!("function `{name}`"), raw, span)?,
         });
     }
     if let Some(flag) = raw.sleeps_if_flag {

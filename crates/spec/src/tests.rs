@@ -843,17 +843,19 @@ fn callbacks_parse() {
     .unwrap();
     let rcu = &spec.lookup("call_rcu").unwrap().callbacks[0];
     assert_eq!(
-        (rcu.arg, rcu.adjust.clone(), rcu.hardirq),
+        (rcu.arg, rcu.contract.adjust.clone(), rcu.contract.hardirq),
         (1, vec![0], false)
     );
-    assert_eq!(rcu.context, "1..".parse().unwrap());
+    assert_eq!(rcu.contract.context, "1..".parse().unwrap());
     let lru = &spec.lookup("list_lru_walk").unwrap().callbacks[0];
-    assert_eq!(lru.adjust, vec![0, -1]);
+    assert_eq!(lru.contract.adjust, vec![0, -1]);
     // The built-in spec registers IRQ handlers as hard-IRQ callbacks.
     let kernel = Spec::builtin_kernel();
     let irq = &kernel.lookup("request_threaded_irq").unwrap().callbacks;
     assert_eq!(
-        irq.iter().map(|c| (c.arg, c.hardirq)).collect::<Vec<_>>(),
+        irq.iter()
+            .map(|c| (c.arg, c.contract.hardirq))
+            .collect::<Vec<_>>(),
         vec![(1, true), (2, false)]
     );
 }
@@ -901,5 +903,46 @@ fn flag_expectation_when_set() {
 fn error_flag_bad_expect() {
     insta::assert_snapshot!(parse_err(
         "[fn]\n__xa_store = { sleeps_if_flag = { arg = 3, mask = 1024, expect = \"one\" } }\n"
+    ));
+}
+
+#[test]
+fn field_contracts() {
+    let spec = Spec::parse(
+        "[field]\n\"blk_mq_ops.queue_rq\" = { context = \"1..\", role = \"blk-mq queue_rq\" }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let c = spec
+        .field("bindings::bindings_raw::blk_mq_ops", "queue_rq")
+        .unwrap();
+    assert_eq!(
+        (c.context, c.adjust.clone()),
+        ("1..".parse().unwrap(), vec![0])
+    );
+    assert!(spec.field("blk_mq_ops", "complete").is_none());
+    // The built-in spec knows blk-mq's atomic callbacks.
+    let kernel = Spec::builtin_kernel();
+    assert!(kernel.field("x::blk_mq_ops", "complete").is_some());
+}
+
+#[test]
+fn error_field_bad_name() {
+    insta::assert_snapshot!(parse_err(
+        "[field]\n\"blk_mq_ops\" = { context = \"1..\", role = \"x\" }\n"
+    ));
+}
+
+#[test]
+fn error_field_bad_context() {
+    insta::assert_snapshot!(parse_err(
+        "[field]\n\"blk_mq_ops.complete\" = { context = \"irq\", role = \"x\" }\n"
+    ));
+}
+
+#[test]
+fn error_field_unknown_key() {
+    insta::assert_snapshot!(parse_err(
+        "[field]\n\"blk_mq_ops.complete\" = { arg = 1, context = \"1..\", role = \"x\" }\n"
     ));
 }

@@ -300,6 +300,27 @@ fn static_ops_table_lists_its_function_pointers() {
     for s in &ops.fn_ptrs {
         assert!(dump.instance(s).is_some_and(|i| i.body.is_some()));
     }
+    // And which field of the table each one is in.
+    let fields: Vec<(String, String, String)> = ops
+        .fn_fields
+        .iter()
+        .map(|f| (f.owner.clone(), f.field.clone(), dump.name_of(&f.symbol)))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (
+                "lockapi::Ops".into(),
+                "open".into(),
+                "lockapi::callback_a".into()
+            ),
+            (
+                "lockapi::Ops".into(),
+                "release".into(),
+                "lockapi::callback_b".into()
+            )
+        ]
+    );
 }
 
 #[test]
