@@ -20,7 +20,7 @@ mod places;
 pub mod state;
 pub mod summary;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use annotations::{ExpectRange, ItemAnnotations, KanalyzeAnnotation, LockRef, PreemptCount};
 use findings::{Finding, Loc, Note, Severity};
@@ -491,6 +491,47 @@ pub(crate) fn krate_index(program: &Program, f: FnId) -> u32 {
     }
 }
 
+/// The members of a component in depth-first post-order over its call
+/// edges: callees before their callers wherever the cycle allows, so that
+/// one round of the fixed point carries a callee's summary to its callers.
+fn callees_first(program: &Program, members: &[FnId]) -> Vec<FnId> {
+    if members.len() < 3 {
+        return members.to_vec();
+    }
+    let inside: HashSet<FnId> = members.iter().copied().collect();
+    let mut seen: HashSet<FnId> = HashSet::new();
+    let mut order = Vec::with_capacity(members.len());
+    for &root in members {
+        if !seen.insert(root) {
+            continue;
+        }
+        // (function, its callees inside the component, next one to visit)
+        let mut stack: Vec<(FnId, Vec<FnId>, usize)> = Vec::new();
+        let inner = |f: FnId| -> Vec<FnId> {
+            program
+                .callees(f)
+                .into_iter()
+                .map(|(g, _)| g)
+                .filter(|g| inside.contains(g))
+                .collect()
+        };
+        stack.push((root, inner(root), 0));
+        while let Some((f, next, i)) = stack.last_mut() {
+            if let Some(&g) = next.get(*i) {
+                *i += 1;
+                if seen.insert(g) {
+                    let n = inner(g);
+                    stack.push((g, n, 0));
+                }
+            } else {
+                order.push(*f);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
 fn analyze_scc(
     input: &Input<'_>,
     members: &[FnId],
@@ -498,9 +539,8 @@ fn analyze_scc(
     specs: &context::Specializations,
 ) -> SccOutcome {
     let program = input.program;
-    let bodies: Vec<FnId> = members
-        .iter()
-        .copied()
+    let bodies: Vec<FnId> = callees_first(program, members)
+        .into_iter()
         .filter(|f| program.body_of(*f).is_some())
         .collect();
     if bodies.is_empty() {
@@ -535,25 +575,30 @@ fn analyze_scc(
     loop {
         rounds += 1;
         let snapshot = provisional.clone();
-        let lookup = |g: FnId| -> Summary {
-            if let Some(s) = snapshot.get(&g) {
-                return s.clone();
-            }
-            done[g.index()]
-                .clone()
-                .unwrap_or_else(|| Summary::neutral(Source::Builtin))
-        };
-        // Callees outside the component have their final summaries, so
-        // their specialisations can be shared.
-        let specialize = |g: FnId, c: &context::Context| {
-            if members.contains(&g) {
-                return None;
-            }
-            specs.get(g, c, || specialized(input, g, c, &lookup, specs))
-        };
         let mut outcomes = Vec::new();
         for &f in &bodies {
-            let outcome = analyze_function(input, f, &lookup, None, Some(&specialize));
+            // Members see the summaries computed earlier in this round
+            // (Gauss-Seidel): what a member learns travels around the
+            // cycle in one round rather than one edge per round.
+            let outcome = {
+                let lookup = |g: FnId| -> Summary {
+                    if let Some(s) = provisional.get(&g) {
+                        return s.clone();
+                    }
+                    done[g.index()]
+                        .clone()
+                        .unwrap_or_else(|| Summary::neutral(Source::Builtin))
+                };
+                // Callees outside the component have their final summaries,
+                // so their specialisations can be shared.
+                let specialize = |g: FnId, c: &context::Context| {
+                    if members.contains(&g) {
+                        return None;
+                    }
+                    specs.get(g, c, || specialized(input, g, c, &lookup, specs))
+                };
+                analyze_function(input, f, &lookup, None, Some(&specialize))
+            };
             provisional.insert(f, outcome.summary.clone());
             outcomes.push((f, outcome));
         }
