@@ -143,32 +143,26 @@ pub fn run(args: &SummaryArgs) -> u8 {
                 cond.arg, cond.mask
             )?;
         }
-        if let Some(r) = &s.reason {
-            writeln!(
-                out,
-                "  why:         the {} of `{}` at {} (count offset {}) expects {}",
+        let site = |r: &preempt::summary::Reason| {
+            format!(
+                "the {} of `{}` at {} (count offset {}) expects {}",
                 r.kind.name(),
                 a.program.function(r.callee).name,
                 a.program.span_text(id, r.span),
                 r.adj,
                 r.callee_expect
-            )?;
+            )
+        };
+        if let Some(r) = &s.reason {
+            writeln!(out, "  why:         {}", site(r))?;
         }
         if let Some(r) = &s.reason_last {
-            writeln!(
-                out,
-                "  why last:    the {} of `{}` at {} (count offset {}) expects {}{}",
-                r.kind.name(),
-                a.program.function(r.callee).name,
-                a.program.span_text(id, r.span),
-                r.adj,
-                r.callee_expect,
-                if r.via_last {
-                    " if a reference it drops is the last one"
-                } else {
-                    ", reached when the reference count drops to zero"
-                }
-            )?;
+            let when = if r.via_last {
+                " if a reference it drops is the last one"
+            } else {
+                ", reached when the reference count drops to zero"
+            };
+            writeln!(out, "  why last:    {}{when}", site(r))?;
         }
         Ok(())
     })()

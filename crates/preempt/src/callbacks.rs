@@ -18,6 +18,7 @@
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
 
+use crate::findings_text::loc;
 use crate::summary::Summary;
 use crate::{Input, krate_index};
 
@@ -132,13 +133,6 @@ fn stored(
             })
         })
         .collect()
-}
-
-fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
-    Loc {
-        krate: krate_index(input.program, f),
-        span,
-    }
 }
 
 /// The contract violations: a callback that cannot run in the context it

@@ -26,7 +26,7 @@ fn name(input: &Input<'_>, f: FnId) -> String {
     input.program.function(f).name.clone()
 }
 
-fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
+pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
     Loc {
         krate: krate_index(input.program, f),
         span,
