@@ -64,9 +64,9 @@ fn pipeline(c: &mut Criterion) {
             .enumerate()
             .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
     );
-    // The whole-program lock checks run once at the end of `preempt::run`;
+    // The whole-program lock checks run once at the end of `analysis::run`;
     // their share is printed rather than benched on its own.
-    let once = preempt::run(&preempt::Input {
+    let once = analysis::run(&analysis::Input {
         program: &program,
         annotations: &annotations,
         spec: &spec,
@@ -95,7 +95,7 @@ fn pipeline(c: &mut Criterion) {
     );
     g.bench_function("preempt+locks", |b| {
         b.iter(|| {
-            preempt::run(&preempt::Input {
+            analysis::run(&analysis::Input {
                 program: &program,
                 annotations: &annotations,
                 spec: &spec,

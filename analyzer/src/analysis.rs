@@ -16,7 +16,7 @@ pub struct Analysed {
     pub load: LoadSummary,
     pub annotations: HashMap<String, ItemAnnotations>,
     pub spec: spec::Spec,
-    pub preempt: preempt::Output,
+    pub preempt: analysis::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
 }
@@ -73,7 +73,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             f
         })
         .collect();
-    let mut preempt = preempt::run(&preempt::Input {
+    let mut preempt = analysis::run(&analysis::Input {
         program: &program,
         annotations: &annotations,
         spec: &spec,

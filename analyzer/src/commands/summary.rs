@@ -2,7 +2,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use preempt::Source;
+use analysis::Source;
 use program::FnKind;
 
 use crate::analysis::analyse;
@@ -143,7 +143,7 @@ pub fn run(args: &SummaryArgs) -> u8 {
                 cond.arg, cond.mask
             )?;
         }
-        let site = |r: &preempt::summary::Reason| {
+        let site = |r: &analysis::summary::Reason| {
             format!(
                 "the {} of `{}` at {} (count offset {}) expects {}",
                 r.kind.name(),
@@ -175,10 +175,10 @@ pub fn run(args: &SummaryArgs) -> u8 {
 }
 
 /// "when `(*arg0).0` has discriminant 1".
-fn when_text(when: &preempt::ArgCond, field: Option<u32>) -> String {
+fn when_text(when: &analysis::ArgCond, field: Option<u32>) -> String {
     let field = field.map(|f| format!(".{f}")).unwrap_or_default();
     match when {
-        preempt::ArgCond::Pointee(d) => format!("when `(*arg0){field}` has discriminant {d}"),
-        preempt::ArgCond::Value(d) => format!("when `arg0{field}` has discriminant {d}"),
+        analysis::ArgCond::Pointee(d) => format!("when `(*arg0){field}` has discriminant {d}"),
+        analysis::ArgCond::Value(d) => format!("when `arg0{field}` has discriminant {d}"),
     }
 }

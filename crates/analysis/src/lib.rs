@@ -11,13 +11,9 @@
 mod body;
 mod callbacks;
 mod context;
-pub mod facts;
 mod findings_text;
 mod lock_order;
 mod lock_text;
-pub mod locks;
-mod places;
-pub mod state;
 pub mod summary;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -111,7 +107,7 @@ pub fn run(input: &Input<'_>) -> Output {
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     let (irq_findings, irq_handlers) = lock_order::irq_safety(input, &summaries, &registrations);
     findings.extend(irq_findings);
-    let classes: BTreeSet<locks::LockClass> = order_edges
+    let classes: BTreeSet<memory::LockClass> = order_edges
         .iter()
         .flat_map(|(_, e)| [e.held.lock.class().clone(), e.take.lock.class().clone()])
         .collect();
@@ -199,18 +195,18 @@ fn external_summary(
 
 /// The lock a spec's lock effect is about, in the C function's terms: the
 /// pointee of its argument, or a global context.
-fn spec_lock_path(effect: &spec::LockEffect) -> locks::LockPath {
+fn spec_lock_path(effect: &spec::LockEffect) -> memory::Location {
     match effect.arg {
-        Some(arg) => locks::LockPath::from_parts(
-            locks::Root::Arg {
+        Some(arg) => memory::Location::from_parts(
+            memory::Root::Arg {
                 index: arg + 1,
                 ty: format!("*mut {}", effect.kind.c_type()),
             },
-            vec![locks::Step::Deref {
+            vec![memory::Step::Deref {
                 to: effect.kind.c_type().to_string(),
             }],
         ),
-        None => locks::LockPath::new(locks::Root::Static(format!("<{}>", effect.kind))),
+        None => memory::Location::new(memory::Root::Static(format!("<{}>", effect.kind))),
     }
 }
 
@@ -259,7 +255,7 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
 fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
     match &s.lock {
         Some(effect @ spec::LockEffect { op, kind, .. })
-            if !matches!(op, spec::LockOp::Release) && locks::has_object(*kind) =>
+            if !matches!(op, spec::LockOp::Release) && domains::has_object(*kind) =>
         {
             vec![summary::Take {
                 lock: spec_lock_path(effect),
@@ -897,8 +893,8 @@ struct LockRuns {
     events: Vec<body::LockEvent>,
     edges: Vec<body::Nesting>,
     /// Locks held at a return: (lock, return span, owned by the return value).
-    leaks: Vec<(locks::Held, kmir::Span, bool)>,
-    released: Vec<locks::LockPath>,
+    leaks: Vec<(domains::Held, kmir::Span, bool)>,
+    released: Vec<memory::Location>,
 }
 
 impl LockRuns {
@@ -911,9 +907,9 @@ impl LockRuns {
         self.events.extend(run.lock_events.iter().cloned());
         self.edges.extend(run.edges.iter().cloned());
         for (p, span) in &run.returns {
-            let ret = p.facts.addrs_under(&facts::PlaceKey::local(0));
+            let ret = p.facts.addrs_under(&memory::PlaceKey::local(0));
             for h in p.locks.net_held() {
-                if !locks::has_object(h.kind) || h.lock.is_local() {
+                if !domains::has_object(h.kind) || h.lock.is_local() {
                     continue;
                 }
                 let owned = ret
@@ -964,7 +960,7 @@ impl LockRuns {
         if inst.unsafe_fn || matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
             return out;
         }
-        let declares = |lock: &locks::LockPath,
+        let declares = |lock: &memory::Location,
                         what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
             declared.iter().any(|a| match what(a) {
                 Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
@@ -1025,7 +1021,7 @@ impl LockRuns {
 /// already leaked is reported in that callee, not again in every caller.
 fn leak_starts_here(
     input: &Input<'_>,
-    held: &locks::Held,
+    held: &domains::Held,
     lookup: &dyn Fn(FnId) -> Summary,
 ) -> bool {
     let callee = held.at.callee;
@@ -1308,8 +1304,8 @@ fn failure_adjust(failed: &Option<body::AdjustFailure>) -> i32 {
         .as_ref()
         .and_then(|f| {
             f.returns.iter().find_map(|(a, _)| match a {
-                state::Adj::Known(a) => Some(*a),
-                state::Adj::Top => None,
+                domains::Adj::Known(a) => Some(*a),
+                domains::Adj::Top => None,
             })
         })
         .unwrap_or(0)

@@ -7,16 +7,17 @@ use program::FnId;
 use spec::LockKind;
 
 use crate::body::{LockEvent, Nesting};
-use crate::locks::{Held, LockPath, has_object};
 use crate::summary::Take;
 use crate::{Input, krate_index};
+use domains::{Held, has_object};
+use memory::Location;
 
 fn name(input: &Input<'_>, f: FnId) -> String {
     input.program.function(f).name.clone()
 }
 
 /// A lock path as text in the terms of function `f`.
-fn describe(input: &Input<'_>, f: FnId, lock: &LockPath) -> String {
+fn describe(input: &Input<'_>, f: FnId, lock: &Location) -> String {
     let body = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref());
     lock.describe_in(body)
 }
@@ -29,7 +30,7 @@ pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
 }
 
 /// "lock `Binder.inner` (spin)", or the global context a kind stands for.
-pub(crate) fn lock_phrase(lock: &LockPath, kind: LockKind) -> String {
+pub(crate) fn lock_phrase(lock: &Location, kind: LockKind) -> String {
     if has_object(kind) {
         format!("lock `{}` ({kind})", lock.class())
     } else {
@@ -194,7 +195,7 @@ pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> 
 pub(crate) fn unbalanced(
     input: &Input<'_>,
     f: FnId,
-    lock: &LockPath,
+    lock: &Location,
     site: Option<(kmir::Span, FnId)>,
 ) -> Finding {
     let class = lock.class();

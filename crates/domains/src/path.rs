@@ -1,4 +1,4 @@
-//! The abstract state of the preemption-count analysis inside one body: a
+//! The per-path state of the body analysis, the product of the domains: a
 //! small set of paths, each with the adjustment since entry and the value
 //! facts that hold on it.
 //!
@@ -9,35 +9,10 @@
 
 use dataflow::JoinSemiLattice;
 
-use crate::facts::Facts;
-use crate::locks::LockState;
+use memory::Facts;
 
-/// How far the preemption count moved since the function's entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Adj {
-    Known(i32),
-    /// Different on different iterations or paths that could not be kept
-    /// apart (too many distinct values).
-    Top,
-}
-
-impl Adj {
-    pub fn shifted(self, delta: i32) -> Adj {
-        match self {
-            Adj::Known(a) => a.checked_add(delta).map_or(Adj::Top, Adj::Known),
-            Adj::Top => Adj::Top,
-        }
-    }
-}
-
-impl std::fmt::Display for Adj {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Adj::Known(a) => write!(f, "{a}"),
-            Adj::Top => write!(f, "unknown"),
-        }
-    }
-}
+use crate::count::Adj;
+use crate::held::LockState;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Path {

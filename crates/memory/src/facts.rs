@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue, UnOp};
 
-use crate::locks::LockPath;
+use crate::location::Location;
 
 /// A place facts can follow: a local and field/downcast/deref projections.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -140,7 +140,7 @@ pub struct Facts {
     domains: BTreeMap<PlaceKey, Vec<u128>>,
     /// The pointer stored at a place points to this abstract location (the
     /// lock analysis names locks by them).
-    addrs: BTreeMap<PlaceKey, LockPath>,
+    addrs: BTreeMap<PlaceKey, Location>,
 }
 
 impl Facts {
@@ -378,7 +378,7 @@ impl Facts {
                         .map(|(k, d)| (root.with_suffix(&k.proj[source.proj.len()..]), d.clone()))
                         .collect();
                     self.domains.extend(domains);
-                    let addrs: Vec<(PlaceKey, LockPath)> = self
+                    let addrs: Vec<(PlaceKey, Location)> = self
                         .addrs
                         .iter()
                         .filter(|(k, _)| k.starts_with(&source))
@@ -590,7 +590,7 @@ impl Facts {
     }
 
     /// Where the pointer stored at `key` points, if known.
-    pub fn addr(&self, key: &PlaceKey) -> Option<&LockPath> {
+    pub fn addr(&self, key: &PlaceKey) -> Option<&Location> {
         self.addrs.get(&self.normalize_fully(key))
     }
 
@@ -605,7 +605,7 @@ impl Facts {
 
     /// The pointers stored inside the value at `key`: (projection below
     /// `key`, location).
-    pub fn addrs_under(&self, key: &PlaceKey) -> Vec<(Vec<ProjKey>, LockPath)> {
+    pub fn addrs_under(&self, key: &PlaceKey) -> Vec<(Vec<ProjKey>, Location)> {
         let key = self.normalize_fully(key);
         self.addrs
             .range(key.clone()..)
@@ -637,7 +637,7 @@ impl Facts {
     }
 
     /// Records pointers stored inside the value just written to `place`.
-    pub fn set_addrs(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, LockPath)>) {
+    pub fn set_addrs(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, Location)>) {
         let Some(key) = PlaceKey::of(place) else {
             return;
         };

@@ -4,7 +4,7 @@
 use kmir::{Body, ConstValue, CrateDump, LocalId, Operand, Place, Projection, StatementKind, TyId};
 
 use crate::facts::{Facts, PlaceKey, ProjKey};
-use crate::locks::{LockPath, Root, Step};
+use crate::location::{Location, Root, Step};
 
 /// Library types that are a pointer (their one field is, or wraps, the
 /// raw pointer): following them is following the pointer.
@@ -69,7 +69,7 @@ impl<'a> Places<'a> {
     }
 
     /// The memory of local `local` itself.
-    pub fn root(&self, local: LocalId) -> Option<LockPath> {
+    pub fn root(&self, local: LocalId) -> Option<Location> {
         let ty = self.body.local(local)?.ty;
         let ty = self.ty_display(ty);
         let root = if (1..=self.body.arg_count).contains(&local) {
@@ -81,7 +81,7 @@ impl<'a> Places<'a> {
                 ty,
             }
         };
-        Some(LockPath::new(root))
+        Some(Location::new(root))
     }
 
     fn pointee_ty(&self, ty: TyId) -> Option<TyId> {
@@ -120,9 +120,9 @@ impl<'a> Places<'a> {
         &self,
         facts: &Facts,
         key: &PlaceKey,
-        loc: Option<&LockPath>,
+        loc: Option<&Location>,
         deref: Step,
-    ) -> Option<LockPath> {
+    ) -> Option<Location> {
         if let Some(l) = facts.addr(key) {
             return Some(l.clone());
         }
@@ -158,8 +158,8 @@ impl<'a> Places<'a> {
     }
 
     /// The abstract location of `place`'s memory.
-    pub fn location(&self, facts: &Facts, place: &Place) -> Option<LockPath> {
-        if place.local == crate::body::ENTRY_ARG0 {
+    pub fn location(&self, facts: &Facts, place: &Place) -> Option<Location> {
+        if place.local == crate::ENTRY_ARG0 {
             return None;
         }
         let mut key = PlaceKey::local(place.local);
@@ -199,7 +199,7 @@ impl<'a> Places<'a> {
     }
 
     /// Where the pointer value of `operand` points.
-    pub fn operand_pointee(&self, facts: &Facts, operand: &Operand) -> Option<LockPath> {
+    pub fn operand_pointee(&self, facts: &Facts, operand: &Operand) -> Option<Location> {
         match operand {
             Operand::Copy(p) | Operand::Move(p) => {
                 let key = PlaceKey::of(p)?;
@@ -217,7 +217,7 @@ impl<'a> Places<'a> {
             }
             Operand::Constant(c) => match &c.value {
                 ConstValue::Memory(m) if m.statics.len() == 1 => {
-                    Some(LockPath::new(Root::Static(m.statics[0].clone())))
+                    Some(Location::new(Root::Static(m.statics[0].clone())))
                 }
                 _ => None,
             },
@@ -239,7 +239,7 @@ impl<'a> Places<'a> {
     }
 
     /// The pointers stored inside the value of `operand`, by projection.
-    pub fn operand_addrs(&self, facts: &Facts, operand: &Operand) -> Vec<(Vec<ProjKey>, LockPath)> {
+    pub fn operand_addrs(&self, facts: &Facts, operand: &Operand) -> Vec<(Vec<ProjKey>, Location)> {
         match operand {
             Operand::Copy(p) | Operand::Move(p) => {
                 let Some(key) = PlaceKey::of(p) else {
@@ -280,10 +280,10 @@ impl<'a> Places<'a> {
     pub fn substitute(
         &self,
         facts: &Facts,
-        path: &LockPath,
+        path: &Location,
         args: &[Operand],
         dropped: Option<&Place>,
-    ) -> Option<LockPath> {
+    ) -> Option<Location> {
         let index = match &path.root {
             Root::Static(_) => return Some(path.clone()),
             // The callee's own stack: nothing the caller can name.
@@ -293,7 +293,7 @@ impl<'a> Places<'a> {
         let steps = &path.steps;
         // Where the walk is: at a caller place (its key and location), or at
         // an abstract location.
-        let (mut key, mut loc, rest): (Option<PlaceKey>, Option<LockPath>, &[Step]) =
+        let (mut key, mut loc, rest): (Option<PlaceKey>, Option<Location>, &[Step]) =
             match (dropped, args.get(index as usize - 1)) {
                 (Some(place), _) if index == 1 => {
                     // Argument 1 of a drop glue points to the dropped place.

@@ -6,9 +6,9 @@ use findings::{Finding, Loc, Note, Severity};
 use program::{EdgeKind, FnId, FnKind};
 
 use crate::body::{AdjustFailure, Violation};
-use crate::state::Adj;
 use crate::summary::{Source, Summary};
 use crate::{DeclaredView, Input, krate_index};
+use domains::Adj;
 
 /// How many "because it calls …" notes a chain shows at most.
 const MAX_CHAIN: usize = 12;

@@ -17,8 +17,8 @@ use std::sync::Mutex;
 use kmir::{Body, ConstValue, LocalId, Operand, Rvalue, StatementKind};
 use program::{FnId, Program};
 
-use crate::facts::{Aspect, Facts, Known, PlaceKey, ProjKey};
 use crate::summary::Summary;
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey};
 
 /// Specialised summaries of callees, for call sites passing constants.
 pub type Specialize<'a> = &'a (dyn Fn(FnId, &Context) -> Option<Summary> + Sync);

@@ -11,8 +11,8 @@ use spec::LockKind;
 use crate::Input;
 use crate::body::Nesting;
 use crate::lock_text::{chain_notes, loc, locks_on_return, take_site};
-use crate::locks::LockClass;
 use crate::summary::{Summary, Take};
+use memory::LockClass;
 
 fn name(input: &Input<'_>, f: FnId) -> String {
     input.program.function(f).name.clone()

@@ -12,16 +12,16 @@ use kmir::{
 use program::{EdgeKind, FnId, Program};
 
 use crate::context::Context;
-use crate::facts::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val};
-use crate::locks::{Acquired, Held};
-use crate::places::Places;
-use crate::state::{Adj, Path, PcState};
 use crate::summary::{ArgCond, Case, Reason, RetFact, Summary, Take};
+use domains::{Acquired, Held};
+use domains::{Adj, Path, PcState};
+use memory::Places;
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
 /// glue or `&mut self` method was called on) after `*_1` changes, so that a
 /// summary can depend on the variant it had on entry.
-pub const ENTRY_ARG0: LocalId = u32::MAX;
+pub use memory::ENTRY_ARG0;
 
 /// A call or drop target at one site.
 #[derive(Clone, Copy, Debug)]
@@ -258,7 +258,7 @@ impl<'a> BodyAnalysis<'a> {
         &self,
         facts: &Facts,
         rvalue: &Rvalue,
-    ) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
+    ) -> Vec<(Vec<ProjKey>, memory::Location)> {
         match rvalue {
             Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } => self
                 .places
@@ -293,7 +293,7 @@ impl<'a> BodyAnalysis<'a> {
         facts: &Facts,
         args: &[kmir::Operand],
         destination: &Place,
-    ) -> Vec<(Vec<ProjKey>, crate::locks::LockPath)> {
+    ) -> Vec<(Vec<ProjKey>, memory::Location)> {
         let Some(kmir::Operand::Copy(arg) | kmir::Operand::Move(arg)) = args.first() else {
             return Vec::new();
         };
@@ -690,7 +690,7 @@ impl Analysis for BodyAnalysis<'_> {
         if self.body.arg_count >= 1 {
             let pointee = PlaceKey {
                 local: 1,
-                proj: vec![crate::facts::ProjKey::Deref],
+                proj: vec![memory::ProjKey::Deref],
             };
             facts.alias_entry(ENTRY_ARG0, Val::Copy(pointee.clone()));
             let field = |k: PlaceKey| match self.split_field {
@@ -1333,7 +1333,7 @@ impl LockSites {
                 };
                 if !take.trylock {
                     for h in &p.locks.held {
-                        if !crate::locks::has_object(h.kind) {
+                        if !domains::has_object(h.kind) {
                             continue;
                         }
                         let nesting = || Nesting {
@@ -1345,8 +1345,7 @@ impl LockSites {
                         let same_object = h.lock == here.lock;
                         if same_object || h.lock.class() == here.lock.class() {
                             let deadlocks = !same_object
-                                || (!crate::locks::recursive_ok(h.kind, here.kind)
-                                    && !here.reacquire);
+                                || (!domains::recursive_ok(h.kind, here.kind) && !here.reacquire);
                             if deadlocks && !reported {
                                 reported = true;
                                 self.events.push(LockEvent {
@@ -1417,7 +1416,7 @@ pub fn cases_at_return(
                 &field(
                     PlaceKey {
                         local: 1,
-                        proj: vec![crate::facts::ProjKey::Deref],
+                        proj: vec![memory::ProjKey::Deref],
                     },
                     split_field,
                 ),
@@ -1426,7 +1425,7 @@ pub fn cases_at_return(
         } else {
             None
         };
-        let keep = |l: &crate::locks::LockPath| !l.is_local();
+        let keep = |l: &memory::Location| !l.is_local();
         let case = Case {
             when,
             ret,

@@ -6,8 +6,8 @@ use annotations::ExpectRange;
 use program::{EdgeKind, FnId};
 use spec::LockKind;
 
-use crate::facts::ProjKey;
-use crate::locks::LockPath;
+use memory::Location;
+use memory::ProjKey;
 
 /// A condition on the first argument at entry: the discriminant of the
 /// enum it points to (`&mut self` methods, drop glue) or is (by value).
@@ -40,11 +40,11 @@ pub struct Case {
     pub adjust: i32,
     /// Locks held on return that were not held on entry (with whether a
     /// trylock took them).
-    pub acquire: Vec<(LockPath, LockKind, bool)>,
+    pub acquire: Vec<(Location, LockKind, bool)>,
     /// Locks released that were held on entry (the caller must hold them).
-    pub release: Vec<LockPath>,
+    pub release: Vec<Location>,
     /// Pointers in the returned value: (projection inside it, location).
-    pub ret_addrs: Vec<(Vec<ProjKey>, LockPath)>,
+    pub ret_addrs: Vec<(Vec<ProjKey>, Location)>,
 }
 
 impl Case {
@@ -129,7 +129,7 @@ pub enum Source {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Take {
     /// In the terms of the function whose summary holds it.
-    pub lock: LockPath,
+    pub lock: Location,
     pub kind: LockKind,
     pub trylock: bool,
     /// Taken again after the function released it (`CondVar::wait`'s
