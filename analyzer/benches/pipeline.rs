@@ -55,7 +55,7 @@ fn pipeline(c: &mut Criterion) {
     g.bench_function("decode", |b| b.iter(|| load(&files)));
     g.bench_function("decode+link", |b| b.iter(|| program::link(load(&files))));
     let (program, _) = program::link(load(&files));
-    g.bench_function("schedule", |b| b.iter(|| program::Schedule::new(&program)));
+    g.bench_function("schedule", |b| b.iter(|| solver::Schedule::new(&program)));
     let spec = spec::Spec::builtin_kernel();
     let (annotations, _) = annotations::collect(
         program
@@ -64,16 +64,20 @@ fn pipeline(c: &mut Criterion) {
             .enumerate()
             .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
     );
-    // The whole-program lock checks run once at the end of `analysis::run`;
-    // their share is printed rather than benched on its own.
-    let once = analysis::run(&analysis::Input {
+    // The checks run once after the solve; their share is printed rather
+    // than benched on its own.
+    let input = checks::Input {
         program: &program,
         annotations: &annotations,
         spec: &spec,
-    });
+        trace: None,
+    };
+    let solved = analysis::solve(&input);
+    let t = std::time::Instant::now();
+    let once = checks::check(&input, solved);
     eprintln!(
-        "lock order + IRQ safety: {:.1} ms ({} order edges, {} classes, {} IRQ handlers, {} callbacks, {} lock findings)",
-        once.locks.whole_program_time.as_secs_f64() * 1e3,
+        "checks after the solve: {:.1} ms ({} order edges, {} classes, {} IRQ handlers, {} callbacks, {} lock findings)",
+        t.elapsed().as_secs_f64() * 1e3,
         once.locks.order_edges,
         once.locks.classes,
         once.locks.irq_handlers,
@@ -93,15 +97,7 @@ fn pipeline(c: &mut Criterion) {
             })
             .count()
     );
-    g.bench_function("preempt+locks", |b| {
-        b.iter(|| {
-            analysis::run(&analysis::Input {
-                program: &program,
-                annotations: &annotations,
-                spec: &spec,
-            })
-        })
-    });
+    g.bench_function("preempt+locks", |b| b.iter(|| checks::run(&input)));
     g.finish();
 }
 

@@ -62,6 +62,11 @@ pub struct AnalysisArgs {
     /// Do not report findings of this kind (repeatable).
     #[arg(long = "allow", value_name = "KIND")]
     pub allow: Vec<String>,
+
+    /// Debugging aid: print the body analysis's fixed point (and call-site
+    /// specialisations) on stderr for functions whose name contains TEXT.
+    #[arg(long = "trace", value_name = "TEXT", hide = true)]
+    pub trace: Option<String>,
 }
 
 #[derive(Debug, Args)]

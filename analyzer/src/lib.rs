@@ -4,11 +4,11 @@
 //! The binary is a thin shell over this library so that integration tests
 //! (and later subcommands) can reach the loader and the printer directly.
 
-pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod diag;
 pub mod input;
+pub mod pipeline;
 pub mod print;
 
 use std::process::ExitCode;

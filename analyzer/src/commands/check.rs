@@ -6,9 +6,9 @@ use std::io::{self, BufWriter, Write};
 use findings::Severity;
 use serde::Serialize;
 
-use crate::analysis::{Analysed, analyse};
 use crate::cli::{CheckArgs, Format};
 use crate::diag::Diagnostic;
+use crate::pipeline::{Analysed, analyse};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
 /// Exit status when an error-level finding was reported.

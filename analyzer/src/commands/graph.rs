@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::time::Instant;
 
-use program::{EdgeKind, FnId, FnKind, Program, Schedule};
+use program::{EdgeKind, FnId, FnKind, Program};
+use solver::Schedule;
 
 use crate::cli::GraphArgs;
 use crate::diag::Diagnostic;

@@ -5,9 +5,9 @@ use std::io::{self, BufWriter, Write};
 use analysis::Source;
 use program::FnKind;
 
-use crate::analysis::analyse;
 use crate::cli::SummaryArgs;
 use crate::diag::Diagnostic;
+use crate::pipeline::analyse;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
 pub fn run(args: &SummaryArgs) -> u8 {

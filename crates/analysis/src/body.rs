@@ -1,10 +1,12 @@
 //! The preemption-count domain plugged into the dataflow engine, and what
 //! one body's fixed point says: its summary and the violations inside it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use annotations::ExpectRange;
 use dataflow::Analysis;
+use kmir::visit::PlaceContext;
 use kmir::{
     AggregateKind, BlockId, Body, Callee, CrateDump, LocalId, Place, Rvalue, Statement,
     StatementKind, Terminator, TerminatorKind,
@@ -12,7 +14,7 @@ use kmir::{
 use program::{EdgeKind, FnId, Program};
 
 use crate::context::Context;
-use crate::summary::{ArgCond, Case, Reason, RetFact, Summary, Take};
+use crate::summary::{ArgCond, Case, Reason, RetFact, Summaries, Summary, Take};
 use domains::{Acquired, Held};
 use domains::{Adj, Path, PcState};
 use memory::Places;
@@ -40,19 +42,20 @@ pub struct BodyAnalysis<'a> {
     pub sites: HashMap<BlockId, Vec<Target>>,
     /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
     pub escaped: Vec<LocalId>,
-    pub summary_of: &'a (dyn Fn(FnId) -> Summary + Sync),
+    pub summary_of: &'a dyn Summaries,
     /// The variant the first argument has on entry, for one run of a
     /// function split by it.
     pub entry: Option<ArgCond>,
-    /// Print the fixed point (`KANALYZE_TRACE=<part of the function name>`).
+    /// Print the fixed point on stderr (the CLI's `--trace`).
     pub trace: bool,
     /// The entry condition is about this field of the first argument (or
     /// of its pointee).
     pub split_field: Option<u32>,
     /// The call-site context of a specialised run.
     pub context: Option<Context>,
-    /// Specialised summaries of callees, for call sites passing constants.
-    pub specialize: Option<crate::context::Specialize<'a>>,
+    /// Whether call sites passing constants get their callees' summaries
+    /// specialised (through [`Summaries::specialized`]).
+    pub specialize: bool,
     /// Locals holding the result of a last-reference test
     /// (`refcount_dec_and_test`): on a path where one is known non-zero,
     /// this function is tearing an object down.
@@ -65,7 +68,7 @@ impl<'a> BodyAnalysis<'a> {
         caller: FnId,
         dump: &'a CrateDump,
         body: &'a Body,
-        summary_of: &'a (dyn Fn(FnId) -> Summary + Sync),
+        summary_of: &'a dyn Summaries,
     ) -> Self {
         let mut sites: HashMap<BlockId, Vec<Target>> = HashMap::new();
         for (callee, edge) in program.callees(caller) {
@@ -74,8 +77,6 @@ impl<'a> BodyAnalysis<'a> {
                 kind: edge.kind,
             });
         }
-        let trace = std::env::var("KANALYZE_TRACE")
-            .is_ok_and(|t| !t.is_empty() && program.function(caller).name.contains(&t));
         let last_reference_tests = last_reference_tests(body, &sites, summary_of);
         BodyAnalysis {
             program,
@@ -87,10 +88,10 @@ impl<'a> BodyAnalysis<'a> {
             escaped: escaped_locals(dump, body),
             summary_of,
             entry: None,
-            trace,
+            trace: false,
             split_field: None,
             context: None,
-            specialize: None,
+            specialize: false,
             last_reference_tests,
         }
     }
@@ -150,18 +151,22 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The summary to check a call against: specialised to what this
     /// call passes when the callee depends on its arguments.
-    pub fn site_summary(&self, t: Target, terminator: &TerminatorKind, facts: &Facts) -> Summary {
-        let summary = (self.summary_of)(t.callee);
+    pub fn site_summary(
+        &self,
+        t: Target,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> Cow<'a, Summary> {
+        let summary = self.summary_of.get(t.callee);
         if !summary.context_sensitive {
-            return summary;
+            return Cow::Borrowed(summary);
         }
-        let (Some(specialize), TerminatorKind::Call { args, .. }) = (self.specialize, terminator)
-        else {
-            return summary;
+        let (true, TerminatorKind::Call { args, .. }) = (self.specialize, terminator) else {
+            return Cow::Borrowed(summary);
         };
         let depth = self.context.as_ref().map_or(0, |c| c.depth) + 1;
         if depth > crate::context::MAX_DEPTH {
-            return summary;
+            return Cow::Borrowed(summary);
         }
         let ctx = Context::at_call(self.program, self.dump, self.body, facts, args, depth);
         if self.trace {
@@ -171,7 +176,7 @@ impl<'a> BodyAnalysis<'a> {
                 self.program.function(t.callee).name
             );
         }
-        match ctx.and_then(|ctx| specialize(t.callee, &ctx)) {
+        match ctx.and_then(|ctx| self.summary_of.specialized(t.callee, &ctx)) {
             Some(s) => {
                 if self.trace {
                     eprintln!(
@@ -179,9 +184,9 @@ impl<'a> BodyAnalysis<'a> {
                         s.expect, summary.expect
                     );
                 }
-                s
+                Cow::Owned(s)
             }
-            None => summary,
+            None => Cow::Borrowed(summary),
         }
     }
 
@@ -198,14 +203,7 @@ impl<'a> BodyAnalysis<'a> {
             },
             _ => return None,
         };
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
-            return None;
-        };
-        let adt = self.dump.adt(path)?;
-        if adt.kind != kmir::AdtKind::Enum {
-            return None;
-        }
-        adt.variants.get(variant as usize).map(|v| v.discr)
+        self.dump.enum_of(ty)?.discriminant(variant)
     }
 
     fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
@@ -372,39 +370,16 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The discriminant values of an enum type.
     fn enum_discrs(&self, ty: kmir::TyId) -> Option<Vec<u128>> {
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
-            return None;
-        };
-        let adt = self.dump.adt(path)?;
-        (adt.kind == kmir::AdtKind::Enum).then(|| adt.variants.iter().map(|v| v.discr).collect())
+        self.dump.enum_of(ty).map(kmir::AdtDef::discriminants)
     }
 
     fn place_ty(&self, place: &Place) -> Option<kmir::TyId> {
-        let mut ty = self.body.local(place.local)?.ty;
-        for p in &place.projection {
-            match p {
-                kmir::Projection::Field { ty: t, .. } | kmir::Projection::OpaqueCast(t) => ty = *t,
-                kmir::Projection::Deref => match &self.dump.ty(ty)?.kind {
-                    kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
-                        ty = *pointee
-                    }
-                    kmir::TyKind::Adt { args, .. } => ty = *args.first()?,
-                    _ => return None,
-                },
-                kmir::Projection::Downcast { .. } => {}
-                _ => return None,
-            }
-        }
-        Some(ty)
+        self.dump.place_ty(self.body, place)
     }
 
     fn place_variant_discr(&self, place: &Place, variant: u32) -> Option<u128> {
         let ty = self.place_ty(place)?;
-        let kmir::TyKind::Adt { path, .. } = &self.dump.ty(ty)?.kind else {
-            return None;
-        };
-        let adt = self.dump.adt(path)?;
-        adt.variants.get(variant as usize).map(|v| v.discr)
+        self.dump.adt_of(ty)?.discriminant(variant)
     }
 
     /// The place a callee's first argument points to (a drop's place).
@@ -468,8 +443,8 @@ impl<'a> BodyAnalysis<'a> {
         out: &mut PcState,
     ) {
         for t in targets {
-            let summary = (self.summary_of)(t.callee);
-            let (pointee, arg0) = self.split_keys(&path.facts, terminator, &summary);
+            let summary = self.summary_of.get(t.callee);
+            let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
                 let feasible = match (case.when, &pointee, &arg0) {
@@ -877,26 +852,20 @@ fn propagate_nonempty(
 fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
     let mut out: Vec<LocalId> = Vec::new();
     let mut borrows: Vec<(LocalId, LocalId)> = Vec::new(); // (borrowed, holder)
-    for block in &body.blocks {
-        for s in &block.statements {
-            if let StatementKind::Assign { place, rvalue } = &s.kind {
-                match rvalue {
-                    Rvalue::AddressOf { place: p, .. } => out.push(p.local),
-                    Rvalue::Ref {
-                        mutable: true,
-                        place: p,
-                    } => {
-                        if place.projection.is_empty() {
-                            borrows.push((p.local, place.local));
-                        } else {
-                            out.push(p.local);
-                        }
-                    }
-                    _ => {}
-                }
+    kmir::visit::for_each_assign(body, |place, rvalue, _| match rvalue {
+        Rvalue::AddressOf { place: p, .. } => out.push(p.local),
+        Rvalue::Ref {
+            mutable: true,
+            place: p,
+        } => {
+            if place.projection.is_empty() {
+                borrows.push((p.local, place.local));
+            } else {
+                out.push(p.local);
             }
         }
-    }
+        _ => {}
+    });
     for (borrowed, holder) in borrows {
         if !consumed_by_one_call(dump, body, holder) {
             out.push(borrowed);
@@ -1115,7 +1084,7 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                 for t in targets {
                     let summary = match state.paths.first() {
                         Some(p) => analysis.site_summary(*t, &terminator.kind, &p.facts),
-                        None => (analysis.summary_of)(t.callee),
+                        None => Cow::Borrowed(analysis.summary_of.get(t.callee)),
                     };
                     locks.visit_call(analysis, state, terminator, *t, &summary);
                     if summary.uniform_adjust() != Some(0) {
@@ -1203,7 +1172,9 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                                 },
                                 unknown_adjustment: adj == Adj::Top,
                                 held,
-                                specialised: summary.specialised.then(|| Box::new(summary.clone())),
+                                specialised: summary
+                                    .specialised
+                                    .then(|| Box::new(Summary::clone(&summary))),
                                 last_reference,
                             }
                         };
@@ -1242,7 +1213,9 @@ pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
                             kind: t.kind,
                             adj: first_adj,
                             callee_expect,
-                            callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
+                            callee_summary: summary
+                                .specialised
+                                .then(|| Box::new(Summary::clone(&summary))),
                             via_last: false,
                         });
                         expect = next;
@@ -1489,7 +1462,7 @@ pub fn failure(
 fn last_reference_tests(
     body: &Body,
     sites: &HashMap<BlockId, Vec<Target>>,
-    summary_of: &(dyn Fn(FnId) -> Summary + Sync),
+    summary_of: &dyn Summaries,
 ) -> Vec<LocalId> {
     let mut tests: Vec<LocalId> = Vec::new();
     for (block, b) in body.blocks.iter().enumerate() {
@@ -1499,9 +1472,10 @@ fn last_reference_tests(
         if !destination.projection.is_empty() {
             continue;
         }
-        let is_test = sites
-            .get(&(block as BlockId))
-            .is_some_and(|ts| ts.iter().any(|t| summary_of(t.callee).last_reference_test));
+        let is_test = sites.get(&(block as BlockId)).is_some_and(|ts| {
+            ts.iter()
+                .any(|t| summary_of.get(t.callee).last_reference_test)
+        });
         if is_test && !tests.contains(&destination.local) {
             tests.push(destination.local);
         }
@@ -1512,44 +1486,31 @@ fn last_reference_tests(
     // Only a local that holds nothing else: one assigned elsewhere too could
     // hold another value where it is tested.
     let mut writes: HashMap<LocalId, usize> = HashMap::new();
-    for b in &body.blocks {
-        for st in &b.statements {
-            if let StatementKind::Assign { place, .. } = &st.kind
-                && place.projection.is_empty()
-            {
-                *writes.entry(place.local).or_default() += 1;
-            }
-        }
-        if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
-            && destination.projection.is_empty()
+    kmir::visit::for_each_place(body, |place, context, _| {
+        if matches!(
+            context,
+            PlaceContext::Assign | PlaceContext::CallDestination
+        ) && place.projection.is_empty()
         {
-            *writes.entry(destination.local).or_default() += 1;
+            *writes.entry(place.local).or_default() += 1;
         }
-    }
+    });
     let once = |l: &LocalId| writes.get(l).copied().unwrap_or(0) == 1;
     tests.retain(once);
     // `let is_zero = …; if is_zero` may copy the result first.
     loop {
         let before = tests.len();
-        for b in &body.blocks {
-            for st in &b.statements {
-                let StatementKind::Assign {
-                    place,
-                    rvalue: Rvalue::Use(kmir::Operand::Copy(src) | kmir::Operand::Move(src)),
-                } = &st.kind
-                else {
-                    continue;
-                };
-                if place.projection.is_empty()
-                    && src.projection.is_empty()
-                    && tests.contains(&src.local)
-                    && !tests.contains(&place.local)
-                    && once(&place.local)
-                {
-                    tests.push(place.local);
-                }
+        kmir::visit::for_each_assign(body, |place, rvalue, _| {
+            if let Rvalue::Use(kmir::Operand::Copy(src) | kmir::Operand::Move(src)) = rvalue
+                && place.projection.is_empty()
+                && src.projection.is_empty()
+                && tests.contains(&src.local)
+                && !tests.contains(&place.local)
+                && once(&place.local)
+            {
+                tests.push(place.local);
             }
-        }
+        });
         if tests.len() == before {
             return tests;
         }

@@ -11,17 +11,10 @@
 //! could be anything, the flag anything); with it, the flag is 0 and the
 //! pointer is `krealloc_node_align`, which does not sleep with that flag.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use kmir::{Body, ConstValue, LocalId, Operand, Rvalue, StatementKind};
+use kmir::{Body, ConstValue, LocalId, Operand, Rvalue};
 use program::{FnId, Program};
 
-use crate::summary::Summary;
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey};
-
-/// Specialised summaries of callees, for call sites passing constants.
-pub type Specialize<'a> = &'a (dyn Fn(FnId, &Context) -> Option<Summary> + Sync);
 
 /// How deep specialisations nest (free → realloc → call is 2).
 pub const MAX_DEPTH: u8 = 4;
@@ -129,46 +122,34 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
             if local <= body.arg_count {
                 return None;
             }
-            let mut found = None;
-            for s in body.blocks.iter().flat_map(|b| &b.statements) {
-                let StatementKind::Assign { place, rvalue } = &s.kind else {
-                    continue;
-                };
-                if place.local != local || !place.projection.is_empty() {
-                    continue;
+            // Only a local assigned once says what it holds.
+            let rvalue = kmir::visit::sole_assignment(body, local)?;
+            match rvalue {
+                Rvalue::Cast {
+                    kind:
+                        kmir::CastKind::ReifyFnPointer { symbol }
+                        | kmir::CastKind::ClosureFnPointer { symbol },
+                    ..
+                } => Some(vec![symbol.clone()]),
+                Rvalue::Use(o) | Rvalue::Cast { operand: o, .. } => {
+                    fn_pointer_source(body, o, depth + 1)
                 }
-                // Only a local assigned once says what it holds.
-                if found.is_some() {
-                    return None;
+                // `Some(handler)`: C's nullable function pointer.
+                Rvalue::Aggregate { operands, .. } if operands.len() == 1 => {
+                    fn_pointer_source(body, &operands[0], depth + 1)
                 }
-                found = Some(match rvalue {
-                    Rvalue::Cast {
-                        kind:
-                            kmir::CastKind::ReifyFnPointer { symbol }
-                            | kmir::CastKind::ClosureFnPointer { symbol },
-                        ..
-                    } => Some(vec![symbol.clone()]),
-                    Rvalue::Use(o) | Rvalue::Cast { operand: o, .. } => {
-                        fn_pointer_source(body, o, depth + 1)
-                    }
-                    // `Some(handler)`: C's nullable function pointer.
-                    Rvalue::Aggregate { operands, .. } if operands.len() == 1 => {
-                        fn_pointer_source(body, &operands[0], depth + 1)
-                    }
-                    Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. } => {
-                        fn_pointer_source(
-                            body,
-                            &Operand::Copy(kmir::Place {
-                                local: q.local,
-                                projection: Vec::new(),
-                            }),
-                            depth + 1,
-                        )
-                    }
-                    _ => None,
-                });
+                Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. } => {
+                    fn_pointer_source(
+                        body,
+                        &Operand::Copy(kmir::Place {
+                            local: q.local,
+                            projection: Vec::new(),
+                        }),
+                        depth + 1,
+                    )
+                }
+                _ => None,
             }
-            found.flatten()
         }
         Operand::RuntimeChecks(_) => None,
     }
@@ -185,56 +166,16 @@ pub fn operand_arg_root(body: &Body, op: &Operand) -> Option<LocalId> {
         if (1..=body.arg_count).contains(&local) {
             return Some(local);
         }
-        let mut next = None;
-        for s in body.blocks.iter().flat_map(|b| &b.statements) {
-            if let StatementKind::Assign { place, rvalue } = &s.kind
-                && place.local == local
-                && place.projection.is_empty()
-            {
-                if next.is_some() {
-                    return None;
-                }
-                next = match rvalue {
-                    Rvalue::Use(Operand::Copy(q) | Operand::Move(q))
-                    | Rvalue::Cast {
-                        operand: Operand::Copy(q) | Operand::Move(q),
-                        ..
-                    }
-                    | Rvalue::CopyForDeref(q) => Some(q.local),
-                    _ => None,
-                };
-                next?;
+        let next = match kmir::visit::sole_assignment(body, local)? {
+            Rvalue::Use(Operand::Copy(q) | Operand::Move(q))
+            | Rvalue::Cast {
+                operand: Operand::Copy(q) | Operand::Move(q),
+                ..
             }
-        }
+            | Rvalue::CopyForDeref(q) => Some(q.local),
+            _ => None,
+        };
         local = next?;
     }
     None
-}
-
-/// Specialised summaries, computed once per (callee, context).
-#[derive(Default)]
-pub struct Specializations {
-    cache: Mutex<HashMap<(FnId, Context), Option<Summary>>>,
-}
-
-impl Specializations {
-    pub fn get(
-        &self,
-        f: FnId,
-        ctx: &Context,
-        compute: impl FnOnce() -> Option<Summary>,
-    ) -> Option<Summary> {
-        let key = (f, ctx.clone());
-        if let Ok(cache) = self.cache.lock()
-            && let Some(s) = cache.get(&key)
-        {
-            return s.clone();
-        }
-        // Computed outside the lock: a specialisation may need others.
-        let s = compute();
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(key, s.clone());
-        }
-        s
-    }
 }

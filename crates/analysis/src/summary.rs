@@ -267,3 +267,46 @@ impl Summary {
         parts.join("; ")
     }
 }
+
+/// Read access to the summaries of other functions while one is analysed or
+/// reported: by reference, never cloned per lookup.
+pub trait Summaries: Sync {
+    /// `f`'s summary (provisional while `f`'s recursive component is being
+    /// solved, final afterwards).
+    fn get(&self, f: FnId) -> &Summary;
+
+    /// `f`'s summary specialised to what one call site passes; `None` where
+    /// `f` is not specialised (a member of the component being solved, or
+    /// no specialisation at all).
+    fn specialized(&self, _f: FnId, _ctx: &crate::context::Context) -> Option<Summary> {
+        None
+    }
+}
+
+/// The final summaries of every function, indexed by [`FnId`].
+#[derive(Clone, Copy)]
+pub struct Final<'a>(pub &'a [Summary]);
+
+impl Summaries for Final<'_> {
+    fn get(&self, f: FnId) -> &Summary {
+        &self.0[f.index()]
+    }
+}
+
+/// Other summaries with one function's replaced (a call site's specialised
+/// view of its callee).
+pub struct Overlay<'a> {
+    pub base: &'a dyn Summaries,
+    pub f: FnId,
+    pub summary: &'a Summary,
+}
+
+impl Summaries for Overlay<'_> {
+    fn get(&self, f: FnId) -> &Summary {
+        if f == self.f {
+            self.summary
+        } else {
+            self.base.get(f)
+        }
+    }
+}

@@ -4,16 +4,27 @@
 //! fixpoint over a body's CFG, and [`visit`] replays the fixed states so a
 //! client can inspect each terminator once, with the final state before it.
 //!
-//! The engine knows nothing about preemption counts or locks; those are
-//! domains (`preempt`, and later the lock-state domain) plugged in here.
+//! The engine knows nothing about preemption counts or locks: all it asks of
+//! a domain is a [`JoinSemiLattice`], whose `join` merges the states of two
+//! edges and says whether anything changed. The lattice traits live in
+//! [`lattice`], with the generic building blocks ([`bool`], [`Option`],
+//! pairs, [`FlatSet`]) that make a product of smaller lattices a lattice
+//! again; the body analysis plugs in the product of its own domains (the
+//! `domains` crate: count offset × value facts × held locks, as a bounded
+//! set of paths).
+//!
+//! Edges an analysis proves infeasible are not propagated, so a block only
+//! such edges lead to is never reached ([`Results::reached`]). Unwind edges
+//! and cleanup blocks are skipped unless [`Analysis::follows_unwind`].
 
 use kmir::{Block, BlockId, Body, Statement, Terminator};
 
-/// A join-semilattice: `join` moves `self` up to the least upper bound of
-/// `self` and `other` and says whether `self` changed.
-pub trait JoinSemiLattice: Clone {
-    fn join(&mut self, other: &Self) -> bool;
-}
+pub mod lattice;
+
+pub use lattice::{FlatSet, JoinSemiLattice, MeetSemiLattice};
+
+#[cfg(test)]
+mod tests;
 
 pub trait Analysis {
     type Domain: JoinSemiLattice;

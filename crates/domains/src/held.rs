@@ -1,7 +1,15 @@
 //! The held-lock domain: which locks one path holds, which it released
 //! without taking them (it needs them held on entry), and how two paths'
 //! lock states meet.
+//!
+//! As a lattice, a [`LockState`] is ordered by inclusion of its held and
+//! released locks (kind included, acquisition site ignored), and
+//! [`LockState::meet`] is the greatest lower bound: what two paths agree
+//! on. The path state only meets lock states when it collapses paths into
+//! one (see [`PcState`](crate::PcState)); otherwise paths with different
+//! lock states are kept apart.
 
+use dataflow::MeetSemiLattice;
 use memory::Location;
 use spec::LockKind;
 /// Where a lock was acquired, in the function whose state holds it.
@@ -112,6 +120,20 @@ impl LockState {
     }
 }
 
+/// [`LockState::meet`], saying whether it dropped anything. `meet` only
+/// removes entries, so comparing the lengths is exact.
+///
+/// The held locks are a multiset (a read lock taken twice is held twice):
+/// `self` keeps every copy of a lock `other` holds at least once, so the
+/// meet is commutative on states without such repeats.
+impl MeetSemiLattice for LockState {
+    fn meet(&mut self, other: &Self) -> bool {
+        let before = (self.held.len(), self.released.len());
+        LockState::meet(self, other);
+        before != (self.held.len(), self.released.len())
+    }
+}
+
 /// Whether a kind of lock has an object (a class); the global contexts
 /// (RCU, IRQs off, preemption off) do not.
 pub fn has_object(kind: LockKind) -> bool {
@@ -158,5 +180,120 @@ mod tests {
         });
         s.release(&l);
         assert!(s.held.is_empty());
+    }
+
+    fn lock(name: &str) -> Location {
+        Location::new(Root::Static(name.into()))
+    }
+
+    fn held(name: &str, kind: LockKind, callee: u32) -> Held {
+        Held {
+            lock: lock(name),
+            kind,
+            trylock: false,
+            at: Acquired {
+                span: kmir::Span::default(),
+                callee: program::FnId(callee),
+            },
+        }
+    }
+
+    fn state(held_locks: &[(&str, LockKind)], released: &[&str]) -> LockState {
+        let mut s = LockState::default();
+        for (name, kind) in held_locks {
+            s.acquire(held(name, *kind, 0));
+        }
+        for name in released {
+            s.release(&lock(name));
+        }
+        s
+    }
+
+    /// Calls the trait's `meet` (the inherent one returns nothing).
+    fn meet(s: &mut LockState, other: &LockState) -> bool {
+        MeetSemiLattice::meet(s, other)
+    }
+
+    #[test]
+    fn meet_keeps_what_both_agree_on() {
+        use LockKind::{Mutex, Spin};
+        let mut a = state(&[("A", Spin), ("B", Mutex)], &["R", "S"]);
+        let b = state(&[("A", Spin), ("C", Spin)], &["S"]);
+        assert!(meet(&mut a, &b));
+        assert_eq!(a, state(&[("A", Spin)], &["S"]));
+        // Already below `b`: nothing changes.
+        assert!(!meet(&mut a, &b));
+        // Only the released locks differ: still a change.
+        let mut c = state(&[("A", Spin)], &["S", "T"]);
+        assert!(meet(&mut c, &a));
+        assert_eq!(c, a);
+    }
+
+    #[test]
+    fn meet_compares_kinds_not_sites() {
+        use LockKind::{ReadLock, Spin, WriteLock};
+        // The same lock taken as reader on one path, writer on the other.
+        let mut a = state(&[("L", ReadLock)], &[]);
+        assert!(meet(&mut a, &state(&[("L", WriteLock)], &[])));
+        assert!(a.is_empty());
+        // Taken at different sites: the same lock state; `self` keeps its site.
+        let mut a = LockState::default();
+        a.acquire(held("L", Spin, 1));
+        let mut b = LockState::default();
+        b.acquire(held("L", Spin, 2));
+        assert!(a.same_as(&b));
+        assert!(!meet(&mut a, &b));
+        assert_eq!(a.held[0].at.callee, program::FnId(1));
+    }
+
+    #[test]
+    fn meet_laws() {
+        use LockKind::{Mutex, ReadLock, Spin};
+        let values = [
+            LockState::default(),
+            state(&[("A", Spin)], &[]),
+            state(&[("A", Mutex)], &[]),
+            state(&[("A", Spin), ("B", ReadLock)], &["R"]),
+            state(&[("B", ReadLock)], &["R", "S"]),
+            state(&[], &["S"]),
+        ];
+        for a in &values {
+            let mut x = a.clone();
+            assert!(!meet(&mut x, a), "{a:?} ⊓ itself changed");
+            assert_eq!(&x, a);
+            for b in &values {
+                let mut ab = a.clone();
+                let changed = meet(&mut ab, b);
+                assert_eq!(changed, &ab != a, "{a:?} ⊓ {b:?}: changed flag");
+                let mut ba = b.clone();
+                meet(&mut ba, a);
+                assert_eq!(ab, ba, "{a:?} ⊓ {b:?} not commutative");
+                // A lower bound of both.
+                assert!(!meet(&mut ab.clone(), a) && !meet(&mut ab.clone(), b));
+                for c in &values {
+                    let mut l = ab.clone();
+                    meet(&mut l, c);
+                    let mut bc = b.clone();
+                    meet(&mut bc, c);
+                    let mut r = a.clone();
+                    meet(&mut r, &bc);
+                    assert_eq!(l, r, "({a:?} ⊓ {b:?}) ⊓ {c:?} not associative");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn meet_of_a_lock_held_twice_keeps_both_copies() {
+        // Recursive read locks: the multiset case where order matters.
+        use LockKind::ReadLock;
+        let twice = state(&[("L", ReadLock), ("L", ReadLock)], &[]);
+        let once = state(&[("L", ReadLock)], &[]);
+        let mut a = twice.clone();
+        assert!(!meet(&mut a, &once));
+        assert_eq!(a, twice);
+        let mut b = once.clone();
+        assert!(!meet(&mut b, &twice));
+        assert_eq!(b, once);
     }
 }

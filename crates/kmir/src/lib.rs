@@ -6,7 +6,9 @@
 
 pub mod codec;
 pub mod model;
+mod types;
 mod validate;
+pub mod visit;
 
 pub use codec::{
     FORMAT_VERSION, LoadError, MAGIC, Problem, decode, decode_payload, encode, read_file,

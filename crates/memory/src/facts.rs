@@ -756,6 +756,71 @@ mod tests {
         );
         assert!(!a.intersect(&b));
     }
+
+    /// `intersect` is the join of facts (fewer facts = higher): idempotent,
+    /// commutative, an upper bound of both sides, with no facts the top.
+    #[test]
+    fn intersection_laws() {
+        let key = PlaceKey::local;
+        let not = |f: &mut Facts, l, values: &[u128]| {
+            assert!(f.assume(&Resolved::Key(key(l), Aspect::Discr), None, values));
+        };
+        let mut a = Facts::default();
+        a.set_known(key(1), Aspect::Value, 1);
+        a.set_known(key(2), Aspect::Discr, 0);
+        a.assign(&local(3), &konst(5), none, &[]);
+        not(&mut a, 4, &[1, 2]);
+        not(&mut a, 5, &[1]);
+        let mut b = Facts::default();
+        b.set_known(key(1), Aspect::Value, 1);
+        b.set_known(key(2), Aspect::Discr, 1);
+        b.assign(&local(3), &konst(5), none, &[]);
+        not(&mut b, 4, &[2, 3]);
+        not(&mut b, 5, &[2]);
+
+        for f in [&a, &b] {
+            let mut x = f.clone();
+            assert!(!x.intersect(f));
+            assert_eq!(&x, f);
+        }
+
+        let mut ab = a.clone();
+        assert!(ab.intersect(&b));
+        let mut ba = b.clone();
+        assert!(ba.intersect(&a));
+        assert_eq!(ab, ba);
+        // What both know, and only that.
+        assert_eq!(ab.known(&key(1), Aspect::Value), Some(&Known::Is(1)));
+        assert_eq!(ab.known(&key(2), Aspect::Discr), None);
+        assert_eq!(
+            ab.resolve_operand(&Operand::Copy(local(3))),
+            Some(Resolved::Const(5))
+        );
+        // "Neither 1 nor 2" and "neither 2 nor 3" agree on "not 2".
+        assert_eq!(
+            ab.known(&key(4), Aspect::Discr),
+            Some(&Known::IsNot(vec![2]))
+        );
+        assert_eq!(ab.known(&key(5), Aspect::Discr), None);
+        // An upper bound: intersecting with either side loses nothing more.
+        for f in [&a, &b] {
+            assert!(!ab.clone().intersect(f));
+        }
+        // Only narrowing an `IsNot` is still a change.
+        let mut c = ab.clone();
+        not(&mut c, 4, &[7]);
+        let mut narrowed = c.clone();
+        assert!(narrowed.intersect(&ab));
+        assert_eq!(narrowed, ab);
+
+        // No facts is the top.
+        let mut top = Facts::default();
+        assert!(!top.intersect(&a));
+        assert_eq!(top, Facts::default());
+        let mut x = a.clone();
+        assert!(x.intersect(&Facts::default()));
+        assert_eq!(x, Facts::default());
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Abstract locations of places in one body, and the translation of a
 //! callee's lock paths into the caller's terms at a call site.
 
-use kmir::{Body, ConstValue, CrateDump, LocalId, Operand, Place, Projection, StatementKind, TyId};
+use kmir::{Body, ConstValue, CrateDump, LocalId, Operand, Place, Projection, TyId};
 
 use crate::facts::{Facts, PlaceKey, ProjKey};
 use crate::location::{Location, Root, Step};
@@ -27,30 +27,15 @@ pub struct Places<'a> {
 
 impl<'a> Places<'a> {
     pub fn new(dump: &'a CrateDump, body: &'a Body, func: &'a str) -> Self {
+        // A `&mut` borrow of an argument does not count: a guard lent out
+        // (`access_mut(&mut guard)`) keeps pointing to its lock (the same
+        // assumption as for escaped locals in `Facts::forget_memory`).
         let mut unstable = Vec::new();
-        let direct = |p: &Place| !p.projection.contains(&Projection::Deref);
-        for block in &body.blocks {
-            for s in &block.statements {
-                match &s.kind {
-                    // A `&mut` borrow of an argument does not count: a
-                    // guard lent out (`access_mut(&mut guard)`) keeps
-                    // pointing to its lock (the same assumption as for
-                    // escaped locals in `Facts::forget_memory`).
-                    StatementKind::Assign { place, .. }
-                    | StatementKind::SetDiscriminant { place, .. }
-                        if direct(place) =>
-                    {
-                        unstable.push(place.local)
-                    }
-                    _ => {}
-                }
+        kmir::visit::for_each_place(body, |place, context, _| {
+            if context.is_write() && !place.projection.contains(&Projection::Deref) {
+                unstable.push(place.local);
             }
-            if let kmir::TerminatorKind::Call { destination, .. } = &block.terminator.kind
-                && direct(destination)
-            {
-                unstable.push(destination.local);
-            }
-        }
+        });
         let stable_args = (1..=body.arg_count)
             .filter(|l| !unstable.contains(l))
             .collect();
@@ -85,14 +70,7 @@ impl<'a> Places<'a> {
     }
 
     fn pointee_ty(&self, ty: TyId) -> Option<TyId> {
-        match &self.dump.ty(ty)?.kind {
-            kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
-                Some(*pointee)
-            }
-            // `Box<T>`: its first generic argument.
-            kmir::TyKind::Adt { args, .. } => args.first().copied(),
-            _ => None,
-        }
+        self.dump.pointee(ty)
     }
 
     fn field_step(&self, owner: TyId, variant: Option<u32>, index: u32) -> Step {
@@ -226,16 +204,7 @@ impl<'a> Places<'a> {
     }
 
     pub fn place_ty(&self, place: &Place) -> Option<TyId> {
-        let mut ty = self.body.local(place.local)?.ty;
-        for p in &place.projection {
-            match p {
-                Projection::Field { ty: t, .. } | Projection::OpaqueCast(t) => ty = *t,
-                Projection::Deref => ty = self.pointee_ty(ty)?,
-                Projection::Downcast { .. } => {}
-                _ => return None,
-            }
-        }
-        Some(ty)
+        self.dump.place_ty(self.body, place)
     }
 
     /// The pointers stored inside the value of `operand`, by projection.

@@ -1,7 +1,7 @@
 //! The whole program: every crate's dump linked into one symbol table and
 //! one call graph, with indirect calls resolved to the targets the program
-//! makes possible, and a bottom-up schedule over its strongly connected
-//! components.
+//! makes possible (the solve's schedule over its strongly connected
+//! components is `solver::Schedule`).
 //!
 //! Invariants (relied upon by the analyses):
 //! * `FnId(i)` is node `i` of `Program::graph`; every function, body or not,
@@ -15,13 +15,11 @@
 //!   stands for "code outside the program".
 
 mod link;
-mod schedule;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use link::{LinkProblem, link};
-pub use schedule::Schedule;
 
 /// Index of a function; also its node index in [`Program::graph`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

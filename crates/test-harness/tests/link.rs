@@ -1,6 +1,7 @@
 //! Linking dumps compiled by the real compiler into one program.
 
-use program::{EdgeKind, FnId, FnKind, IndirectKey, LinkedCrate, Program, RootReason, Schedule};
+use program::{EdgeKind, FnId, FnKind, IndirectKey, LinkedCrate, Program, RootReason};
+use solver::Schedule;
 use test_harness::{CrateSpec, Extracted, extract};
 
 fn loaded(out: &Extracted) -> Vec<LinkedCrate> {

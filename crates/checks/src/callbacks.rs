@@ -18,9 +18,26 @@
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
 
-use crate::findings_text::loc;
-use crate::summary::Summary;
+use analysis::{Final, Summary};
+
+use crate::text::loc;
 use crate::{Input, krate_index};
+
+findings::declare_kind! {
+    /// A function handed to a C API (IRQ handler, RCU callback, timer, `list_lru`
+    /// walk, ops table field, ...) cannot run in the context the API's spec entry
+    /// says it is called in, e.g. it may sleep but is called in hard-IRQ context.
+    pub CALLBACK_CONTEXT, "callback-context", Error, "callbacks",
+    "a function handed to a C API (IRQ handler, RCU callback, `list_lru` isolate callback, …) cannot run in the context the API's spec entry says it is called in"
+}
+
+findings::declare_kind! {
+    /// A callback handed to a C API changes the preemption count in a way the
+    /// API's contract does not allow (it returns with a lock held, or releases
+    /// one it was not given).
+    pub CALLBACK_ADJUSTMENT, "callback-adjustment", Error, "callbacks",
+    "such a callback changes the count in a way the API does not allow"
+}
 
 /// One Rust function handed to C as a callback.
 #[derive(Clone, Debug)]
@@ -70,7 +87,7 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             for cb in &spec.callbacks {
                 let symbols = args
                     .get(cb.arg as usize)
-                    .and_then(|op| crate::context::fn_pointer_source(body, op, 0))
+                    .and_then(|op| analysis::context::fn_pointer_source(body, op, 0))
                     .unwrap_or_default();
                 for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                     add(Registration {
@@ -140,7 +157,7 @@ fn stored(
 pub(crate) fn check(
     input: &Input<'_>,
     registrations: &[Registration],
-    summary: &dyn Fn(FnId) -> Summary,
+    summaries: &[Summary],
 ) -> Vec<Finding> {
     let program = input.program;
     let mut out = Vec::new();
@@ -148,7 +165,7 @@ pub(crate) fn check(
         let Some((_, inst)) = program.body_of(r.callback) else {
             continue;
         };
-        let s = summary(r.callback);
+        let s = &summaries[r.callback.index()];
         if s.poisoned {
             continue;
         }
@@ -163,7 +180,7 @@ pub(crate) fn check(
         );
         if !s.expect.contains(&r.contract.context) {
             let mut f = Finding::new(
-                "callback-context",
+                &CALLBACK_CONTEXT,
                 Severity::Error,
                 format!(
                     "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}",
@@ -174,7 +191,7 @@ pub(crate) fn check(
             .in_function(r.callback)
             .subject(name.clone())
             .note(registered.clone());
-            for n in crate::findings_text::why_expects(input, summary, r.callback) {
+            for n in crate::text::why_expects(input, &Final(summaries), r.callback) {
                 f = f.note(n);
             }
             let help = if r.contract.context.contains_value(0) {
@@ -189,7 +206,7 @@ pub(crate) fn check(
             let allowed: Vec<String> = r.contract.adjust.iter().map(i32::to_string).collect();
             out.push(
                 Finding::new(
-                    "callback-adjustment",
+                    &CALLBACK_ADJUSTMENT,
                     Severity::Error,
                     format!(
                         "`{name}` is called by C ({role}), which allows it to change the preemption count by {} only",

@@ -16,7 +16,7 @@ pub struct Analysed {
     pub load: LoadSummary,
     pub annotations: HashMap<String, ItemAnnotations>,
     pub spec: spec::Spec,
-    pub preempt: analysis::Output,
+    pub preempt: checks::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
 }
@@ -58,7 +58,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 annotations::Level::Error => Severity::Error,
                 annotations::Level::Warning => Severity::Warning,
             };
-            let mut f = Finding::new("bad-annotation", severity, e.message.clone())
+            let mut f = Finding::new(&checks::BAD_ANNOTATION, severity, e.message.clone())
                 .at(Loc {
                     krate,
                     span: e.span,
@@ -73,10 +73,11 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             f
         })
         .collect();
-    let mut preempt = analysis::run(&analysis::Input {
+    let mut preempt = checks::run(&checks::Input {
         program: &program,
         annotations: &annotations,
         spec: &spec,
+        trace: args.trace.as_deref(),
     });
     let mut annotation_findings = annotation_findings;
     levels.apply(&mut preempt.findings);
@@ -165,13 +166,13 @@ impl Levels {
             ("--allow", &args.allow, None),
         ] {
             for kind in kinds {
-                let Some(known) = findings::KINDS.iter().find(|k| **k == kind.as_str()) else {
+                let Some(known) = checks::kind(kind).map(|k| k.name) else {
                     let mut d = Diagnostic::error(format!(
                         "unknown finding kind `{kind}` given to `{flag}`"
                     ));
-                    if let Some(near) = findings::KINDS
+                    if let Some(near) = checks::KINDS
                         .iter()
-                        .map(|k| (edit_distance(k, kind), *k))
+                        .map(|k| (edit_distance(k.name, kind), k.name))
                         .filter(|(d, _)| *d <= 3)
                         .min()
                     {
@@ -179,7 +180,11 @@ impl Levels {
                     }
                     return Err(d.help(format!(
                         "the kinds are: {} (docs/output.md)",
-                        findings::KINDS.join(", ")
+                        checks::KINDS
+                            .iter()
+                            .map(|k| k.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )));
                 };
                 if let Some(other) = given.insert(known, flag)

@@ -1,0 +1,88 @@
+//! This analysis as a domain of the interprocedural engine.
+
+use annotations::ExpectRange;
+use program::FnId;
+use solver::{Env, SummaryDomain};
+
+use crate::Input;
+use crate::context::Context;
+use crate::declared::declared;
+use crate::events::Events;
+use crate::function::{analyze_function, analyze_in_context};
+use crate::summary::{Source, Summaries, Summary};
+
+pub(crate) struct PreemptDomain<'a> {
+    pub input: &'a Input<'a>,
+    /// Summaries of functions not analysed from a body, by function.
+    pub externals: Vec<Option<Summary>>,
+}
+
+/// What a function being analysed reads: the engine's view of the
+/// component's provisional and every callee's final summaries.
+struct View<'e, 'a> {
+    env: &'e Env<'e, PreemptDomain<'a>>,
+}
+
+impl Summaries for View<'_, '_> {
+    fn get(&self, f: FnId) -> &Summary {
+        self.env.summary(f)
+    }
+
+    fn specialized(&self, f: FnId, ctx: &Context) -> Option<Summary> {
+        self.env.specialized(f, ctx)
+    }
+}
+
+impl SummaryDomain for PreemptDomain<'_> {
+    type Summary = Summary;
+    type Events = Events;
+    type Context = Context;
+
+    fn external(&self, f: FnId) -> Option<Summary> {
+        self.externals.get(f.index()).cloned().flatten()
+    }
+
+    fn has_body(&self, f: FnId) -> bool {
+        self.input.program.body_of(f).is_some()
+    }
+
+    fn fallback(&self) -> Summary {
+        Summary::neutral(Source::Builtin)
+    }
+
+    fn provisional(&self, f: FnId) -> Summary {
+        match declared(self.input, f) {
+            Some(d) if d.adjust.is_some() && d.expect.is_some() => Summary::fixed(
+                d.adjust.unwrap_or(0),
+                d.expect.unwrap_or(ExpectRange::TOP),
+                Source::Annotation {
+                    path: d.path.clone(),
+                    unchecked: d.unchecked,
+                },
+            ),
+            // klint's provisional value for recursion: adjustment 0, any context.
+            _ => Summary::neutral(Source::Inferred),
+        }
+    }
+
+    fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (Summary, Events) {
+        let analyzed = analyze_function(self.input, f, &View { env }, None);
+        (analyzed.summary, analyzed.events)
+    }
+
+    fn analyze_in_context(&self, f: FnId, ctx: &Context, env: &Env<'_, Self>) -> Option<Summary> {
+        analyze_in_context(self.input, f, ctx, &View { env })
+    }
+
+    /// Adjustments that keep changing have no fixed point (a lock taken per
+    /// recursion level); expectations only narrow, so they always settle.
+    fn settles(&self, before: &Summary, after: &Summary) -> bool {
+        before.cases == after.cases
+    }
+
+    fn unsettled(&self, _f: FnId, summary: &mut Summary, events: &mut Events) {
+        events.unsettled = Some(Box::new(summary.clone()));
+        summary.poisoned = true;
+        summary.source = Source::Recursive;
+    }
+}

@@ -1,0 +1,59 @@
+//! What analysing one function observed that the checks report on: typed
+//! data, never a finding. Only the checks (`crates/checks`) turn events into
+//! findings, and only `report` renders those.
+
+use program::FnId;
+
+use crate::body::{AdjustFailure, Violation};
+use crate::declared::DeclaredView;
+use crate::lock_runs::LockRuns;
+use crate::summary::Summary;
+
+/// The events of one function's analysis.
+#[derive(Debug, Default)]
+pub struct Events {
+    /// Calls and drops whose callee's expectation the preemption count at
+    /// the site violates (sleep family).
+    pub violations: Vec<Violation>,
+    /// Paths that return with different adjustments (adjustment family).
+    pub adjust_failure: Option<AdjustFailure>,
+    /// The lock results of the function's runs (lock-state and lock-order
+    /// families).
+    pub locks: LockRuns,
+    /// An annotation declares a non-zero adjustment: the function returns
+    /// holding a spinning lock on purpose.
+    pub declares_adjust: bool,
+    /// A checked annotation and the summary inferred from the body, before
+    /// the annotation replaced it (annotations family).
+    pub declared: Option<(DeclaredView, Box<Summary>)>,
+    /// An array or slice drop glue whose elements' drops do not add up
+    /// (drops family).
+    pub drop: Option<DropProblem>,
+    /// The function's recursive component reached no fixed point: its
+    /// summary in the last round, before it was given up (adjustment family).
+    pub unsettled: Option<Box<Summary>>,
+}
+
+/// Why an array's or slice's drop glue cannot be summarised from its
+/// elements' drop.
+#[derive(Clone, Debug)]
+pub enum DropProblem {
+    /// Dropping the elements one after another leaves no count at which
+    /// the last one may be dropped.
+    Array {
+        /// Expectation of one element's drop.
+        elem_expect: annotations::ExpectRange,
+        /// The count possible when the last element is dropped.
+        last: annotations::ExpectRange,
+        /// The array type.
+        ty: String,
+    },
+    /// The elements' drop moves the count, and a slice's length is unknown.
+    Slice {
+        /// The elements' drop glue.
+        elem_glue: FnId,
+        elem_adjust: i32,
+        /// The slice type.
+        ty: String,
+    },
+}

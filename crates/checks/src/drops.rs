@@ -1,0 +1,73 @@
+//! The drops family: array and slice drop glues whose elements' drops do
+//! not add up (klint's checks; the analysis computes the problem, this
+//! module words it).
+
+use findings::{Finding, Loc, Note, Severity};
+use program::FnId;
+
+use analysis::DropProblem;
+
+use crate::{Input, krate_index};
+
+findings::declare_kind! {
+    /// Dropping an array drops its elements one after another: an element drop
+    /// that moves the count leaves the last element at a count its drop does not
+    /// allow.
+    pub ARRAY_DROP, "array-drop", Error, "drops",
+    "dropping an array whose last element runs at a count its drop does not allow; dropping a slice whose element changes the count"
+}
+
+findings::declare_kind! {
+    /// A slice has a length unknown statically: dropping it cannot be summarised
+    /// when dropping one element changes the preemption count.
+    pub SLICE_DROP, "slice-drop", Error, "drops",
+    "dropping an array whose last element runs at a count its drop does not allow; dropping a slice whose element changes the count"
+}
+
+/// The finding for a drop glue's problem.
+pub(crate) fn finding(input: &Input<'_>, f: FnId, problem: &DropProblem) -> Option<Finding> {
+    let (_, inst) = input.program.body_of(f)?;
+    let loc = Loc {
+        krate: krate_index(input.program, f),
+        span: inst.span,
+    };
+    Some(match problem {
+        DropProblem::Array {
+            elem_expect,
+            last,
+            ty,
+        } => Finding::new(
+            &ARRAY_DROP,
+            Severity::Error,
+            format!("dropping element of array expects the preemption count to be {elem_expect}"),
+        )
+        .at(loc)
+        .note(Note::text(format!(
+            "but the possible preemption count when dropping the last element is {last}"
+        )))
+        .note(Note::text(format!("array being dropped is `{ty}`")))
+        .in_function(f)
+        .subject(ty.clone()),
+        DropProblem::Slice {
+            elem_glue,
+            elem_adjust,
+            ty,
+        } => {
+            let elem_name = &input.program.function(*elem_glue).name;
+            Finding::new(
+                &SLICE_DROP,
+                Severity::Error,
+                "dropping element of slice causes non-zero preemption count adjustment",
+            )
+            .at(loc)
+            .note(Note::text(format!(
+                "adjustment for dropping `{elem_name}` is {elem_adjust}"
+            )))
+            .note(Note::text(
+                "because slice can contain variable number of elements, adjustment for dropping the slice cannot be computed statically",
+            ))
+            .in_function(f)
+            .subject(ty.clone())
+        }
+    })
+}

@@ -1,0 +1,283 @@
+//! The checks: every finding kanalyze reports is made here, from the
+//! analysis's summaries and typed events, one module per family of kinds.
+//!
+//! Each family module declares its kinds once (`findings::declare_kind!`,
+//! with the long explanation as the doc comment) beside the code that
+//! detects and words them; [`KINDS`] lists them all. Per-function families
+//! (sleep, adjustment, annotations, drops, lock state) read the events the
+//! analysis recorded for that function; whole-program ones (pointers and
+//! vtables, exported functions, callbacks, lock order, IRQ safety) read
+//! every summary.
+//!
+//! Architecture invariant: the analysis (`crates/analysis`, `domains`,
+//! `memory`) does not depend on `findings`; only this crate makes a
+//! [`Finding`], and only `report` renders one.
+
+mod adjustment;
+mod annotation;
+mod callbacks;
+mod drops;
+mod exported;
+mod irq_safety;
+mod lock_order;
+mod lock_state;
+mod pointers;
+mod sleep;
+mod text;
+
+use std::collections::BTreeSet;
+
+use analysis::{Events, Final, Summary};
+use findings::{Finding, Kind};
+use program::{FnId, FnKind, Program};
+
+pub use analysis::Input;
+pub use annotation::BAD_ANNOTATION;
+
+/// Every finding kind, family by family. `--deny`/`--warn`/`--allow` and
+/// `--explain` take these names; docs/output.md documents each (a test
+/// keeps the two in step).
+pub static KINDS: &[&Kind] = &[
+    &sleep::SLEEP_IN_ATOMIC,
+    &sleep::LAST_REFERENCE_IN_ATOMIC,
+    &callbacks::CALLBACK_CONTEXT,
+    &callbacks::CALLBACK_ADJUSTMENT,
+    &adjustment::CANNOT_INFER_ADJUSTMENT,
+    &adjustment::RECURSION,
+    &annotation::ANNOTATION_MISMATCH,
+    &annotation::BAD_ANNOTATION,
+    &annotation::REPORT,
+    &exported::EXTERN_FUNCTION,
+    &drops::ARRAY_DROP,
+    &drops::SLICE_DROP,
+    &pointers::TRAIT_UPCAST,
+    &pointers::FN_POINTER,
+    &pointers::VTABLE,
+    &lock_state::DOUBLE_LOCK,
+    &lock_state::NESTED_LOCK_CLASS,
+    &lock_state::LOCK_LEAK,
+    &lock_state::UNBALANCED_UNLOCK,
+    &lock_order::LOCK_ORDER_INVERSION,
+    &irq_safety::IRQ_UNSAFE_LOCK,
+];
+
+/// The kind called `name`.
+pub fn kind(name: &str) -> Option<&'static Kind> {
+    KINDS.iter().copied().find(|k| k.name == name)
+}
+
+/// Summaries and findings of the whole program.
+pub struct Output {
+    pub summaries: Vec<Summary>,
+    pub findings: Vec<Finding>,
+    /// C functions called that neither the spec nor an annotation describes.
+    pub unknown_foreign: BTreeSet<String>,
+    pub locks: LockStats,
+    pub solver: solver::Stats,
+}
+
+/// Figures of the whole-program lock checks.
+#[derive(Clone, Debug, Default)]
+pub struct LockStats {
+    /// "B acquired while A held" witnesses found in bodies.
+    pub order_edges: usize,
+    /// Distinct classes in the order graph.
+    pub classes: usize,
+    pub irq_handlers: usize,
+    /// Rust functions registered with a C API that has a callback contract.
+    pub callbacks: usize,
+}
+
+/// Solves the program's summaries and runs every check.
+pub fn run(input: &Input<'_>) -> Output {
+    check(input, analysis::solve(input))
+}
+
+/// Runs every check on the solved summaries and events.
+pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
+    let summaries = solved.summaries;
+    let mut findings = Vec::new();
+    for (f, events) in &solved.events {
+        findings.extend(function_findings(input, &summaries, *f, events));
+    }
+    let order_edges: Vec<(FnId, analysis::Nesting)> = solved
+        .events
+        .iter()
+        .flat_map(|(f, e)| e.locks.edges.iter().map(|n| (*f, n.clone())))
+        .collect();
+    let registrations = callbacks::registrations(input);
+    let checks = Checks {
+        input,
+        summaries: &summaries,
+        callbacks: &registrations,
+    };
+    findings.extend(checks.pointers_and_vtables());
+    findings.extend(checks.reports());
+    findings.extend(checks.exported());
+    findings.extend(callbacks::check(input, &registrations, &summaries));
+    findings.extend(lock_order::cycles(input, &order_edges, &summaries));
+    let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);
+    findings.extend(irq_findings);
+    let classes: BTreeSet<&memory::LockClass> = order_edges
+        .iter()
+        .flat_map(|(_, e)| [e.held.lock.class(), e.take.lock.class()])
+        .collect();
+    let locks = LockStats {
+        order_edges: order_edges.len(),
+        classes: classes.len(),
+        irq_handlers,
+        callbacks: registrations.len(),
+    };
+    Output {
+        summaries,
+        findings,
+        unknown_foreign: solved.unknown_foreign,
+        locks,
+        solver: solved.stats,
+    }
+}
+
+/// The findings of one function's events, in the order its analysis met
+/// them.
+fn function_findings(
+    input: &Input<'_>,
+    summaries: &[Summary],
+    f: FnId,
+    events: &Events,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(problem) = &events.drop {
+        out.extend(drops::finding(input, f, problem));
+    }
+    let all = Final(summaries);
+    let texts = text::Texts {
+        input,
+        summaries: &all,
+        f,
+    };
+    for v in &events.violations {
+        out.push(texts.violation(v));
+    }
+    if let Some(failure) = &events.adjust_failure {
+        out.push(texts.adjust_failure(failure));
+    }
+    out.extend(lock_state::findings(
+        input,
+        f,
+        &events.locks,
+        &all,
+        events.declares_adjust,
+    ));
+    if let Some((declared, inferred)) = &events.declared {
+        out.extend(texts.annotation_mismatch(declared, inferred));
+    }
+    if let Some(last_round) = &events.unsettled {
+        out.push(adjustment::recursion_failure(input, f, last_round));
+    }
+    out
+}
+
+/// What the whole-program checks read.
+pub(crate) struct Checks<'a> {
+    input: &'a Input<'a>,
+    summaries: &'a [Summary],
+    callbacks: &'a [callbacks::Registration],
+}
+
+impl Checks<'_> {
+    fn summary(&self, f: FnId) -> &Summary {
+        &self.summaries[f.index()]
+    }
+}
+
+/// The index of the crate whose dump holds `f`'s body (0 for functions
+/// without one).
+pub(crate) fn krate_index(program: &Program, f: FnId) -> u32 {
+    match program.function(f).kind {
+        FnKind::Body { krate, .. } => krate,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KINDS;
+    use std::path::Path;
+
+    fn root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .and_then(Path::parent)
+            .expect("the crate lives in crates/")
+    }
+
+    /// The rows of docs/output.md's finding table: (kinds, severity).
+    fn documented() -> Vec<(String, String)> {
+        let doc = std::fs::read_to_string(root().join("docs/output.md")).expect("docs/output.md");
+        let table = doc
+            .split("## Finding kinds")
+            .nth(1)
+            .expect("a `## Finding kinds` section");
+        let mut kinds = Vec::new();
+        for line in table.lines().skip_while(|l| !l.starts_with('|')) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            for part in cells.get(1).unwrap_or(&"").split(',') {
+                if let Some(k) = part
+                    .trim()
+                    .strip_prefix('`')
+                    .and_then(|p| p.strip_suffix('`'))
+                {
+                    kinds.push((k.to_string(), cells.get(2).unwrap_or(&"").to_string()));
+                }
+            }
+        }
+        kinds
+    }
+
+    #[test]
+    fn every_kind_is_documented_with_its_severity() {
+        let mut doc = documented();
+        let mut ours: Vec<(String, String)> = KINDS
+            .iter()
+            .map(|k| {
+                let severity = k.severity.as_str().to_string();
+                // `bad-annotation` keeps klint's levels: errors and warnings.
+                let doc_severity = doc
+                    .iter()
+                    .find(|(d, _)| d == k.name)
+                    .map(|(_, s)| s.clone())
+                    .filter(|s| s.split('/').any(|part| part == severity))
+                    .unwrap_or(severity);
+                (k.name.to_string(), doc_severity)
+            })
+            .collect();
+        doc.sort();
+        ours.sort();
+        assert_eq!(ours, doc);
+    }
+
+    #[test]
+    fn kinds_are_unique_and_explained() {
+        let mut names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KINDS.len(), "a kind is listed twice");
+        for k in KINDS {
+            assert!(!k.summary.is_empty(), "{} has no summary", k.name);
+            assert!(
+                k.explanation.trim().len() > 40,
+                "{} has no long explanation",
+                k.name
+            );
+            assert!(!k.family.is_empty(), "{} has no family", k.name);
+        }
+        assert_eq!(
+            super::kind("lock-leak").map(|k| k.family),
+            Some("lock state")
+        );
+        assert!(super::kind("lock_leak").is_none());
+    }
+}

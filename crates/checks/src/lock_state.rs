@@ -1,0 +1,419 @@
+//! The lock-state family, per function: double
+//! acquisition, nesting within one class, locks leaked across a return and
+//! locks released without being held.
+
+use findings::{Finding, Loc, Note, Severity};
+use program::FnId;
+use spec::LockKind;
+
+use analysis::{LockEvent, LockRuns, Nesting, Summaries, Summary, Take};
+use annotations::{KanalyzeAnnotation, LockRef};
+use domains::{Held, has_object};
+use memory::Location;
+use program::FnKind;
+
+use crate::{Input, krate_index};
+
+findings::declare_kind! {
+    /// A lock acquired while the same lock object is already held, here or in a
+    /// callee: a self-deadlock (AA).
+    pub DOUBLE_LOCK, "double-lock", Error, "lock state",
+    "a lock acquired while the same lock object is already held, here or in a callee (see docs/locks.md)"
+}
+
+findings::declare_kind! {
+    /// A second lock of one class acquired while one of that class is held. Two
+    /// instances nested deliberately (parent, then child) are declared with
+    /// `#[kanalyze::nested_lock(subclass = K)]`; otherwise this is a likely
+    /// self-deadlock that the analysis cannot prove is on one object.
+    pub NESTED_LOCK_CLASS, "nested-lock-class", Warning, "lock state",
+    "a second lock of one class acquired while one is held; `#[kanalyze::nested_lock(subclass = K)]` declares deliberate nesting"
+}
+
+findings::declare_kind! {
+    /// A safe function returns holding a lock it acquired, and no guard in its
+    /// return value owns it. Declare it with `#[kanalyze::acquires(..)]` if the
+    /// caller is meant to release it.
+    pub LOCK_LEAK, "lock-leak", Error, "lock state",
+    "a safe function returns holding a lock it acquired and no guard in its return value owns"
+}
+
+findings::declare_kind! {
+    /// A safe function releases a lock it did not acquire and no guard passed to
+    /// it owns. Declare `#[kanalyze::releases(..)]` or `must_hold` if that is its
+    /// contract.
+    pub UNBALANCED_UNLOCK, "unbalanced-unlock", Error, "lock state",
+    "a safe function releases a lock it did not acquire and no guard passed to it owns"
+}
+
+fn name(input: &Input<'_>, f: FnId) -> String {
+    input.program.function(f).name.clone()
+}
+
+/// A lock path as text in the terms of function `f`.
+fn describe(input: &Input<'_>, f: FnId, lock: &Location) -> String {
+    let body = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref());
+    lock.describe_in(body)
+}
+
+pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
+    Loc {
+        krate: krate_index(input.program, f),
+        span,
+    }
+}
+
+/// "lock `Binder.inner` (spin)", or the global context a kind stands for.
+pub(crate) fn lock_phrase(lock: &Location, kind: LockKind) -> String {
+    if has_object(kind) {
+        format!("lock `{}` ({kind})", lock.class())
+    } else {
+        match kind {
+            LockKind::Rcu => "the RCU read-side critical section".to_string(),
+            LockKind::Irq => "the interrupts-disabled section".to_string(),
+            LockKind::Bh => "the bottom-halves-disabled section".to_string(),
+            _ => "the preemption-disabled section".to_string(),
+        }
+    }
+}
+
+pub(crate) fn held_phrase(h: &Held) -> String {
+    lock_phrase(&h.lock, h.kind)
+}
+
+/// Notes following a take down its call chain, from `via[start]`: where
+/// each function calls the next, until the call of a locking function
+/// (one that returns holding a lock, like `Lock::lock`: its insides are the
+/// lock API's business, not the reader's).
+pub(crate) fn chain_notes(
+    input: &Input<'_>,
+    take: &Take,
+    start: usize,
+    locks_on_return: &dyn Fn(FnId) -> bool,
+) -> Vec<Note> {
+    const SHOWN: usize = 6;
+    let via = &take.via;
+    let mut notes = Vec::new();
+    if via.get(start).is_some_and(|(g, _)| locks_on_return(*g)) {
+        return notes;
+    }
+    for i in start..via.len().min(start + SHOWN) {
+        let (g, span) = via[i];
+        let class = take.lock.class();
+        let (text, stop) = match via.get(i + 1) {
+            None => (
+                format!("`{}` acquires `{class}` here", name(input, g)),
+                true,
+            ),
+            Some((n, _)) if locks_on_return(*n) => (
+                format!(
+                    "`{}` acquires `{class}` here, by calling `{}`",
+                    name(input, g),
+                    name(input, *n)
+                ),
+                true,
+            ),
+            Some((n, _)) => (
+                format!("`{}` calls `{}` here", name(input, g), name(input, *n)),
+                false,
+            ),
+        };
+        notes.push(Note::at(loc(input, g, span), text));
+        if stop {
+            break;
+        }
+    }
+    notes
+}
+
+/// Whether a summary says the function returns holding a lock it took.
+pub(crate) fn locks_on_return(s: &Summary) -> bool {
+    s.cases.iter().any(|c| !c.acquire.is_empty())
+}
+
+/// Where a take happens in the function whose summary holds it.
+pub(crate) fn take_site(take: &Take) -> (FnId, kmir::Span) {
+    take.via.first().copied().unwrap_or((take.func, take.span))
+}
+
+pub(crate) fn event(
+    input: &Input<'_>,
+    f: FnId,
+    e: &LockEvent,
+    summaries: &dyn Summaries,
+) -> Finding {
+    let is_lock_fn = |g: FnId| locks_on_return(summaries.get(g));
+    let Nesting {
+        held,
+        take,
+        site,
+        callee,
+    } = &e.nesting;
+    let class = held.lock.class();
+    let held_text = describe(input, f, &held.lock);
+    let (kind, severity, message, label, closing) = if e.same_object {
+        (
+            &DOUBLE_LOCK,
+            Severity::Error,
+            format!("lock `{class}` is acquired while it is already held"),
+            format!("`{}` acquires it again here", name(input, *callee)),
+            Note::text(format!(
+                "both acquisitions name the same lock object, `{held_text}`: a {} lock is not recursive, so this deadlocks",
+                held.kind
+            )),
+        )
+    } else {
+        (
+            &NESTED_LOCK_CLASS,
+            Severity::Warning,
+            format!("a second lock of class `{class}` is acquired while one is held"),
+            format!(
+                "`{}` acquires `{}`",
+                name(input, *callee),
+                describe(input, f, &take.lock)
+            ),
+            Note::text(
+                "if both are the same object this deadlocks; if they are two instances, another path that nests them the other way round deadlocks against this one",
+            ),
+        )
+    };
+    let mut finding = Finding::new(kind, severity, message)
+        .at(loc(input, f, *site))
+        .label(label)
+        .in_function(f)
+        .subject(class.0.clone())
+        .note(Note::at(
+            loc(input, f, held.at.span),
+            format!(
+                "`{held_text}` was acquired here by `{}` and is still held",
+                name(input, held.at.callee)
+            ),
+        ));
+    for n in chain_notes(input, take, 1, &is_lock_fn) {
+        finding = finding.note(n);
+    }
+    finding = finding.note(closing);
+    if !e.same_object {
+        finding = finding.note(Note::help(
+            "if the nesting follows an order (parent before child), say so with `#[kanalyze::nested_lock(subclass = 1)]` on this function",
+        ));
+    }
+    finding
+}
+
+/// A lock still held when the function returns.
+pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> Finding {
+    let class = held.lock.class();
+    Finding::new(
+        &LOCK_LEAK,
+        Severity::Error,
+        format!("`{}` returns with {} held", name(input, f), held_phrase(held)),
+    )
+    .at(loc(input, f, held.at.span))
+    .label(format!(
+        "acquired here by `{}`",
+        name(input, held.at.callee)
+    ))
+    .in_function(f)
+    .subject(class.0.clone())
+    .note(Note::at(
+        loc(input, f, ret),
+        "the function returns here with the lock held, and no guard in its return value releases it",
+    ))
+    .note(Note::help(
+        "release it on every path (drop the guard), return the guard, or, if the caller is meant to release it, declare it with `#[kanalyze::acquires(N)]` (the kernel's `__acquires`)",
+    ))
+}
+
+/// A lock released that the function did not acquire.
+pub(crate) fn unbalanced(
+    input: &Input<'_>,
+    f: FnId,
+    lock: &Location,
+    site: Option<(kmir::Span, FnId)>,
+) -> Finding {
+    let class = lock.class();
+    let span = site
+        .map(|(s, _)| s)
+        .or_else(|| input.program.body_of(f).map(|(_, i)| i.span))
+        .unwrap_or_default();
+    let mut finding = Finding::new(
+        &UNBALANCED_UNLOCK,
+        Severity::Error,
+        format!(
+            "`{}` releases lock `{class}`, which it did not acquire",
+            name(input, f)
+        ),
+    )
+    .at(loc(input, f, span))
+    .in_function(f)
+    .subject(class.0.clone());
+    if let Some((_, callee)) = site {
+        finding = finding.label(format!("released here by `{}`", name(input, callee)));
+    }
+    finding
+        .note(Note::text(format!(
+            "`{}` is not held by the function on this path, and no guard passed to it owns it",
+            describe(input, f, lock)
+        )))
+        .note(Note::help(
+            "if callers must hold the lock, make the function `unsafe` with that safety contract, or declare it with `#[kanalyze::releases(N)]` (the kernel's `__releases`)",
+        ))
+}
+
+/// The lock-state findings of one function from its runs' lock results.
+pub(crate) fn findings(
+    input: &Input<'_>,
+    f: FnId,
+    runs: &LockRuns,
+    summaries: &dyn Summaries,
+    declares_adjust: bool,
+) -> Vec<Finding> {
+    let Some((_, inst)) = input.program.body_of(f) else {
+        return Vec::new();
+    };
+    let Some(body) = &inst.body else {
+        return Vec::new();
+    };
+    let declared: Vec<&KanalyzeAnnotation> = input
+        .annotations
+        .get(&inst.item_path)
+        .into_iter()
+        .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
+        .collect();
+    let nested = declared
+        .iter()
+        .any(|a| matches!(a, KanalyzeAnnotation::NestedLock { .. }));
+    let mut out = Vec::new();
+    let mut seen_sites = Vec::new();
+    for e in &runs.events {
+        let site = e.nesting.site;
+        if (!e.same_object && nested) || seen_sites.contains(&site) {
+            continue;
+        }
+        seen_sites.push(site);
+        out.push(event(input, f, e, summaries));
+    }
+    // Balance: only for safe functions that are not glue; an `unsafe fn`
+    // may leave lock state to its caller by contract.
+    if inst.unsafe_fn || matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
+        return out;
+    }
+    let declares = |lock: &Location, what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
+        declared.iter().any(|a| match what(a) {
+            Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
+            Some(LockRef::Return) => true,
+            None => false,
+        })
+    };
+    let stores_guard = stores_guard_through_args(input, f, body);
+    for (held, ret, owned) in &runs.leaks {
+        let acquires = declares(&held.lock, |a| match a {
+            KanalyzeAnnotation::Acquires(r) => Some(*r),
+            _ => None,
+        });
+        // A klint annotation that the function moves the preemption
+        // count says it returns holding a spinning lock on purpose.
+        let declared_by_klint = declares_adjust && !held.kind.may_sleep_while_held();
+        // A closure's environment holds what its creator lent it: a
+        // relock in a cleanup closure (`do_unlocked`) restores the
+        // creator's guard.
+        let env_lock = inst.kind == kmir::InstanceKind::Closure && held.lock.arg() == Some(1);
+        if !owned
+            && !env_lock
+            && !acquires
+            && !stores_guard
+            && !declared_by_klint
+            && leak_starts_here(input, held, summaries)
+        {
+            out.push(leak(input, f, held, *ret));
+        }
+    }
+    for lock in &runs.released {
+        // The global contexts' balance is the preemption count's (and
+        // an RCU guard's `Drop` ends a section its creator began).
+        let allowed = lock.is_global()
+            || lock.through_stored_pointer()
+            || (inst.kind == kmir::InstanceKind::Closure && lock.arg() == Some(1))
+            || declares_adjust
+            || declares(lock, |a| match a {
+                KanalyzeAnnotation::Releases(r) | KanalyzeAnnotation::MustHold(r) => Some(*r),
+                _ => None,
+            });
+        if !allowed {
+            out.push(unbalanced(input, f, lock, release_site(input, f)));
+        }
+    }
+    out
+}
+
+/// Whether a lock still held at a return was lost here: taken by a C lock
+/// function or an `unsafe fn` (whose contract hands it over), or returned
+/// inside a guard that this function then forgot. A lock a safe callee
+/// already leaked is reported in that callee, not again in every caller.
+fn leak_starts_here(input: &Input<'_>, held: &Held, summaries: &dyn Summaries) -> bool {
+    let callee = held.at.callee;
+    match input.program.body_of(callee) {
+        None => true,
+        Some((_, inst)) if inst.unsafe_fn => true,
+        Some(_) => summaries.get(callee).cases.iter().any(|c| {
+            !c.acquire.is_empty()
+                && c.acquire.iter().all(|(l, _, _)| {
+                    c.ret_addrs
+                        .iter()
+                        .any(|(_, r)| r.root == l.root && l.steps.starts_with(&r.steps))
+                })
+        }),
+    }
+}
+
+/// The first call in `f` whose callee releases a lock.
+fn release_site(input: &Input<'_>, f: FnId) -> Option<(kmir::Span, FnId)> {
+    let summaries_release = |g: FnId| match &input.program.function(g).kind {
+        FnKind::Foreign => input
+            .spec
+            .lookup(&input.program.function(g).symbol)
+            .and_then(|s| s.lock.as_ref())
+            .is_some_and(|l| l.op == spec::LockOp::Release),
+        _ => false,
+    };
+    input
+        .program
+        .callees(f)
+        .into_iter()
+        .find(|(g, _)| summaries_release(*g))
+        .map(|(g, e)| (e.span, g))
+}
+
+/// Whether `f` stores a guard-like value through one of its arguments
+/// (`self.guard = Some(lock.lock())`): the lock then stays held on return
+/// by design, owned by the caller's memory.
+fn stores_guard_through_args(input: &Input<'_>, f: FnId, body: &kmir::Body) -> bool {
+    let Some((krate, _)) = input.program.body_of(f) else {
+        return false;
+    };
+    let dump = &krate.dump;
+    let guardish = |ty: kmir::TyId| dump.ty(ty).is_some_and(|t| t.display.contains("Guard"));
+    let mut stores = false;
+    kmir::visit::for_each_assign(body, |place, rvalue, _| {
+        if stores
+            || !(1..=body.arg_count).contains(&place.local)
+            || !place.projection.contains(&kmir::Projection::Deref)
+        {
+            return;
+        }
+        stores = match rvalue {
+            kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p)) => body
+                .local(p.local)
+                .is_some_and(|l| p.projection.is_empty() && guardish(l.ty)),
+            kmir::Rvalue::Aggregate { operands, .. } => operands.iter().any(|o| match o {
+                kmir::Operand::Move(p) | kmir::Operand::Copy(p) => {
+                    body.local(p.local).is_some_and(|l| guardish(l.ty))
+                }
+                _ => false,
+            }),
+            _ => false,
+        };
+    });
+    stores
+}

@@ -1,0 +1,158 @@
+//! The sleep family: a call or drop whose callee's expectation the
+//! preemption count at the site cannot meet.
+
+use findings::{Finding, Note, Severity};
+use program::EdgeKind;
+
+use analysis::{Overlay, Summaries, Violation};
+
+use crate::text::*;
+
+findings::declare_kind! {
+    /// A call or drop whose callee expects a preemption count that the count at
+    /// this point cannot have: typically something that may sleep (expects 0)
+    /// reached while a spinlock is held, preemption or interrupts are disabled,
+    /// or inside an RCU read-side section. The notes say where the count was
+    /// raised and the chain of calls that makes the callee expect what it
+    /// expects. Release the lock first, move the sleeping work out of the atomic
+    /// section, or use a non-sleeping variant (e.g. `GFP_ATOMIC`).
+    pub SLEEP_IN_ATOMIC, "sleep-in-atomic", Error, "sleep",
+    "a call or drop whose callee's expectation (e.g. \"may sleep\": count 0) cannot be met at that point"
+}
+
+findings::declare_kind! {
+    /// A call or drop that needs another count only if a reference it drops is
+    /// the last one: the object's teardown (behind `refcount_dec_and_test`) may
+    /// sleep, and would run under the lock held here. Whether this reference can
+    /// be the last one depends on invariants the code does not state; make sure
+    /// another reference outlives this point, or drop it after the lock is
+    /// released.
+    pub LAST_REFERENCE_IN_ATOMIC, "last-reference-in-atomic", Warning, "sleep",
+    "a call or drop whose callee needs another count only if a reference it drops is the last one (an `Arc` teardown behind `refcount_dec_and_test`); see docs/preemption.md"
+}
+
+impl Texts<'_, '_> {
+    pub fn violation(&self, v: &Violation) -> Finding {
+        let input = self.input;
+        let callee = name(input, v.target.callee);
+        let what = if v.target.kind == EdgeKind::Drop {
+            "drop"
+        } else {
+            "call"
+        };
+        let mut finding = if v.last_reference {
+            Finding::new(
+                &LAST_REFERENCE_IN_ATOMIC,
+                Severity::Warning,
+                format!(
+                    "if this {what} releases the last reference to an object, its teardown expects the preemption count to be {}",
+                    v.callee_expect
+                ),
+            )
+        } else {
+            Finding::new(
+                &SLEEP_IN_ATOMIC,
+                Severity::Error,
+                format!(
+                    "this {what} expects the preemption count to be {}",
+                    v.callee_expect
+                ),
+            )
+        }
+        .at(loc(input, self.f, v.span))
+        .label(match v.target.kind {
+            EdgeKind::Drop => format!("`{callee}` runs here"),
+            EdgeKind::Virtual => format!("this dynamic call may reach `{callee}`"),
+            EdgeKind::Indirect => format!("this call through a pointer may reach `{callee}`"),
+            EdgeKind::Call => format!("`{callee}` is called here"),
+        })
+        .in_function(self.f)
+        .subject(callee.clone());
+        finding = finding.note(Note::text(if v.unknown_adjustment {
+            "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
+        } else if v.possible.is_empty() {
+            "but no preemption count here is consistent with what the function needs before this point".to_string()
+        } else {
+            format!("but the possible preemption count at this point is {}", v.possible)
+        }));
+        // Where the count was raised in this function.
+        let raised: Vec<Note> = input
+            .program
+            .callees(self.f)
+            .into_iter()
+            .filter(|(g, e)| {
+                e.block != v.block
+                    && self
+                        .summaries
+                        .get(*g)
+                        .uniform_adjust()
+                        .is_some_and(|a| a > 0)
+            })
+            .filter(|(_, e)| (e.span.lo_line, e.span.lo_col) <= (v.span.lo_line, v.span.lo_col))
+            .take(3)
+            .map(|(g, e)| {
+                Note::at(
+                    loc(input, self.f, e.span),
+                    format!(
+                        "the preemption count is raised by {} here by `{}`",
+                        self.summaries.get(g).adjust_text(),
+                        name(input, g)
+                    ),
+                )
+            })
+            .collect();
+        if v.held.is_empty() {
+            for n in raised {
+                finding = finding.note(n);
+            }
+        }
+        // The locks held, each where it was taken (the preemption count is
+        // raised by taking a spinning one).
+        for h in &v.held {
+            finding = finding.note(Note::at(
+                loc(input, self.f, h.at.span),
+                format!(
+                    "{} is held here: acquired by `{}`",
+                    crate::lock_state::held_phrase(h),
+                    name(input, h.at.callee)
+                ),
+            ));
+        }
+        // A specialised callee: its own first step, then the general chain.
+        let overlay;
+        let summaries: &dyn Summaries = match &v.specialised {
+            Some(s) => {
+                overlay = Overlay {
+                    base: self.summaries,
+                    f: v.target.callee,
+                    summary: s,
+                };
+                &overlay
+            }
+            None => self.summaries,
+        };
+        if v.specialised.is_some() {
+            finding = finding.note(Note::text(format!(
+                "`{callee}` was analysed again with the constant arguments of this call (flags, fn pointers); it still expects {}",
+                v.callee_expect
+            )));
+        }
+        if v.last_reference {
+            for n in why_expects_last(input, summaries, v.target.callee) {
+                finding = finding.note(n);
+            }
+            finding = finding
+                .note(Note::text(
+                    "the teardown runs only when a reference count reaches zero; the analysis does not track reference counts, so it cannot tell whether a reference dropped here is the last one",
+                ))
+                .note(Note::help(
+                    "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard)",
+                ));
+        } else {
+            for n in why_expects(input, summaries, v.target.callee) {
+                finding = finding.note(n);
+            }
+        }
+        finding
+    }
+}

@@ -1,0 +1,385 @@
+//! A read-only walk over a body's MIR, in the style of rustc's
+//! `mir::visit::Visitor`: override the `visit_*` methods for what a scan
+//! looks at; each default hands the parts to the `walk_*` function that
+//! visits them, so an override can still call it to go deeper.
+//!
+//! Flow-insensitive pre-scans (which locals are ever written, borrowed
+//! mutably, copied from a call's result) are visitors; flow-sensitive
+//! analyses use the `dataflow` engine instead.
+
+use crate::model::{
+    Block, BlockId, Body, Callee, LocalId, Operand, Place, Rvalue, Statement, StatementKind,
+    Terminator, TerminatorKind,
+};
+
+/// Where in a body something is: a statement of a block, or its terminator
+/// (`statement == block.statements.len()`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Location {
+    pub block: BlockId,
+    pub statement: usize,
+}
+
+/// How a place is used where it is visited.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PlaceContext {
+    /// Assigned by a statement (`place = rvalue`).
+    Assign,
+    /// Its enum variant set (`SetDiscriminant`).
+    SetDiscriminant,
+    /// Written with a call's return value.
+    CallDestination,
+    /// Read by value (`copy`/`move` operands).
+    Read { moved: bool },
+    /// Borrowed (`&place`, `&mut place`).
+    Borrow { mutable: bool },
+    /// Its address taken as a raw pointer (`&raw const`/`&raw mut`).
+    AddressOf { mutable: bool },
+    /// Inspected without being read as a whole (`discriminant`, `len`,
+    /// `CopyForDeref`).
+    Inspect,
+    /// Dropped by a `Drop` terminator.
+    Drop,
+}
+
+impl PlaceContext {
+    /// Whether the place's value may change here.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            PlaceContext::Assign | PlaceContext::SetDiscriminant | PlaceContext::CallDestination
+        )
+    }
+}
+
+/// A read-only MIR visitor. Every method has a default that walks deeper.
+pub trait Visitor {
+    fn visit_body(&mut self, body: &Body) {
+        walk_body(self, body)
+    }
+
+    fn visit_block(&mut self, id: BlockId, block: &Block) {
+        walk_block(self, id, block)
+    }
+
+    fn visit_statement(&mut self, statement: &Statement, location: Location) {
+        walk_statement(self, statement, location)
+    }
+
+    fn visit_assign(&mut self, place: &Place, rvalue: &Rvalue, location: Location) {
+        self.visit_place(place, PlaceContext::Assign, location);
+        self.visit_rvalue(rvalue, location);
+    }
+
+    fn visit_terminator(&mut self, terminator: &Terminator, location: Location) {
+        walk_terminator(self, terminator, location)
+    }
+
+    fn visit_rvalue(&mut self, rvalue: &Rvalue, location: Location) {
+        walk_rvalue(self, rvalue, location)
+    }
+
+    fn visit_operand(&mut self, operand: &Operand, location: Location) {
+        walk_operand(self, operand, location)
+    }
+
+    fn visit_place(&mut self, _place: &Place, _context: PlaceContext, _location: Location) {}
+}
+
+pub fn walk_body<V: Visitor + ?Sized>(v: &mut V, body: &Body) {
+    for (id, block) in body.blocks.iter().enumerate() {
+        v.visit_block(id as BlockId, block);
+    }
+}
+
+pub fn walk_block<V: Visitor + ?Sized>(v: &mut V, id: BlockId, block: &Block) {
+    for (i, s) in block.statements.iter().enumerate() {
+        v.visit_statement(
+            s,
+            Location {
+                block: id,
+                statement: i,
+            },
+        );
+    }
+    v.visit_terminator(
+        &block.terminator,
+        Location {
+            block: id,
+            statement: block.statements.len(),
+        },
+    );
+}
+
+pub fn walk_statement<V: Visitor + ?Sized>(v: &mut V, statement: &Statement, location: Location) {
+    match &statement.kind {
+        StatementKind::Assign { place, rvalue } => v.visit_assign(place, rvalue, location),
+        StatementKind::SetDiscriminant { place, .. } => {
+            v.visit_place(place, PlaceContext::SetDiscriminant, location)
+        }
+        StatementKind::Intrinsic { operands, .. } => {
+            for o in operands {
+                v.visit_operand(o, location);
+            }
+        }
+        StatementKind::StorageLive(_) | StatementKind::StorageDead(_) => {}
+    }
+}
+
+pub fn walk_terminator<V: Visitor + ?Sized>(
+    v: &mut V,
+    terminator: &Terminator,
+    location: Location,
+) {
+    match &terminator.kind {
+        TerminatorKind::SwitchInt { discr, .. } => v.visit_operand(discr, location),
+        TerminatorKind::Drop { place, .. } => v.visit_place(place, PlaceContext::Drop, location),
+        TerminatorKind::Call {
+            callee,
+            args,
+            destination,
+            ..
+        } => {
+            if let Callee::Indirect { operand, .. } = callee {
+                v.visit_operand(operand, location);
+            }
+            for a in args {
+                v.visit_operand(a, location);
+            }
+            v.visit_place(destination, PlaceContext::CallDestination, location);
+        }
+        TerminatorKind::Assert { cond, .. } => v.visit_operand(cond, location),
+        TerminatorKind::Goto { .. }
+        | TerminatorKind::Resume
+        | TerminatorKind::Abort
+        | TerminatorKind::Return
+        | TerminatorKind::Unreachable
+        | TerminatorKind::InlineAsm { .. } => {}
+    }
+}
+
+pub fn walk_rvalue<V: Visitor + ?Sized>(v: &mut V, rvalue: &Rvalue, location: Location) {
+    match rvalue {
+        Rvalue::Use(o)
+        | Rvalue::UnaryOp { operand: o, .. }
+        | Rvalue::Cast { operand: o, .. }
+        | Rvalue::Repeat { operand: o, .. } => v.visit_operand(o, location),
+        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
+            v.visit_operand(lhs, location);
+            v.visit_operand(rhs, location);
+        }
+        Rvalue::Aggregate { operands, .. } => {
+            for o in operands {
+                v.visit_operand(o, location);
+            }
+        }
+        Rvalue::Ref { mutable, place } => {
+            v.visit_place(place, PlaceContext::Borrow { mutable: *mutable }, location)
+        }
+        Rvalue::AddressOf { mutable, place } => v.visit_place(
+            place,
+            PlaceContext::AddressOf { mutable: *mutable },
+            location,
+        ),
+        Rvalue::Discriminant(p) | Rvalue::Len(p) | Rvalue::CopyForDeref(p) => {
+            v.visit_place(p, PlaceContext::Inspect, location)
+        }
+        Rvalue::ThreadLocalRef { .. } => {}
+    }
+}
+
+pub fn walk_operand<V: Visitor + ?Sized>(v: &mut V, operand: &Operand, location: Location) {
+    match operand {
+        Operand::Copy(p) => v.visit_place(p, PlaceContext::Read { moved: false }, location),
+        Operand::Move(p) => v.visit_place(p, PlaceContext::Read { moved: true }, location),
+        Operand::Constant(_) | Operand::RuntimeChecks(_) => {}
+    }
+}
+
+/// Every place a closure is given, with how it is used and where.
+pub fn for_each_place(body: &Body, f: impl FnMut(&Place, PlaceContext, Location)) {
+    struct Places<F>(F);
+    impl<F: FnMut(&Place, PlaceContext, Location)> Visitor for Places<F> {
+        fn visit_place(&mut self, place: &Place, context: PlaceContext, location: Location) {
+            (self.0)(place, context, location)
+        }
+    }
+    Places(f).visit_body(body);
+}
+
+/// Every assignment `place = rvalue` of a body, with where it is.
+pub fn for_each_assign(body: &Body, f: impl FnMut(&Place, &Rvalue, Location)) {
+    struct Assigns<F>(F);
+    impl<F: FnMut(&Place, &Rvalue, Location)> Visitor for Assigns<F> {
+        fn visit_assign(&mut self, place: &Place, rvalue: &Rvalue, location: Location) {
+            (self.0)(place, rvalue, location)
+        }
+        fn visit_terminator(&mut self, _: &Terminator, _: Location) {}
+    }
+    Assigns(f).visit_body(body);
+}
+
+/// The rvalue of the one statement that assigns `local` as a whole
+/// (`_5 = …`), when exactly one does; call destinations are not counted.
+/// What such a local holds is what that statement put there.
+pub fn sole_assignment(body: &Body, local: LocalId) -> Option<&Rvalue> {
+    let mut found = None;
+    let mut count = 0usize;
+    for s in body.blocks.iter().flat_map(|b| &b.statements) {
+        if let StatementKind::Assign { place, rvalue } = &s.kind
+            && place.local == local
+            && place.projection.is_empty()
+        {
+            count += 1;
+            found = Some(rvalue);
+        }
+    }
+    if count == 1 { found } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LocalDecl, Span, Unwind};
+
+    fn place(local: u32) -> Place {
+        Place {
+            local,
+            projection: vec![],
+        }
+    }
+
+    fn stmt(place_: Place, rvalue: Rvalue) -> Statement {
+        Statement {
+            kind: StatementKind::Assign {
+                place: place_,
+                rvalue,
+            },
+            span: Span::default(),
+        }
+    }
+
+    /// `_2 = &mut _1; _3 = f(move _2) -> bb1; bb1: drop(_1); return`.
+    fn body() -> Body {
+        let term = |kind| Terminator {
+            kind,
+            span: Span::default(),
+        };
+        Body {
+            arg_count: 1,
+            locals: (0..4)
+                .map(|_| LocalDecl {
+                    ty: 0,
+                    span: Span::default(),
+                    mutable: true,
+                })
+                .collect(),
+            blocks: vec![
+                Block {
+                    statements: vec![stmt(
+                        place(2),
+                        Rvalue::Ref {
+                            mutable: true,
+                            place: place(1),
+                        },
+                    )],
+                    terminator: term(TerminatorKind::Call {
+                        callee: Callee::Direct { symbol: "f".into() },
+                        args: vec![Operand::Move(place(2))],
+                        destination: place(3),
+                        target: Some(1),
+                        unwind: Unwind::Continue,
+                    }),
+                    is_cleanup: false,
+                },
+                Block {
+                    statements: vec![],
+                    terminator: term(TerminatorKind::Drop {
+                        place: place(1),
+                        glue: None,
+                        target: 2,
+                        unwind: Unwind::Continue,
+                    }),
+                    is_cleanup: false,
+                },
+                Block {
+                    statements: vec![],
+                    terminator: term(TerminatorKind::Return),
+                    is_cleanup: false,
+                },
+            ],
+            var_names: vec![],
+            span: Span::default(),
+            drop_elaborated: true,
+        }
+    }
+
+    #[test]
+    fn places_are_visited_with_their_use_and_location() {
+        let mut seen = Vec::new();
+        for_each_place(&body(), |p, c, l| {
+            seen.push((p.local, c, l.block, l.statement))
+        });
+        assert_eq!(
+            seen,
+            vec![
+                (2, PlaceContext::Assign, 0, 0),
+                (1, PlaceContext::Borrow { mutable: true }, 0, 0),
+                (2, PlaceContext::Read { moved: true }, 0, 1),
+                (3, PlaceContext::CallDestination, 0, 1),
+                (1, PlaceContext::Drop, 1, 0),
+            ]
+        );
+        assert!(PlaceContext::CallDestination.is_write());
+        assert!(!PlaceContext::Drop.is_write());
+    }
+
+    #[test]
+    fn assignments_skip_terminators() {
+        let mut seen = Vec::new();
+        for_each_assign(&body(), |p, r, l| {
+            seen.push((p.local, matches!(r, Rvalue::Ref { .. }), l))
+        });
+        assert_eq!(
+            seen,
+            vec![(
+                2,
+                true,
+                Location {
+                    block: 0,
+                    statement: 0
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn a_sole_assignment_is_found_and_a_second_one_hides_it() {
+        let mut b = body();
+        assert!(matches!(sole_assignment(&b, 2), Some(Rvalue::Ref { .. })));
+        // `_3` is only a call's destination.
+        assert!(sole_assignment(&b, 3).is_none());
+        b.blocks[1]
+            .statements
+            .push(stmt(place(2), Rvalue::Use(Operand::Copy(place(1)))));
+        assert!(sole_assignment(&b, 2).is_none());
+    }
+
+    #[test]
+    fn an_override_can_stop_the_walk() {
+        /// Counts statements but never looks into rvalues.
+        struct Shallow(usize, usize);
+        impl Visitor for Shallow {
+            fn visit_assign(&mut self, _: &Place, _: &Rvalue, _: Location) {
+                self.0 += 1;
+            }
+            fn visit_place(&mut self, _: &Place, _: PlaceContext, _: Location) {
+                self.1 += 1;
+            }
+        }
+        let mut v = Shallow(0, 0);
+        v.visit_body(&body());
+        // One assignment; the places seen are the call's and the drop's only.
+        assert_eq!((v.0, v.1), (1, 3));
+    }
+}

@@ -1,0 +1,351 @@
+//! The solve: components level by level, recursion to a fixed point.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use program::FnId;
+use rayon::prelude::*;
+
+use crate::schedule::{CallGraph, Schedule};
+
+/// What the engine solves: a domain of function summaries.
+pub trait SummaryDomain: Sync {
+    /// A function's summary.
+    type Summary: Clone + PartialEq + Send + Sync;
+    /// What analysing one function yields besides its summary, for later
+    /// checks (typed observations, never rendered text).
+    type Events: Send;
+    /// A call-site context a callee's summary can be specialised to.
+    type Context: Clone + Eq + Hash + Send + Sync;
+
+    /// The summary of a function that is not analysed from a body
+    /// (annotation, spec, default); `None` when it has a body to analyse.
+    /// Asked once per function before the solve.
+    fn external(&self, f: FnId) -> Option<Self::Summary>;
+
+    /// Whether `f` has a body to analyse; members of a component without
+    /// one keep their external summary (or the fallback).
+    fn has_body(&self, f: FnId) -> bool;
+
+    /// The summary of a function with neither an external summary nor a
+    /// result.
+    fn fallback(&self) -> Self::Summary;
+
+    /// The summary a member of a recursive component starts from.
+    fn provisional(&self, f: FnId) -> Self::Summary;
+
+    /// Analyses `f`, reading other functions' summaries through `env`.
+    fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (Self::Summary, Self::Events)
+    where
+        Self: Sized;
+
+    /// `f`'s summary specialised to one call site's context; `None` when
+    /// `f` cannot be specialised.
+    fn analyze_in_context(
+        &self,
+        f: FnId,
+        ctx: &Self::Context,
+        env: &Env<'_, Self>,
+    ) -> Option<Self::Summary>
+    where
+        Self: Sized;
+
+    /// Whether a change from `before` to `after` (one member, two
+    /// successive rounds) can only narrow, so that it always settles and
+    /// the longer round limit applies.
+    fn settles(&self, before: &Self::Summary, after: &Self::Summary) -> bool;
+
+    /// A member of a recursive component whose summary had not settled
+    /// when the round limit was reached: mark the summary as given up and
+    /// record why.
+    fn unsettled(&self, f: FnId, summary: &mut Self::Summary, events: &mut Self::Events);
+}
+
+/// How long a recursive component iterates.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Rounds before a component whose summaries keep changing in a way
+    /// that need not settle (an adjustment growing per recursion level) is
+    /// given up.
+    pub rounds: usize,
+    /// Rounds while only changes that always settle remain (expectations
+    /// narrowing around a long cycle take a round per member).
+    pub settling_rounds: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            rounds: 8,
+            settling_rounds: 64,
+        }
+    }
+}
+
+/// Figures of one solve.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Components with at least one body.
+    pub components: usize,
+    /// Of those, the recursive ones.
+    pub recursive_components: usize,
+    /// The most rounds one component needed.
+    pub max_rounds: usize,
+    /// Recursive components given up at a round limit.
+    pub unsettled_components: usize,
+    /// Function analyses run (every round of every member).
+    pub analyses: usize,
+    /// Call-site specialisations computed (cache misses).
+    pub specialisations: usize,
+}
+
+/// The result of a solve.
+pub struct Solution<D: SummaryDomain> {
+    /// Every function's summary: its result, else its external summary,
+    /// else the fallback.
+    pub summaries: Vec<D::Summary>,
+    /// The events of every analysed function: level by level, the
+    /// components of a level in schedule order, a component's members in
+    /// callee-first order (of its final round).
+    pub events: Vec<(FnId, D::Events)>,
+    pub stats: Stats,
+}
+
+/// What an analysis reads while the engine solves one component.
+pub struct Env<'a, D: SummaryDomain> {
+    solver: &'a Solver<'a, D>,
+    members: &'a [FnId],
+    provisional: &'a HashMap<FnId, D::Summary>,
+}
+
+impl<D: SummaryDomain> Env<'_, D> {
+    /// `g`'s summary: provisional while `g` is a member of the component
+    /// being solved, otherwise final (or external, or the fallback).
+    pub fn summary(&self, g: FnId) -> &D::Summary {
+        if let Some(s) = self.provisional.get(&g) {
+            return s;
+        }
+        self.solver.done[g.index()]
+            .as_ref()
+            .unwrap_or(&self.solver.fallback)
+    }
+
+    /// Whether `g` belongs to the component being solved.
+    pub fn is_member(&self, g: FnId) -> bool {
+        self.members.contains(&g)
+    }
+
+    /// `g`'s summary specialised to `ctx`, computed once per solve. `None`
+    /// for a member of the component being solved (its summary is not
+    /// final, so no specialisation of it could be shared) and for a
+    /// function the domain does not specialise.
+    pub fn specialized(&self, g: FnId, ctx: &D::Context) -> Option<D::Summary> {
+        if self.is_member(g) {
+            return None;
+        }
+        let cache = &self.solver.specialisations;
+        let key = (g, ctx.clone());
+        if let Ok(map) = cache.lock()
+            && let Some(s) = map.get(&key)
+        {
+            return s.clone();
+        }
+        // Computed outside the lock: a specialisation may need others.
+        let s = self.solver.domain.analyze_in_context(g, ctx, self);
+        self.solver.specialised.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut map) = cache.lock() {
+            map.insert(key, s.clone());
+        }
+        s
+    }
+}
+
+/// Specialised summaries by (function, context); `None` where the domain
+/// declined to specialise.
+type SpecialisationCache<D> =
+    HashMap<(FnId, <D as SummaryDomain>::Context), Option<<D as SummaryDomain>::Summary>>;
+
+struct Solver<'a, D: SummaryDomain> {
+    domain: &'a D,
+    limits: Limits,
+    /// Final summaries of the levels solved so far; external ones from the
+    /// start.
+    done: Vec<Option<D::Summary>>,
+    fallback: D::Summary,
+    specialisations: Mutex<SpecialisationCache<D>>,
+    specialised: AtomicUsize,
+}
+
+/// One component's results.
+struct Component<D: SummaryDomain> {
+    results: Vec<(FnId, D::Summary, D::Events)>,
+    recursive: bool,
+    rounds: usize,
+    unsettled: bool,
+}
+
+/// Solves every function of `graph` in `schedule`'s order.
+pub fn solve<G: CallGraph, D: SummaryDomain>(
+    graph: &G,
+    schedule: &Schedule,
+    domain: &D,
+    limits: Limits,
+) -> Solution<D> {
+    let n = graph.function_count();
+    let mut solver = Solver {
+        domain,
+        limits,
+        done: (0..n).map(|i| domain.external(FnId(i as u32))).collect(),
+        fallback: domain.fallback(),
+        specialisations: Mutex::new(HashMap::new()),
+        specialised: AtomicUsize::new(0),
+    };
+    let mut events = Vec::new();
+    let mut stats = Stats::default();
+    for level in &schedule.levels {
+        let components: Vec<Component<D>> = level
+            .par_iter()
+            .map(|&scc| solver.component(graph, &schedule.sccs[scc as usize]))
+            .collect();
+        for c in components {
+            if c.results.is_empty() {
+                continue;
+            }
+            stats.components += 1;
+            stats.recursive_components += usize::from(c.recursive);
+            stats.unsettled_components += usize::from(c.unsettled);
+            stats.max_rounds = stats.max_rounds.max(c.rounds);
+            stats.analyses += c.rounds * c.results.len();
+            for (f, s, e) in c.results {
+                solver.done[f.index()] = Some(s);
+                events.push((f, e));
+            }
+        }
+    }
+    stats.specialisations = solver.specialised.load(Ordering::Relaxed);
+    let fallback = solver.fallback;
+    let summaries = solver
+        .done
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| fallback.clone()))
+        .collect();
+    Solution {
+        summaries,
+        events,
+        stats,
+    }
+}
+
+impl<D: SummaryDomain> Solver<'_, D> {
+    fn component(&self, graph: &impl CallGraph, members: &[FnId]) -> Component<D> {
+        let bodies: Vec<FnId> = callees_first(graph, members)
+            .into_iter()
+            .filter(|f| self.domain.has_body(*f))
+            .collect();
+        let recursive = members.len() > 1 || graph.callees(members[0]).contains(&members[0]);
+        if bodies.is_empty() {
+            return Component {
+                results: Vec::new(),
+                recursive,
+                rounds: 0,
+                unsettled: false,
+            };
+        }
+        let mut provisional: HashMap<FnId, D::Summary> = bodies
+            .iter()
+            .map(|&f| (f, self.domain.provisional(f)))
+            .collect();
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            let snapshot = provisional.clone();
+            let mut outcomes = Vec::with_capacity(bodies.len());
+            for &f in &bodies {
+                // Members see the summaries computed earlier in this round
+                // (Gauss-Seidel): what a member learns travels around the
+                // cycle in one round rather than one edge per round.
+                let (summary, events) = {
+                    let env = Env {
+                        solver: self,
+                        members,
+                        provisional: &provisional,
+                    };
+                    self.domain.analyze(f, &env)
+                };
+                provisional.insert(f, summary.clone());
+                outcomes.push((f, summary, events));
+            }
+            let stable = outcomes.iter().all(|(f, s, _)| snapshot.get(f) == Some(s));
+            let settling = outcomes
+                .iter()
+                .all(|(f, s, _)| snapshot.get(f).is_some_and(|b| self.domain.settles(b, s)));
+            let limit = if settling {
+                self.limits.settling_rounds
+            } else {
+                self.limits.rounds
+            };
+            if !recursive || stable || rounds >= limit {
+                let mut unsettled = false;
+                for (f, summary, events) in &mut outcomes {
+                    if recursive
+                        && !stable
+                        && !snapshot
+                            .get(f)
+                            .is_some_and(|b| self.domain.settles(b, summary))
+                    {
+                        self.domain.unsettled(*f, summary, events);
+                        unsettled = true;
+                    }
+                }
+                return Component {
+                    results: outcomes,
+                    recursive,
+                    rounds,
+                    unsettled,
+                };
+            }
+        }
+    }
+}
+
+/// The members of a component in depth-first post-order over its call
+/// edges: callees before their callers wherever the cycle allows, so that
+/// one round of the fixed point carries a callee's summary to its callers.
+/// Components of one or two members keep their order.
+pub(crate) fn callees_first(graph: &impl CallGraph, members: &[FnId]) -> Vec<FnId> {
+    if members.len() < 3 {
+        return members.to_vec();
+    }
+    let inside: HashSet<FnId> = members.iter().copied().collect();
+    let inner = |f: FnId| -> Vec<FnId> {
+        graph
+            .callees(f)
+            .into_iter()
+            .filter(|g| inside.contains(g))
+            .collect()
+    };
+    let mut seen: HashSet<FnId> = HashSet::new();
+    let mut order = Vec::with_capacity(members.len());
+    for &root in members {
+        if !seen.insert(root) {
+            continue;
+        }
+        // (function, its callees inside the component, next one to visit)
+        let mut stack: Vec<(FnId, Vec<FnId>, usize)> = vec![(root, inner(root), 0)];
+        while let Some((f, next, i)) = stack.last_mut() {
+            if let Some(&g) = next.get(*i) {
+                *i += 1;
+                if seen.insert(g) {
+                    let n = inner(g);
+                    stack.push((g, n, 0));
+                }
+            } else {
+                order.push(*f);
+                stack.pop();
+            }
+        }
+    }
+    order
+}

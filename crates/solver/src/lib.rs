@@ -1,0 +1,28 @@
+//! The bottom-up interprocedural engine.
+//!
+//! Functions are summarised callees first: the call graph's strongly
+//! connected components ([`Schedule`]) are solved level by level, the
+//! components of one level in parallel. A component without recursion is
+//! analysed once, with every callee's summary final. A recursive component
+//! iterates: its members start from a [`SummaryDomain::provisional`]
+//! summary and are re-analysed, in callee-first order and each seeing the
+//! summaries computed earlier in the same round (Gauss-Seidel), until no
+//! summary changes or a round limit ([`Limits`]) is reached.
+//!
+//! Like rustc's `rustc_mir_dataflow` engine, this one knows no domain: a
+//! [`SummaryDomain`] says what a function's summary is without a body, how
+//! to analyse one body given read access to other summaries ([`Env`]), and
+//! when a change can only settle. Summaries are read by reference; the
+//! engine clones none to answer a lookup. Call-site specialisations (a
+//! callee analysed again for what one call passes) are cached here too, per
+//! function and context, for the whole solve.
+
+mod engine;
+mod schedule;
+
+#[cfg(test)]
+mod tests;
+
+pub use engine::{Env, Limits, Solution, Stats, SummaryDomain, solve};
+pub use program::FnId;
+pub use schedule::{CallGraph, SccId, Schedule};
