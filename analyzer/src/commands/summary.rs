@@ -143,7 +143,7 @@ pub fn run(args: &SummaryArgs) -> u8 {
                 cond.arg, cond.mask
             )?;
         }
-        let site = |r: &analysis::summary::Reason| {
+        let site = |r: &analysis::Reason| {
             format!(
                 "the {} of `{}` at {} (count offset {}) expects {}",
                 r.kind.name(),

@@ -7,7 +7,7 @@ use annotations::{ExpectRange, PreemptCount};
 use program::{FnId, FnKind, IndirectKey};
 
 use crate::Input;
-use crate::summary::{self, Case, RetFact, Source, Summary};
+use crate::summary::{self, Acquisition, Case, RetFact, Source, Summary};
 
 /// An item's `preempt_count` annotation (with its span), or klint's
 /// built-in one for a `core` item (no span).
@@ -102,7 +102,11 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
     let lock = spec_lock_path(effect);
     match effect.op {
         spec::LockOp::Acquire => vec![Case {
-            acquire: vec![(lock, effect.kind, false)],
+            acquire: vec![Acquisition {
+                lock,
+                kind: effect.kind,
+                trylock: false,
+            }],
             ..Case::always(s.adjust)
         }],
         spec::LockOp::Release => vec![Case {
@@ -113,7 +117,11 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
             let raise = i32::from(!effect.kind.may_sleep_while_held());
             let failed = Case::always(s.adjust);
             let succeeded = Case {
-                acquire: vec![(lock, effect.kind, true)],
+                acquire: vec![Acquisition {
+                    lock,
+                    kind: effect.kind,
+                    trylock: true,
+                }],
                 ..Case::always(s.adjust + raise)
             };
             let (zero, nonzero) = match success {

@@ -14,7 +14,7 @@
 //! checks (`crates/checks`) turn events and summaries into findings.
 
 mod body;
-pub mod context;
+mod context;
 mod declared;
 mod domain;
 mod drops;
@@ -23,20 +23,22 @@ mod events;
 mod external;
 mod function;
 mod lock_runs;
-pub mod summary;
+mod summary;
 
 use std::collections::{BTreeSet, HashMap};
 
 use annotations::ItemAnnotations;
 use program::{FnId, Program};
 
-pub use body::{AdjustFailure, LockEvent, Nesting, Target, Violation};
+pub use body::{AdjustFailure, CountChange, LockEvent, Nesting, Target, Violation};
+pub use context::{Context, fn_pointer_source};
 pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};
 pub use external::annotation_of;
-pub use lock_runs::LockRuns;
+pub use lock_runs::{Leak, LockRuns};
 pub use summary::{
-    ArgCond, Case, Final, Overlay, Reason, RetFact, Source, Summaries, Summary, Take,
+    Acquisition, ArgCond, Case, Final, Overlay, Reason, RetFact, Source, Summaries, Summary, Take,
+    adjust_text,
 };
 
 /// What the analysis reads: the linked program, the annotations of its

@@ -10,8 +10,8 @@ pub struct LockRuns {
     pub takes: Vec<summary::Take>,
     pub events: Vec<body::LockEvent>,
     pub edges: Vec<body::Nesting>,
-    /// Locks held at a return: (lock, return span, owned by the return value).
-    pub leaks: Vec<(domains::Held, kmir::Span, bool)>,
+    /// Locks held at a return, at most one per lock.
+    pub leaks: Vec<Leak>,
     pub released: Vec<memory::Location>,
 }
 
@@ -33,8 +33,12 @@ impl LockRuns {
                 let owned = ret
                     .iter()
                     .any(|(_, r)| r.root == h.lock.root && h.lock.steps.starts_with(&r.steps));
-                if !self.leaks.iter().any(|(l, _, _)| l.lock == h.lock) {
-                    self.leaks.push((h.clone(), *span, owned));
+                if !self.leaks.iter().any(|l| l.held.lock == h.lock) {
+                    self.leaks.push(Leak {
+                        held: h.clone(),
+                        ret: *span,
+                        owned,
+                    });
                 }
             }
             for l in p.locks.net_released() {
@@ -44,4 +48,15 @@ impl LockRuns {
             }
         }
     }
+}
+
+/// A lock still held at a return that the function did not hold on entry.
+#[derive(Clone, Debug)]
+pub struct Leak {
+    pub held: domains::Held,
+    /// The return.
+    pub ret: kmir::Span,
+    /// A pointer in the returned value leads to the lock: a guard returned
+    /// to the caller owns it.
+    pub owned: bool,
 }

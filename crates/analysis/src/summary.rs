@@ -38,13 +38,22 @@ pub struct Case {
     pub ret: Option<RetFact>,
     pub post: Option<u128>,
     pub adjust: i32,
-    /// Locks held on return that were not held on entry (with whether a
-    /// trylock took them).
-    pub acquire: Vec<(Location, LockKind, bool)>,
+    /// Locks held on return that were not held on entry.
+    pub acquire: Vec<Acquisition>,
     /// Locks released that were held on entry (the caller must hold them).
     pub release: Vec<Location>,
     /// Pointers in the returned value: (projection inside it, location).
     pub ret_addrs: Vec<(Vec<ProjKey>, Location)>,
+}
+
+/// A lock a function returns holding.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Acquisition {
+    /// In the function's terms.
+    pub lock: Location,
+    pub kind: LockKind,
+    /// Taken by a trylock: it cannot deadlock by itself.
+    pub trylock: bool,
 }
 
 impl Case {
@@ -81,8 +90,8 @@ impl Case {
         if let Some(p) = self.post {
             parts.push(format!("leaves `*arg0` with discriminant {p}"));
         }
-        for (l, kind, _) in &self.acquire {
-            parts.push(format!("acquires `{}` ({kind})", l.describe()));
+        for a in &self.acquire {
+            parts.push(format!("acquires `{}` ({})", a.lock.describe(), a.kind));
         }
         for l in &self.release {
             parts.push(format!("releases `{}`", l.describe()));
@@ -260,11 +269,18 @@ impl Summary {
     }
 
     pub fn adjust_text(&self) -> String {
-        if let Some(a) = self.uniform_adjust() {
-            return a.to_string();
+        adjust_text(&self.cases)
+    }
+}
+
+/// How cases move the count: one number when they agree, else each case.
+pub fn adjust_text(cases: &[Case]) -> String {
+    match cases.first() {
+        Some(first) if cases.iter().all(|c| c.adjust == first.adjust) => first.adjust.to_string(),
+        _ => {
+            let parts: Vec<String> = cases.iter().map(Case::describe).collect();
+            parts.join("; ")
         }
-        let parts: Vec<String> = self.cases.iter().map(Case::describe).collect();
-        parts.join("; ")
     }
 }
 

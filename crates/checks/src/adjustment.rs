@@ -56,10 +56,14 @@ impl Texts<'_, '_> {
             };
             finding = finding.note(Note::at(loc(input, self.f, *span), text));
         }
-        for (span, g, adj) in failure.changes.iter().take(6) {
+        for change in failure.changes.iter().take(6) {
             finding = finding.note(Note::at(
-                loc(input, self.f, *span),
-                format!("`{}` adjusts the count by {adj}", name(input, *g)),
+                loc(input, self.f, change.span),
+                format!(
+                    "`{}` adjusts the count by {}",
+                    name(input, change.callee),
+                    analysis::adjust_text(&change.cases)
+                ),
             ));
         }
         finding.note(Note::help(

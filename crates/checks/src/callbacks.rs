@@ -87,7 +87,7 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             for cb in &spec.callbacks {
                 let symbols = args
                     .get(cb.arg as usize)
-                    .and_then(|op| analysis::context::fn_pointer_source(body, op, 0))
+                    .and_then(|op| analysis::fn_pointer_source(body, op, 0))
                     .unwrap_or_default();
                 for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                     add(Registration {

@@ -14,14 +14,14 @@ findings::declare_kind! {
     /// that moves the count leaves the last element at a count its drop does not
     /// allow.
     pub ARRAY_DROP, "array-drop", Error, "drops",
-    "dropping an array whose last element runs at a count its drop does not allow; dropping a slice whose element changes the count"
+    "dropping an array whose last element runs at a count its drop does not allow"
 }
 
 findings::declare_kind! {
     /// A slice has a length unknown statically: dropping it cannot be summarised
     /// when dropping one element changes the preemption count.
     pub SLICE_DROP, "slice-drop", Error, "drops",
-    "dropping an array whose last element runs at a count its drop does not allow; dropping a slice whose element changes the count"
+    "dropping a slice whose element's drop changes the count"
 }
 
 /// The finding for a drop glue's problem.

@@ -34,7 +34,7 @@ use program::{FnId, FnKind, Program};
 pub use analysis::Input;
 pub use annotation::BAD_ANNOTATION;
 
-/// Every finding kind, family by family. `--deny`/`--warn`/`--allow` and
+/// Every finding kind, in docs/output.md's order. `--deny`/`--warn`/`--allow` and
 /// `--explain` take these names; docs/output.md documents each (a test
 /// keeps the two in step).
 pub static KINDS: &[&Kind] = &[
@@ -43,22 +43,22 @@ pub static KINDS: &[&Kind] = &[
     &callbacks::CALLBACK_CONTEXT,
     &callbacks::CALLBACK_ADJUSTMENT,
     &adjustment::CANNOT_INFER_ADJUSTMENT,
-    &adjustment::RECURSION,
     &annotation::ANNOTATION_MISMATCH,
-    &annotation::BAD_ANNOTATION,
-    &annotation::REPORT,
     &exported::EXTERN_FUNCTION,
+    &adjustment::RECURSION,
     &drops::ARRAY_DROP,
     &drops::SLICE_DROP,
     &pointers::TRAIT_UPCAST,
+    &annotation::BAD_ANNOTATION,
     &pointers::FN_POINTER,
     &pointers::VTABLE,
     &lock_state::DOUBLE_LOCK,
     &lock_state::NESTED_LOCK_CLASS,
+    &lock_order::LOCK_ORDER_INVERSION,
     &lock_state::LOCK_LEAK,
     &lock_state::UNBALANCED_UNLOCK,
-    &lock_order::LOCK_ORDER_INVERSION,
     &irq_safety::IRQ_UNSAFE_LOCK,
+    &annotation::REPORT,
 ];
 
 /// The kind called `name`.

@@ -307,7 +307,12 @@ pub(crate) fn findings(
         })
     };
     let stores_guard = stores_guard_through_args(input, f, body);
-    for (held, ret, owned) in &runs.leaks {
+    for held_at_return in &runs.leaks {
+        let (held, ret, owned) = (
+            &held_at_return.held,
+            &held_at_return.ret,
+            held_at_return.owned,
+        );
         let acquires = declares(&held.lock, |a| match a {
             KanalyzeAnnotation::Acquires(r) => Some(*r),
             _ => None,
@@ -358,7 +363,8 @@ fn leak_starts_here(input: &Input<'_>, held: &Held, summaries: &dyn Summaries) -
         Some((_, inst)) if inst.unsafe_fn => true,
         Some(_) => summaries.get(callee).cases.iter().any(|c| {
             !c.acquire.is_empty()
-                && c.acquire.iter().all(|(l, _, _)| {
+                && c.acquire.iter().all(|a| {
+                    let l = &a.lock;
                     c.ret_addrs
                         .iter()
                         .any(|(_, r)| r.root == l.root && l.steps.starts_with(&r.steps))

@@ -16,6 +16,16 @@
 //! engine clones none to answer a lookup. Call-site specialisations (a
 //! callee analysed again for what one call passes) are cached here too, per
 //! function and context, for the whole solve.
+//!
+//! The order of work is deterministic whatever the number of threads: the
+//! components of one level are solved in parallel, but their results are
+//! merged in schedule order, and a component's members are analysed in an
+//! order that only depends on the call graph. Only the cache of
+//! specialisations is shared between threads, and a specialisation depends
+//! on final summaries alone, so whichever thread computes one first
+//! computes the same thing.
+
+#![warn(missing_docs)]
 
 mod engine;
 mod schedule;

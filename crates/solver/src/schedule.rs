@@ -44,7 +44,10 @@ impl CallGraph for program::Program {
 /// Index of an SCC in [`Schedule::sccs`].
 pub type SccId = u32;
 
-#[derive(Debug, Clone)]
+/// The order of the solve: the call graph's strongly connected components
+/// and the levels they fall into. Every component comes after the ones it
+/// calls, and the components of one level are independent of each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     /// Members of each SCC, sorted; SCCs are numbered callees-first.
     pub sccs: Vec<Vec<FnId>>,

@@ -1,0 +1,312 @@
+//! What a call or drop does to a path: the callee's cases applied in the
+//! caller's terms, and what the callee expects at the site.
+
+use annotations::ExpectRange;
+use kmir::{BlockId, Place, Rvalue, Terminator, TerminatorKind};
+
+use crate::summary::{ArgCond, RetFact, Summary};
+use domains::{Acquired, Held};
+use domains::{Path, PcState};
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
+
+use super::{BodyAnalysis, Target};
+
+impl BodyAnalysis<'_> {
+    /// The place a callee's first argument points to (a drop's place).
+    pub(super) fn arg0_pointee(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+    ) -> Option<PlaceKey> {
+        match terminator {
+            TerminatorKind::Drop { place, .. } => PlaceKey::of(place),
+            TerminatorKind::Call { args, .. } => facts.pointee(args.first()?),
+            _ => None,
+        }
+    }
+
+    /// The places a callee's split condition is about: the first argument's
+    /// pointee and value, or their field when the callee splits on a field
+    /// (a newtype around an enum, like the kernel's `ScopeGuard`).
+    pub(super) fn split_keys(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> (Option<PlaceKey>, Option<PlaceKey>) {
+        let pointee = self.arg0_pointee(facts, terminator);
+        let arg0 = Self::arg0_place(terminator);
+        match summary.split_field {
+            Some(f) => (
+                pointee.map(|k| k.with(ProjKey::Field(f))),
+                arg0.map(|k| k.with(ProjKey::Field(f))),
+            ),
+            None => (pointee, arg0),
+        }
+    }
+
+    /// The place a callee's first argument is moved or copied from.
+    pub(super) fn arg0_place(terminator: &TerminatorKind) -> Option<PlaceKey> {
+        match terminator {
+            TerminatorKind::Call { args, .. } => match args.first()? {
+                kmir::Operand::Copy(p) | kmir::Operand::Move(p) => PlaceKey::of(p),
+                kmir::Operand::Constant(_) | kmir::Operand::RuntimeChecks(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The discriminant of a constant first argument (`drop(None)`).
+    pub(super) fn const_arg0_discr(&self, terminator: &TerminatorKind) -> Option<u128> {
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return None;
+        };
+        let op @ kmir::Operand::Constant(_) = args.first()? else {
+            return None;
+        };
+        self.adt_discr(&Rvalue::Use(op.clone()))
+    }
+
+    /// The paths after a call or drop of `targets` from `path`.
+    pub(super) fn call_effect(
+        &self,
+        path: &Path,
+        terminator: &TerminatorKind,
+        span: kmir::Span,
+        targets: &[Target],
+        out: &mut PcState,
+    ) {
+        for t in targets {
+            let summary = self.summary_of.get(t.callee);
+            let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
+            for case in &summary.cases {
+                let mut facts = path.facts.clone();
+                let feasible = match (case.when, &pointee, &arg0) {
+                    (Some(ArgCond::Pointee(d)), Some(p), _) => {
+                        let r = facts.resolve(p, Aspect::Discr);
+                        facts.assume(&r, Some(d), &[])
+                    }
+                    (Some(ArgCond::Value(d)), _, Some(p)) => {
+                        let r = facts.resolve(p, Aspect::Discr);
+                        facts.assume(&r, Some(d), &[])
+                    }
+                    (Some(ArgCond::Value(d)), _, None) if summary.split_field.is_none() => {
+                        self.const_arg0_discr(terminator).is_none_or(|c| c == d)
+                    }
+                    _ => true,
+                };
+                if !feasible {
+                    continue;
+                }
+                // Where the pointee is, before the call forgets it.
+                let pointee_key = pointee
+                    .as_ref()
+                    .map(|p| match facts.resolve(p, Aspect::Discr) {
+                        Resolved::Key(k, _) => k,
+                        Resolved::Const(_) => p.clone(),
+                    });
+                // The callee may write anything reachable through pointers.
+                facts.forget_memory(&self.escaped);
+                match terminator {
+                    TerminatorKind::Call { destination, .. } => {
+                        facts.write_unknown(destination, &self.escaped);
+                        if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
+                            match ret {
+                                RetFact::Discr(d) => {
+                                    let key = match summary.ret_field {
+                                        Some(f) => key.with(ProjKey::Field(f)),
+                                        None => key,
+                                    };
+                                    facts.set_known(key, Aspect::Discr, d)
+                                }
+                                RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),
+                                RetFact::IsNot(v) => {
+                                    facts.assume(&Resolved::Key(key, Aspect::Value), None, &[v]);
+                                }
+                            }
+                        }
+                        if let (Some(key), Some(p)) = (pointee_key, case.post) {
+                            facts.set_known(key, Aspect::Discr, p);
+                        }
+                    }
+                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    _ => {}
+                }
+                let mut locks = path.locks.clone();
+                if case.ret_addrs.is_empty()
+                    && let TerminatorKind::Call {
+                        args, destination, ..
+                    } = terminator
+                {
+                    // `Option::take`, `mem::replace`, `ptr::read`, `clone`:
+                    // a function that returns a `T` from a `&T`/`&mut T`
+                    // whose body shows no pointer of its own returns (a copy
+                    // of) what the pointer points to.
+                    let copied = self.returned_pointee(&path.facts, args, destination);
+                    if !copied.is_empty() {
+                        facts.set_addrs(destination, copied);
+                    }
+                }
+                if case.has_lock_effect() {
+                    let (args, dropped) = call_operands(terminator);
+                    let subst = |l| self.places.substitute(&path.facts, l, args, dropped);
+                    for l in &case.release {
+                        if let Some(l) = subst(l) {
+                            locks.release(&l);
+                        }
+                    }
+                    for a in &case.acquire {
+                        if let Some(l) = subst(&a.lock) {
+                            locks.acquire(Held {
+                                lock: l,
+                                kind: a.kind,
+                                trylock: a.trylock,
+                                at: Acquired {
+                                    span,
+                                    callee: t.callee,
+                                },
+                            });
+                        }
+                    }
+                    if let TerminatorKind::Call { destination, .. } = terminator {
+                        let addrs: Vec<_> = case
+                            .ret_addrs
+                            .iter()
+                            .filter_map(|(suffix, l)| Some((suffix.clone(), subst(l)?)))
+                            .collect();
+                        facts.set_addrs(destination, addrs);
+                    }
+                }
+                out.add(Path {
+                    adj: path.adj.shifted(case.adjust),
+                    facts,
+                    locks,
+                });
+            }
+        }
+    }
+
+    /// The expectation a callee has at this site, given what the path knows
+    /// about the arguments (a GFP flag known not to allow sleeping).
+    /// The state after a call or drop terminator at `block`.
+    pub(super) fn after_call(
+        &self,
+        state: &PcState,
+        terminator: &Terminator,
+        block: BlockId,
+    ) -> PcState {
+        let span = terminator.span;
+        let terminator = &terminator.kind;
+        let targets = self.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+        let mut out = PcState::default();
+        for p in &state.paths {
+            if targets.is_empty() {
+                // Intrinsics, unresolved callees, drops of nothing: no count
+                // effect, but the callee may still write through pointers.
+                let mut facts = p.facts.clone();
+                match terminator {
+                    TerminatorKind::Call { destination, .. } => {
+                        facts.forget_memory(&self.escaped);
+                        facts.write_unknown(destination, &self.escaped);
+                    }
+                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    _ => {}
+                }
+                out.add(p.with(p.adj, facts));
+            } else {
+                self.call_effect(p, terminator, span, targets, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The expectation for the variants of the first argument this path
+    /// allows (all of them when it knows nothing).
+    pub(super) fn variant_expect(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
+        if summary.expect_when.is_empty() {
+            return summary.expect;
+        }
+        let (pointee, arg0) = self.split_keys(facts, terminator, summary);
+        let mut e = ExpectRange::TOP;
+        let mut any = false;
+        for (when, expect) in &summary.expect_when {
+            let key = match when {
+                ArgCond::Pointee(_) => pointee.as_ref(),
+                ArgCond::Value(_) => arg0.as_ref(),
+            };
+            let d = match when {
+                ArgCond::Pointee(d) | ArgCond::Value(d) => *d,
+            };
+            let feasible = key.is_none_or(|k| {
+                facts
+                    .clone()
+                    .assume(&facts.resolve(k, Aspect::Discr), Some(d), &[])
+            });
+            if feasible {
+                e = e.intersect(expect);
+                any = true;
+            }
+        }
+        if any { e } else { summary.expect }
+    }
+
+    pub fn effective_expect(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
+        let base = self.variant_expect(summary, terminator, facts);
+        let summary = &Summary {
+            expect: base,
+            ..summary.clone()
+        };
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return summary.expect;
+        };
+        let arg = |i: u32| {
+            args.get(i as usize)
+                .and_then(|a| facts.resolve_operand(a))
+                .and_then(|r| facts.value_of(&r))
+        };
+        if let Some(cond) = &summary.sleeps_if_flag {
+            return match arg(cond.arg) {
+                Some(Known::Is(v)) if v & u128::from(cond.mask) == 0 => summary.expect,
+                // Known to allow sleeping, or unknown: assume it sleeps.
+                _ => cond.expect_if_set,
+            };
+        }
+        if let Some(i) = summary.sleeps_if_zero {
+            return match arg(i) {
+                // Reallocating to size 0 frees, which may sleep.
+                Some(Known::Is(0)) => ExpectRange::exactly(0),
+                _ => summary.expect,
+            };
+        }
+        summary.expect
+    }
+}
+
+/// The arguments of a call, or the place a drop drops.
+pub fn call_operands(terminator: &TerminatorKind) -> (&[kmir::Operand], Option<&Place>) {
+    match terminator {
+        TerminatorKind::Call { args, .. } => (args, None),
+        TerminatorKind::Drop { place, .. } => (&[], Some(place)),
+        _ => (&[], None),
+    }
+}
+
+pub(super) fn propagate_nonempty(
+    target: BlockId,
+    state: PcState,
+    propagate: &mut dyn FnMut(BlockId, PcState),
+) {
+    if !state.is_unreachable() {
+        propagate(target, state);
+    }
+}

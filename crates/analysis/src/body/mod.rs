@@ -1,0 +1,357 @@
+//! The preemption-count domain plugged into the dataflow engine, and what
+//! one body's fixed point says: its summary and the violations inside it.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use dataflow::Analysis;
+use kmir::{BlockId, Body, Callee, CrateDump, LocalId, Statement, Terminator, TerminatorKind};
+use program::{EdgeKind, FnId, Program};
+
+use crate::context::Context;
+use crate::summary::{ArgCond, Summaries, Summary};
+use domains::{Adj, PcState};
+use memory::Places;
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
+
+mod calls;
+mod observations;
+mod prescan;
+mod run;
+mod statements;
+
+use calls::propagate_nonempty;
+pub use observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
+use prescan::{escaped_locals, last_reference_tests};
+pub use run::{BodyOutcome, analyze, cases_at_return, failure};
+
+/// A pseudo-local that keeps the entry value of `*_1` (the value a drop
+/// glue or `&mut self` method was called on) after `*_1` changes, so that a
+/// summary can depend on the variant it had on entry.
+pub use memory::ENTRY_ARG0;
+
+/// A call or drop target at one site.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub callee: FnId,
+    pub kind: EdgeKind,
+}
+
+pub struct BodyAnalysis<'a> {
+    pub program: &'a Program,
+    pub func: FnId,
+    pub places: Places<'a>,
+    pub dump: &'a CrateDump,
+    pub body: &'a Body,
+    /// Targets by block, from the call graph.
+    pub sites: HashMap<BlockId, Vec<Target>>,
+    /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
+    pub escaped: Vec<LocalId>,
+    pub summary_of: &'a dyn Summaries,
+    /// The variant the first argument has on entry, for one run of a
+    /// function split by it.
+    pub entry: Option<ArgCond>,
+    /// Print the fixed point on stderr (the CLI's `--trace`).
+    pub trace: bool,
+    /// The entry condition is about this field of the first argument (or
+    /// of its pointee).
+    pub split_field: Option<u32>,
+    /// The call-site context of a specialised run.
+    pub context: Option<Context>,
+    /// Whether call sites passing constants get their callees' summaries
+    /// specialised (through [`Summaries::specialized`]).
+    pub specialize: bool,
+    /// Locals holding the result of a last-reference test
+    /// (`refcount_dec_and_test`): on a path where one is known non-zero,
+    /// this function is tearing an object down.
+    pub last_reference_tests: Vec<LocalId>,
+}
+
+impl<'a> BodyAnalysis<'a> {
+    pub fn new(
+        program: &'a Program,
+        caller: FnId,
+        dump: &'a CrateDump,
+        body: &'a Body,
+        summary_of: &'a dyn Summaries,
+    ) -> Self {
+        let mut sites: HashMap<BlockId, Vec<Target>> = HashMap::new();
+        for (callee, edge) in program.callees(caller) {
+            sites.entry(edge.block).or_default().push(Target {
+                callee,
+                kind: edge.kind,
+            });
+        }
+        let last_reference_tests = last_reference_tests(body, &sites, summary_of);
+        BodyAnalysis {
+            program,
+            func: caller,
+            places: Places::new(dump, body, &program.function(caller).name),
+            dump,
+            body,
+            sites,
+            escaped: escaped_locals(dump, body),
+            summary_of,
+            entry: None,
+            trace: false,
+            split_field: None,
+            context: None,
+            specialize: false,
+            last_reference_tests,
+        }
+    }
+
+    /// On this path the function has just dropped a last reference: a
+    /// last-reference test it called is known to have returned non-zero.
+    pub fn tearing_down(&self, facts: &Facts) -> bool {
+        self.last_reference_tests.iter().any(|&l| {
+            let r = facts.resolve(&PlaceKey::local(l), Aspect::Value);
+            match facts.value_of(&r) {
+                Some(Known::Is(v)) => v != 0,
+                Some(Known::IsNot(vs)) => vs.contains(&0),
+                None => false,
+            }
+        })
+    }
+
+    /// A specialised run: what the call site passes is known on entry, and
+    /// calls through fn pointers taken from arguments go where the site's
+    /// pointers go.
+    pub fn in_context(&mut self, ctx: Context) {
+        for (block, b) in self.body.blocks.iter().enumerate() {
+            let TerminatorKind::Call {
+                callee: Callee::Indirect { operand, .. },
+                ..
+            } = &b.terminator.kind
+            else {
+                continue;
+            };
+            let Some(arg) = crate::context::operand_arg_root(self.body, operand) else {
+                continue;
+            };
+            if let Some((_, ids)) = ctx.fn_ptrs.iter().find(|(a, _)| *a == arg) {
+                if self.trace {
+                    let names: Vec<&str> = ids
+                        .iter()
+                        .map(|&i| self.program.function(i).symbol.as_str())
+                        .collect();
+                    eprintln!(
+                        "[kanalyze context] bb{block} of {} calls {names:?}",
+                        self.program.function(self.func).name
+                    );
+                }
+                self.sites.insert(
+                    block as BlockId,
+                    ids.iter()
+                        .map(|&callee| Target {
+                            callee,
+                            kind: EdgeKind::Indirect,
+                        })
+                        .collect(),
+                );
+            }
+        }
+        self.context = Some(ctx);
+    }
+
+    /// The summary to check a call against: specialised to what this
+    /// call passes when the callee depends on its arguments.
+    pub fn site_summary(
+        &self,
+        t: Target,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> Cow<'a, Summary> {
+        let summary = self.summary_of.get(t.callee);
+        if !summary.context_sensitive {
+            return Cow::Borrowed(summary);
+        }
+        let (true, TerminatorKind::Call { args, .. }) = (self.specialize, terminator) else {
+            return Cow::Borrowed(summary);
+        };
+        let depth = self.context.as_ref().map_or(0, |c| c.depth) + 1;
+        if depth > crate::context::MAX_DEPTH {
+            return Cow::Borrowed(summary);
+        }
+        let ctx = Context::at_call(self.program, self.dump, self.body, facts, args, depth);
+        if self.trace {
+            eprintln!(
+                "[kanalyze context] {} -> {}: {ctx:?}",
+                self.program.function(self.func).name,
+                self.program.function(t.callee).name
+            );
+        }
+        match ctx.and_then(|ctx| self.summary_of.specialized(t.callee, &ctx)) {
+            Some(s) => {
+                if self.trace {
+                    eprintln!(
+                        "[kanalyze context]   specialised expect {} (general {})",
+                        s.expect, summary.expect
+                    );
+                }
+                Cow::Owned(s)
+            }
+            None => Cow::Borrowed(summary),
+        }
+    }
+}
+
+impl Analysis for BodyAnalysis<'_> {
+    type Domain = PcState;
+
+    fn bottom(&self) -> PcState {
+        PcState::default()
+    }
+
+    fn entry_state(&self) -> PcState {
+        let mut facts = Facts::default();
+        if self.body.arg_count >= 1 {
+            let pointee = PlaceKey {
+                local: 1,
+                proj: vec![memory::ProjKey::Deref],
+            };
+            facts.alias_entry(ENTRY_ARG0, Val::Copy(pointee.clone()));
+            let field = |k: PlaceKey| match self.split_field {
+                Some(f) => k.with(ProjKey::Field(f)),
+                None => k,
+            };
+            match self.entry {
+                Some(ArgCond::Pointee(d)) => facts.set_known(field(pointee), Aspect::Discr, d),
+                Some(ArgCond::Value(d)) => {
+                    facts.set_known(field(PlaceKey::local(1)), Aspect::Discr, d)
+                }
+                None => {}
+            }
+        }
+        if let Some(ctx) = &self.context {
+            for (local, proj, v) in &ctx.known {
+                facts.set_known(
+                    PlaceKey {
+                        local: *local,
+                        proj: proj.clone(),
+                    },
+                    Aspect::Value,
+                    *v,
+                );
+            }
+        }
+        PcState::single(Adj::Known(0), facts)
+    }
+
+    fn apply_statement(
+        &self,
+        state: &mut PcState,
+        statement: &Statement,
+        _block: BlockId,
+        _index: usize,
+    ) {
+        for p in &mut state.paths {
+            self.apply_facts(&mut p.facts, statement);
+        }
+        // Facts may have become equal: keep one path per adjustment.
+        let paths = std::mem::take(&mut state.paths);
+        for p in paths {
+            state.add(p);
+        }
+    }
+
+    fn apply_terminator(
+        &self,
+        state: PcState,
+        terminator: &Terminator,
+        block: BlockId,
+        propagate: &mut dyn FnMut(BlockId, PcState),
+    ) {
+        match &terminator.kind {
+            TerminatorKind::Goto { target } => propagate(*target, state),
+            TerminatorKind::SwitchInt {
+                discr,
+                targets,
+                otherwise,
+            } => {
+                let values: Vec<u128> = targets.iter().map(|t| t.value).collect();
+                for t in targets {
+                    let mut out = PcState::default();
+                    for p in &state.paths {
+                        let mut facts = p.facts.clone();
+                        let feasible = match facts.resolve_operand(discr) {
+                            Some(r) => facts.assume(&r, Some(t.value), &[]),
+                            None => true,
+                        };
+                        if feasible {
+                            out.add(p.with(p.adj, facts));
+                        }
+                    }
+                    if !out.is_unreachable() {
+                        propagate(t.target, out);
+                    }
+                }
+                let mut out = PcState::default();
+                for p in &state.paths {
+                    let mut facts = p.facts.clone();
+                    let feasible = match facts.resolve_operand(discr) {
+                        Some(r) => facts.assume(&r, None, &values),
+                        None => true,
+                    };
+                    if feasible {
+                        out.add(p.with(p.adj, facts));
+                    }
+                }
+                if !out.is_unreachable() {
+                    propagate(*otherwise, out);
+                }
+            }
+            TerminatorKind::Return
+            | TerminatorKind::Resume
+            | TerminatorKind::Abort
+            | TerminatorKind::Unreachable => {}
+            TerminatorKind::Drop { target, .. } => {
+                propagate_nonempty(
+                    *target,
+                    self.after_call(&state, terminator, block),
+                    propagate,
+                );
+            }
+            TerminatorKind::Call { target, .. } => {
+                if let Some(target) = target {
+                    propagate_nonempty(
+                        *target,
+                        self.after_call(&state, terminator, block),
+                        propagate,
+                    );
+                }
+            }
+            TerminatorKind::Assert {
+                cond,
+                expected,
+                target,
+                ..
+            } => {
+                // Past the assert the condition held.
+                let mut out = PcState::default();
+                for p in &state.paths {
+                    let mut facts = p.facts.clone();
+                    let feasible = match facts.resolve_operand(cond) {
+                        Some(r) => facts.assume(&r, Some(u128::from(*expected)), &[]),
+                        None => true,
+                    };
+                    if feasible {
+                        out.add(p.with(p.adj, facts));
+                    }
+                }
+                if !out.is_unreachable() {
+                    propagate(*target, out);
+                }
+            }
+            TerminatorKind::InlineAsm { target, .. } => {
+                if let Some(t) = target {
+                    let mut state = state;
+                    for p in &mut state.paths {
+                        p.facts.forget_memory(&self.escaped);
+                    }
+                    propagate(*t, state);
+                }
+            }
+        }
+    }
+}

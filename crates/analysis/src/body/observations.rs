@@ -1,0 +1,71 @@
+//! What one body's fixed point observes, as typed data for the summary
+//! and the checks.
+
+use annotations::ExpectRange;
+use kmir::BlockId;
+use program::FnId;
+
+use crate::summary::{Case, Summary, Take};
+use domains::Adj;
+use domains::Held;
+
+use super::Target;
+
+/// A call or drop whose callee's expectation cannot be met.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    pub block: BlockId,
+    pub span: kmir::Span,
+    pub target: Target,
+    pub callee_expect: ExpectRange,
+    /// The counts possible at the site, given what was required so far.
+    pub possible: ExpectRange,
+    /// The count is unknown here (the adjustment could not be tracked).
+    pub unknown_adjustment: bool,
+    /// The locks held on the path that violates the expectation.
+    pub held: Vec<Held>,
+    /// The callee's summary specialised to this call's constants, when it
+    /// was (its reason explains the first step).
+    pub specialised: Option<Box<Summary>>,
+    /// Only the callee's last-reference expectation is violated: the
+    /// finding depends on whether a reference dropped here is the last.
+    pub last_reference: bool,
+}
+
+/// A lock acquired at a call or drop site while another is held: an edge
+/// of the lock-order graph, or, when both are one class, a finding.
+#[derive(Clone, Debug)]
+pub struct Nesting {
+    pub held: Held,
+    pub take: Take,
+    /// The call (in this function) during which `take` happens.
+    pub site: kmir::Span,
+    pub callee: FnId,
+}
+
+/// A nesting of one lock class in itself: the same object (a double lock)
+/// or possibly two instances.
+#[derive(Clone, Debug)]
+pub struct LockEvent {
+    pub nesting: Nesting,
+    pub same_object: bool,
+}
+
+/// Why the adjustment could not be inferred.
+#[derive(Clone, Debug)]
+pub struct AdjustFailure {
+    /// The returns reached with each adjustment.
+    pub returns: Vec<(Adj, kmir::Span)>,
+    /// Sites where the count changes.
+    pub changes: Vec<CountChange>,
+}
+
+/// A call or drop whose callee moves the preemption count.
+#[derive(Clone, Debug)]
+pub struct CountChange {
+    pub span: kmir::Span,
+    pub callee: FnId,
+    /// The callee's cases as the site saw them (specialised where the
+    /// call was).
+    pub cases: Vec<Case>,
+}

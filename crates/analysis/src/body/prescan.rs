@@ -1,0 +1,208 @@
+//! Flow-insensitive pre-scans of a body: locals whose address escapes,
+//! locals holding a last-reference test's result.
+
+use std::collections::HashMap;
+
+use kmir::visit::PlaceContext;
+use kmir::{
+    BlockId, Body, Callee, CrateDump, LocalId, Place, Rvalue, StatementKind, TerminatorKind,
+};
+
+use crate::summary::Summaries;
+
+use super::Target;
+
+/// Locals whose address escapes: through a raw pointer, or a `&mut` that
+/// lives on after the statement that uses it. Calls may change them.
+///
+/// The borrow checker makes one common case safe: `_t = &mut _l` moved
+/// straight into a call whose result holds no reference (`slot.take()`,
+/// `v.push(x)`) cannot be used once the call returns, so `_l` only changes
+/// in that call (which its summary describes).
+pub(super) fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
+    let mut out: Vec<LocalId> = Vec::new();
+    let mut borrows: Vec<(LocalId, LocalId)> = Vec::new(); // (borrowed, holder)
+    kmir::visit::for_each_assign(body, |place, rvalue, _| match rvalue {
+        Rvalue::AddressOf { place: p, .. } => out.push(p.local),
+        Rvalue::Ref {
+            mutable: true,
+            place: p,
+        } => {
+            if place.projection.is_empty() {
+                borrows.push((p.local, place.local));
+            } else {
+                out.push(p.local);
+            }
+        }
+        _ => {}
+    });
+    for (borrowed, holder) in borrows {
+        if !consumed_by_one_call(dump, body, holder) {
+            out.push(borrowed);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether `local` is used exactly once, moved into a call whose result
+/// cannot hold a reference.
+pub(super) fn consumed_by_one_call(dump: &CrateDump, body: &Body, local: LocalId) -> bool {
+    let mut uses = 0usize;
+    let mut ok = false;
+    let mentions = |p: &Place| {
+        p.local == local
+            || p.projection
+                .iter()
+                .any(|q| matches!(q, kmir::Projection::Index(l) if *l == local))
+    };
+    let operand_mentions = |o: &kmir::Operand| matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p));
+    for block in &body.blocks {
+        for s in &block.statements {
+            match &s.kind {
+                StatementKind::Assign { place, rvalue } => {
+                    if place.local == local && !place.projection.is_empty() {
+                        uses += 1;
+                    }
+                    uses += rvalue_mentions(rvalue, &mentions);
+                }
+                StatementKind::SetDiscriminant { place, .. } => {
+                    uses += usize::from(mentions(place))
+                }
+                StatementKind::Intrinsic { operands, .. } => {
+                    uses += operands.iter().filter(|o| operand_mentions(o)).count()
+                }
+                StatementKind::StorageLive(_) | StatementKind::StorageDead(_) => {}
+            }
+        }
+        match &block.terminator.kind {
+            TerminatorKind::Call {
+                args, destination, ..
+            } => {
+                for a in args {
+                    if operand_mentions(a) {
+                        uses += 1;
+                        // A result that holds a reference or pointer may keep
+                        // the borrow alive. (An ADT holding one only behind
+                        // a lifetime parameter, like `IterMut<'_, T>`, is not
+                        // seen: lifetimes are erased. A documented
+                        // approximation.)
+                        let captures = body
+                            .local(destination.local)
+                            .and_then(|l| dump.ty(l.ty))
+                            .is_none_or(|t| {
+                                ["&", "*", "fn(", "dyn "]
+                                    .iter()
+                                    .any(|m| t.display.contains(m))
+                            });
+                        ok = matches!(a, kmir::Operand::Move(p) if p.local == local && p.projection.is_empty())
+                            && destination.projection.is_empty()
+                            && !captures;
+                    }
+                }
+                if let Callee::Indirect { operand, .. } = &callee_of(&block.terminator.kind)
+                    && operand_mentions(operand)
+                {
+                    uses += 1;
+                }
+            }
+            TerminatorKind::SwitchInt { discr, .. } => uses += usize::from(operand_mentions(discr)),
+            TerminatorKind::Assert { cond, .. } => uses += usize::from(operand_mentions(cond)),
+            TerminatorKind::Drop { place, .. } => uses += usize::from(mentions(place)),
+            _ => {}
+        }
+    }
+    uses == 1 && ok
+}
+
+pub(super) fn callee_of(t: &TerminatorKind) -> Callee {
+    match t {
+        TerminatorKind::Call { callee, .. } => callee.clone(),
+        _ => Callee::Intrinsic {
+            name: String::new(),
+        },
+    }
+}
+
+pub(super) fn rvalue_mentions(r: &Rvalue, mentions: &dyn Fn(&Place) -> bool) -> usize {
+    let op = |o: &kmir::Operand| {
+        usize::from(matches!(o, kmir::Operand::Copy(p) | kmir::Operand::Move(p) if mentions(p)))
+    };
+    match r {
+        Rvalue::Use(o)
+        | Rvalue::UnaryOp { operand: o, .. }
+        | Rvalue::Cast { operand: o, .. }
+        | Rvalue::Repeat { operand: o, .. } => op(o),
+        Rvalue::Ref { place, .. }
+        | Rvalue::AddressOf { place, .. }
+        | Rvalue::Discriminant(place)
+        | Rvalue::Len(place)
+        | Rvalue::CopyForDeref(place) => usize::from(mentions(place)),
+        Rvalue::Aggregate { operands, .. } => operands.iter().map(op).sum(),
+        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
+            op(lhs) + op(rhs)
+        }
+        Rvalue::ThreadLocalRef { .. } => 0,
+    }
+}
+
+/// The locals that receive the result of a last-reference test, directly
+/// from the call or through plain copies.
+pub(super) fn last_reference_tests(
+    body: &Body,
+    sites: &HashMap<BlockId, Vec<Target>>,
+    summary_of: &dyn Summaries,
+) -> Vec<LocalId> {
+    let mut tests: Vec<LocalId> = Vec::new();
+    for (block, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Call { destination, .. } = &b.terminator.kind else {
+            continue;
+        };
+        if !destination.projection.is_empty() {
+            continue;
+        }
+        let is_test = sites.get(&(block as BlockId)).is_some_and(|ts| {
+            ts.iter()
+                .any(|t| summary_of.get(t.callee).last_reference_test)
+        });
+        if is_test && !tests.contains(&destination.local) {
+            tests.push(destination.local);
+        }
+    }
+    if tests.is_empty() {
+        return tests;
+    }
+    // Only a local that holds nothing else: one assigned elsewhere too could
+    // hold another value where it is tested.
+    let mut writes: HashMap<LocalId, usize> = HashMap::new();
+    kmir::visit::for_each_place(body, |place, context, _| {
+        if matches!(
+            context,
+            PlaceContext::Assign | PlaceContext::CallDestination
+        ) && place.projection.is_empty()
+        {
+            *writes.entry(place.local).or_default() += 1;
+        }
+    });
+    let once = |l: &LocalId| writes.get(l).copied().unwrap_or(0) == 1;
+    tests.retain(once);
+    // `let is_zero = …; if is_zero` may copy the result first.
+    loop {
+        let before = tests.len();
+        kmir::visit::for_each_assign(body, |place, rvalue, _| {
+            if let Rvalue::Use(kmir::Operand::Copy(src) | kmir::Operand::Move(src)) = rvalue
+                && place.projection.is_empty()
+                && src.projection.is_empty()
+                && tests.contains(&src.local)
+                && !tests.contains(&place.local)
+                && once(&place.local)
+            {
+                tests.push(place.local);
+            }
+        });
+        if tests.len() == before {
+            return tests;
+        }
+    }
+}

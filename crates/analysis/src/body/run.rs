@@ -1,0 +1,504 @@
+//! One body's run: the fixed point, read off site by site into its
+//! expectation, violations, lock events and returns.
+
+use std::borrow::Cow;
+
+use annotations::ExpectRange;
+use kmir::{BlockId, Terminator, TerminatorKind};
+use program::EdgeKind;
+
+use crate::summary::{Acquisition, ArgCond, Case, Reason, RetFact, Summary, Take};
+use domains::Held;
+use domains::{Adj, Path, PcState};
+use memory::{Aspect, Known, PlaceKey, ProjKey};
+
+use super::calls::call_operands;
+use super::observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
+use super::{BodyAnalysis, Target};
+
+pub struct BodyOutcome {
+    pub expect: ExpectRange,
+    pub reason: Option<Reason>,
+    /// What the body additionally expects if a reference it drops is the
+    /// last one (see `Summary::expect_last`).
+    pub expect_last: ExpectRange,
+    pub reason_last: Option<Reason>,
+    pub violations: Vec<Violation>,
+    /// The paths reaching a return, with the return's span.
+    pub returns: Vec<(Path, kmir::Span)>,
+    /// Sites where the count changes.
+    pub changes: Vec<CountChange>,
+    /// Locks acquired during the body (directly or in callees), in its terms.
+    pub takes: Vec<Take>,
+    pub lock_events: Vec<LockEvent>,
+    pub edges: Vec<Nesting>,
+    /// The expectation depends on what callers pass (see `context.rs`).
+    pub context_sensitive: bool,
+}
+
+/// Runs the analysis of one body to its fixed point and reads the summary
+/// and the violations off it.
+pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
+    let results = dataflow::iterate(analysis, analysis.body);
+    if analysis.trace {
+        for (b, state) in results.entry.iter().enumerate() {
+            if results.reached[b] {
+                eprintln!("[kanalyze trace] bb{b} (entry {:?}):", analysis.entry);
+                for p in &state.paths {
+                    eprintln!("    adj {}: {:?}", p.adj, p.facts);
+                }
+            }
+        }
+    }
+    let mut reader = Reader::new(analysis);
+    dataflow::visit(
+        analysis,
+        analysis.body,
+        &results,
+        |block, state, terminator| match &terminator.kind {
+            TerminatorKind::Return => {
+                for p in &state.paths {
+                    reader.returns.push((p.clone(), terminator.span));
+                }
+            }
+            TerminatorKind::Call { .. } | TerminatorKind::Drop { .. } => {
+                let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+                for t in targets {
+                    reader.site(block, state, terminator, *t);
+                }
+            }
+            _ => {}
+        },
+    );
+    if analysis.trace {
+        for (p, _) in &reader.returns {
+            eprintln!(
+                "[kanalyze trace] return: adj {}: {:?} {:?}",
+                p.adj, p.facts, p.locks
+            );
+        }
+    }
+    reader.finish()
+}
+
+/// What a body's fixed point says, read off terminator by terminator: the
+/// expectations it needs on entry and why, the violations inside it, the
+/// returns, and the lock events of each site.
+struct Reader<'r, 'a> {
+    analysis: &'r BodyAnalysis<'a>,
+    expect: ExpectRange,
+    reason: Option<Reason>,
+    expect_last: ExpectRange,
+    reason_last: Option<Reason>,
+    violations: Vec<Violation>,
+    returns: Vec<(Path, kmir::Span)>,
+    changes: Vec<CountChange>,
+    locks: LockSites,
+    sensitive: bool,
+}
+
+impl<'r, 'a> Reader<'r, 'a> {
+    fn new(analysis: &'r BodyAnalysis<'a>) -> Self {
+        Reader {
+            analysis,
+            expect: ExpectRange::TOP,
+            reason: None,
+            expect_last: ExpectRange::TOP,
+            reason_last: None,
+            violations: Vec::new(),
+            returns: Vec::new(),
+            changes: Vec::new(),
+            locks: LockSites::default(),
+            sensitive: false,
+        }
+    }
+
+    /// One call or drop target `t` of the terminator of `block`, reached
+    /// in `state`.
+    fn site(&mut self, block: BlockId, state: &PcState, terminator: &Terminator, t: Target) {
+        let analysis = self.analysis;
+        let summary = match state.paths.first() {
+            Some(p) => analysis.site_summary(t, &terminator.kind, &p.facts),
+            None => Cow::Borrowed(analysis.summary_of.get(t.callee)),
+        };
+        self.locks
+            .visit_call(analysis, state, terminator, t, &summary);
+        if summary.uniform_adjust() != Some(0) {
+            self.changes.push(CountChange {
+                span: terminator.span,
+                callee: t.callee,
+                cases: summary.cases.clone(),
+            });
+        }
+        if summary.poisoned {
+            return;
+        }
+        self.expectations(block, state, terminator, t, &summary);
+    }
+
+    /// What the site needs of the count on entry to the body, or the
+    /// violation where no entry count can satisfy it.
+    fn expectations(
+        &mut self,
+        block: BlockId,
+        state: &PcState,
+        terminator: &Terminator,
+        t: Target,
+        summary: &Summary,
+    ) {
+        let analysis = self.analysis;
+        let mut site_required = ExpectRange::TOP;
+        let mut site_required_last = ExpectRange::TOP;
+        let mut callee_expect = summary.expect;
+        let mut callee_expect_last = ExpectRange::TOP;
+        let mut via_last = true;
+        let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+        let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+        for p in &state.paths {
+            let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
+            // On a teardown path everything the callee needs is
+            // needed only because a reference was the last.
+            let (e, e_last) = if analysis.tearing_down(&p.facts) {
+                via_last = whole == ExpectRange::TOP;
+                (ExpectRange::TOP, whole.intersect(&summary.expect_last))
+            } else {
+                (whole, summary.expect_last)
+            };
+            if analysis.trace {
+                eprintln!(
+                    "[kanalyze trace] bb{block} calls {}: expects {e} (summary {}, last {e_last}), adj {}",
+                    analysis.program.function(t.callee).name,
+                    summary.expect,
+                    p.adj
+                );
+            }
+            if e_last != ExpectRange::TOP {
+                callee_expect_last = e_last;
+                let required = match p.adj {
+                    Adj::Known(a) => e_last.shift_back(a),
+                    Adj::Top => ExpectRange::EMPTY,
+                };
+                let narrowed = site_required_last.intersect(&required);
+                if self
+                    .expect
+                    .intersect(&self.expect_last)
+                    .intersect(&narrowed)
+                    .is_empty()
+                    && worst_last.is_none()
+                {
+                    worst_last = Some((p.adj, e_last, p.locks.held.clone()));
+                }
+                site_required_last = narrowed;
+            }
+            if e == ExpectRange::TOP {
+                continue;
+            }
+            callee_expect = e;
+            let required = match p.adj {
+                Adj::Known(a) => e.shift_back(a),
+                Adj::Top => ExpectRange::EMPTY,
+            };
+            let narrowed = site_required.intersect(&required);
+            if self.expect.intersect(&narrowed).is_empty() && worst.is_none() {
+                worst = Some((p.adj, e, p.locks.held.clone()));
+            }
+            site_required = narrowed;
+        }
+        let first_adj = state
+            .paths
+            .iter()
+            .find_map(|p| match p.adj {
+                Adj::Known(a) => Some(a),
+                Adj::Top => None,
+            })
+            .unwrap_or(0);
+        let make_violation = |(adj, e, held): (Adj, ExpectRange, Vec<Held>),
+                              base: ExpectRange,
+                              last_reference: bool| {
+            Violation {
+                block,
+                span: terminator.span,
+                target: t,
+                callee_expect: e,
+                possible: match adj {
+                    Adj::Known(a) => base.shift(a),
+                    Adj::Top => ExpectRange::TOP,
+                },
+                unknown_adjustment: adj == Adj::Top,
+                held,
+                specialised: summary.specialised.then(|| Box::new(summary.clone())),
+                last_reference,
+            }
+        };
+        if let Some(w) = worst {
+            self.violations.push(make_violation(w, self.expect, false));
+            return;
+        }
+        if let Some(w) = worst_last {
+            self.violations.push(make_violation(
+                w,
+                self.expect.intersect(&self.expect_last),
+                true,
+            ));
+        } else {
+            let next = self.expect_last.intersect(&site_required_last);
+            if next != self.expect_last {
+                self.reason_last = Some(Reason {
+                    block,
+                    span: terminator.span,
+                    callee: t.callee,
+                    kind: t.kind,
+                    adj: first_adj,
+                    callee_expect: callee_expect_last,
+                    callee_summary: None,
+                    via_last,
+                });
+                self.expect_last = next;
+            }
+        }
+        let next = self.expect.intersect(&site_required);
+        if next != self.expect {
+            self.sensitive |= summary.context_sensitive
+                || summary.sleeps_if_flag.is_some()
+                || summary.sleeps_if_zero.is_some()
+                || matches!(t.kind, EdgeKind::Indirect | EdgeKind::Virtual);
+            self.reason = Some(Reason {
+                block,
+                span: terminator.span,
+                callee: t.callee,
+                kind: t.kind,
+                adj: first_adj,
+                callee_expect,
+                callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
+                via_last: false,
+            });
+            self.expect = next;
+        }
+    }
+
+    fn finish(self) -> BodyOutcome {
+        BodyOutcome {
+            expect: self.expect,
+            reason: self.reason,
+            expect_last: self.expect_last,
+            reason_last: self.reason_last,
+            violations: self.violations,
+            returns: self.returns,
+            changes: self.changes,
+            takes: self.locks.takes,
+            lock_events: self.locks.events,
+            edges: self.locks.edges,
+            context_sensitive: self.sensitive,
+        }
+    }
+}
+
+/// The lock findings of one body, gathered site by site.
+#[derive(Default)]
+struct LockSites {
+    takes: Vec<Take>,
+    events: Vec<LockEvent>,
+    edges: Vec<Nesting>,
+}
+
+impl LockSites {
+    fn visit_call(
+        &mut self,
+        analysis: &BodyAnalysis<'_>,
+        state: &PcState,
+        terminator: &Terminator,
+        target: Target,
+        summary: &Summary,
+    ) {
+        if summary.takes.is_empty() {
+            return;
+        }
+        let (args, dropped) = call_operands(&terminator.kind);
+        let mut reported = false;
+        for p in &state.paths {
+            for take in &summary.takes {
+                let Some(lock) = analysis
+                    .places
+                    .substitute(&p.facts, &take.lock, args, dropped)
+                else {
+                    continue;
+                };
+                // A lock function's own effect (from the spec or an
+                // annotation, not a body) happens at this call.
+                let own_effect = !matches!(
+                    summary.source,
+                    crate::summary::Source::Inferred | crate::summary::Source::Recursive
+                );
+                let (func, span) = if own_effect {
+                    (analysis.func, terminator.span)
+                } else {
+                    (take.func, take.span)
+                };
+                let reacquire = take.reacquire || p.locks.released.contains(&lock);
+                let mut via = vec![(analysis.func, terminator.span)];
+                if !own_effect {
+                    via.extend(take.via.iter().take(crate::summary::MAX_VIA - 1).copied());
+                }
+                let here = Take {
+                    lock,
+                    kind: take.kind,
+                    trylock: take.trylock,
+                    reacquire,
+                    irqs_disabled: take.irqs_disabled || p.locks.irqs_disabled(),
+                    func,
+                    span,
+                    via,
+                };
+                if !take.trylock {
+                    for h in &p.locks.held {
+                        if !domains::has_object(h.kind) {
+                            continue;
+                        }
+                        let nesting = || Nesting {
+                            held: h.clone(),
+                            take: here.clone(),
+                            site: terminator.span,
+                            callee: target.callee,
+                        };
+                        let same_object = h.lock == here.lock;
+                        if same_object || h.lock.class() == here.lock.class() {
+                            let deadlocks = !same_object
+                                || (!domains::recursive_ok(h.kind, here.kind) && !here.reacquire);
+                            if deadlocks && !reported {
+                                reported = true;
+                                self.events.push(LockEvent {
+                                    nesting: nesting(),
+                                    same_object,
+                                });
+                            }
+                        } else if !self.edges.iter().any(|e| {
+                            e.held.lock.class() == h.lock.class()
+                                && e.take.lock.class() == here.lock.class()
+                        }) {
+                            self.edges.push(nesting());
+                        }
+                    }
+                }
+                if self.takes.len() < crate::summary::MAX_TAKES
+                    && !self.takes.iter().any(|t| {
+                        t.lock == here.lock
+                            && t.kind == here.kind
+                            && t.irqs_disabled == here.irqs_disabled
+                    })
+                {
+                    self.takes.push(here);
+                }
+            }
+        }
+    }
+}
+
+/// The cases of one run from the paths that reach its returns: per path,
+/// its adjustment, what it returns and what it leaves behind `*_1`. Paths
+/// that return the same way with different adjustments make the adjustment
+/// impossible to infer (`Err`).
+pub fn cases_at_return(
+    returns: &[(Path, kmir::Span)],
+    when: Option<ArgCond>,
+    pointee_arg: bool,
+    split_field: Option<u32>,
+    ret_field: Option<u32>,
+) -> Result<Vec<Case>, ()> {
+    let field = |k: PlaceKey, f: Option<u32>| match f {
+        Some(f) => k.with(ProjKey::Field(f)),
+        None => k,
+    };
+    if returns.is_empty() {
+        // Never returns: nothing to adjust for the caller.
+        return Ok(vec![Case {
+            when,
+            ..Case::always(0)
+        }]);
+        // (A function that never returns leaves the caller's locks alone.)
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for (p, _) in returns {
+        let Adj::Known(adjust) = p.adj else {
+            return Err(());
+        };
+        let f = &p.facts;
+        let known = |key: &PlaceKey, aspect| match f.value_of(&f.resolve(key, aspect)) {
+            Some(Known::Is(v)) => Some(v),
+            _ => None,
+        };
+        let ret = known(&field(PlaceKey::local(0), ret_field), Aspect::Discr)
+            .map(RetFact::Discr)
+            .or_else(|| known(&PlaceKey::local(0), Aspect::Value).map(RetFact::Is));
+        let post = if pointee_arg {
+            known(
+                &field(
+                    PlaceKey {
+                        local: 1,
+                        proj: vec![memory::ProjKey::Deref],
+                    },
+                    split_field,
+                ),
+                Aspect::Discr,
+            )
+        } else {
+            None
+        };
+        let keep = |l: &memory::Location| !l.is_local();
+        let case = Case {
+            when,
+            ret,
+            post,
+            adjust,
+            acquire: p
+                .locks
+                .net_held()
+                .filter(|h| keep(&h.lock))
+                .map(|h| Acquisition {
+                    lock: h.lock.clone(),
+                    kind: h.kind,
+                    trylock: h.trylock,
+                })
+                .collect(),
+            release: p
+                .locks
+                .net_released()
+                .filter(|l| keep(l))
+                .cloned()
+                .collect(),
+            ret_addrs: f
+                .addrs_under(&PlaceKey::local(0))
+                .into_iter()
+                .filter(|(_, l)| keep(l))
+                .collect(),
+        };
+        if !cases.contains(&case) {
+            cases.push(case);
+        }
+    }
+    // Two ways of returning that a caller cannot tell apart must agree.
+    for a in &cases {
+        for b in &cases {
+            if a.adjust != b.adjust && (a.ret.is_none() || b.ret.is_none() || a.ret == b.ret) {
+                return Err(());
+            }
+        }
+    }
+    cases.sort();
+    Ok(cases)
+}
+
+/// The returns reached with each distinct adjustment, for the report.
+pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<CountChange>) -> AdjustFailure {
+    let mut seen: Vec<Adj> = Vec::new();
+    let mut shown = Vec::new();
+    for (p, span) in returns {
+        if !seen.contains(&p.adj) {
+            seen.push(p.adj);
+            shown.push((p.adj, *span));
+        }
+    }
+    AdjustFailure {
+        returns: shown,
+        changes,
+    }
+}

@@ -1,0 +1,211 @@
+//! What a statement does to the value facts, and the type questions it asks.
+
+use kmir::{AggregateKind, Place, Rvalue, Statement, StatementKind};
+
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey};
+
+use super::BodyAnalysis;
+
+impl BodyAnalysis<'_> {
+    /// The discriminant an aggregate or enum constant gives its destination.
+    pub(super) fn adt_discr(&self, rvalue: &Rvalue) -> Option<u128> {
+        let (ty, variant) = match rvalue {
+            Rvalue::Aggregate {
+                kind: AggregateKind::Adt { ty, variant, .. },
+                ..
+            } => (*ty, *variant),
+            Rvalue::Use(kmir::Operand::Constant(c)) => match &c.value {
+                kmir::ConstValue::Memory(m) => (c.ty, m.variant?),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.dump.enum_of(ty)?.discriminant(variant)
+    }
+
+    pub(super) fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
+        match &statement.kind {
+            StatementKind::Assign { place, rvalue } => {
+                // Pointers in the new value, read before the write.
+                let addrs = self.rvalue_addrs(facts, rvalue);
+                if let Rvalue::Discriminant(p) = rvalue
+                    && let (Some(key), Some(discrs)) = (
+                        PlaceKey::of(p),
+                        self.place_ty(p).and_then(|t| self.enum_discrs(t)),
+                    )
+                {
+                    facts.set_domain(&key, discrs);
+                }
+                let carried = self.aggregate_known(facts, rvalue);
+                facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                if !carried.is_empty() {
+                    facts.set_known_under(place, carried);
+                }
+                if !addrs.is_empty() {
+                    facts.set_addrs(place, addrs);
+                }
+            }
+            StatementKind::SetDiscriminant { place, variant } => {
+                let discr = self.place_variant_discr(place, *variant);
+                facts.set_discriminant(place, discr, &self.escaped);
+            }
+            StatementKind::StorageLive(l) | StatementKind::StorageDead(l) => {
+                facts.write_unknown(
+                    &Place {
+                        local: *l,
+                        projection: vec![],
+                    },
+                    &self.escaped,
+                );
+            }
+            StatementKind::Intrinsic { name, operands } => {
+                // `copy_nonoverlapping` writes through its destination pointer.
+                if name == "copy_nonoverlapping" && operands.len() == 3 {
+                    facts.forget_memory(&self.escaped);
+                }
+            }
+        }
+    }
+
+    /// The pointers an rvalue's value holds: a reference's target, a cast
+    /// pointer's, and those inside the operands of an aggregate.
+    pub(super) fn rvalue_addrs(
+        &self,
+        facts: &Facts,
+        rvalue: &Rvalue,
+    ) -> Vec<(Vec<ProjKey>, memory::Location)> {
+        match rvalue {
+            Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } => self
+                .places
+                .location(facts, place)
+                .map(|l| vec![(Vec::new(), l)])
+                .unwrap_or_default(),
+            Rvalue::Use(op) => self.places.operand_addrs(facts, op),
+            Rvalue::Cast { operand, .. } => self
+                .places
+                .operand_addrs(facts, operand)
+                .into_iter()
+                .filter(|(suffix, _)| suffix.is_empty())
+                .collect(),
+            Rvalue::Aggregate { kind, operands } => {
+                let variant = self.enum_variant(kind);
+                let mut out = Vec::new();
+                for (i, op) in operands.iter().enumerate() {
+                    for (suffix, l) in self.places.operand_addrs(facts, op) {
+                        out.push((aggregate_field(variant, i, &suffix), l));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pointers inside `*args[0]` before the call, when the call
+    /// returns a value of the pointee's type.
+    pub(super) fn returned_pointee(
+        &self,
+        facts: &Facts,
+        args: &[kmir::Operand],
+        destination: &Place,
+    ) -> Vec<(Vec<ProjKey>, memory::Location)> {
+        let Some(kmir::Operand::Copy(arg) | kmir::Operand::Move(arg)) = args.first() else {
+            return Vec::new();
+        };
+        let (Some(arg_ty), Some(dest_ty)) =
+            (self.places.place_ty(arg), self.places.place_ty(destination))
+        else {
+            return Vec::new();
+        };
+        let pointee = match self.dump.ty(arg_ty).map(|t| &t.kind) {
+            Some(kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. }) => {
+                *pointee
+            }
+            _ => return Vec::new(),
+        };
+        if pointee != dest_ty {
+            return Vec::new();
+        }
+        let Some(target) = facts.pointee(&args[0]) else {
+            return Vec::new();
+        };
+        facts.addrs_under(&target)
+    }
+
+    /// What is known about an aggregate's operands, as facts about its
+    /// fields (`ScopeGuard(Some(..))` knows its field is `Some`).
+    pub(super) fn aggregate_known(
+        &self,
+        facts: &Facts,
+        rvalue: &Rvalue,
+    ) -> Vec<(Vec<ProjKey>, Aspect, Known)> {
+        let Rvalue::Aggregate { kind, operands } = rvalue else {
+            return Vec::new();
+        };
+        let variant = self.enum_variant(kind);
+        let mut out = Vec::new();
+        for (i, op) in operands.iter().enumerate() {
+            let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
+                // `Flags(0)`: a constant field is a known value.
+                if let kmir::Operand::Constant(kmir::Constant {
+                    value: kmir::ConstValue::Scalar(v),
+                    ..
+                }) = op
+                {
+                    out.push((
+                        aggregate_field(variant, i, &[]),
+                        Aspect::Value,
+                        Known::Is(*v),
+                    ));
+                }
+                continue;
+            };
+            let Some(key) = PlaceKey::of(p) else { continue };
+            for (suffix, aspect, known) in facts.known_under(&key) {
+                out.push((aggregate_field(variant, i, &suffix), aspect, known));
+            }
+        }
+        out
+    }
+
+    /// The variant an aggregate builds, when it builds an enum.
+    pub(super) fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
+        match kind {
+            AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => Some(*variant),
+            _ => None,
+        }
+    }
+
+    pub(super) fn is_enum(&self, ty: kmir::TyId) -> bool {
+        let Some(kmir::TyKind::Adt { path, .. }) = self.dump.ty(ty).map(|t| &t.kind) else {
+            return false;
+        };
+        self.dump
+            .adt(path)
+            .is_some_and(|a| a.kind == kmir::AdtKind::Enum)
+    }
+
+    /// The discriminant values of an enum type.
+    pub(super) fn enum_discrs(&self, ty: kmir::TyId) -> Option<Vec<u128>> {
+        self.dump.enum_of(ty).map(kmir::AdtDef::discriminants)
+    }
+
+    pub(super) fn place_ty(&self, place: &Place) -> Option<kmir::TyId> {
+        self.dump.place_ty(self.body, place)
+    }
+
+    pub(super) fn place_variant_discr(&self, place: &Place, variant: u32) -> Option<u128> {
+        let ty = self.place_ty(place)?;
+        self.dump.adt_of(ty)?.discriminant(variant)
+    }
+}
+
+/// Where operand `i` of an aggregate lands in the built value (under
+/// `variant` for an enum), followed by `suffix`.
+pub(super) fn aggregate_field(variant: Option<u32>, i: usize, suffix: &[ProjKey]) -> Vec<ProjKey> {
+    let mut proj = Vec::with_capacity(2 + suffix.len());
+    proj.extend(variant.map(ProjKey::Downcast));
+    proj.push(ProjKey::Field(i as u32));
+    proj.extend_from_slice(suffix);
+    proj
+}
