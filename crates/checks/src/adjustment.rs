@@ -8,7 +8,7 @@ use analysis::{AdjustFailure, Summary};
 use domains::Adj;
 
 use crate::Input;
-use crate::text::*;
+use crate::text::{Texts, loc, name};
 
 findings::declare_kind! {
     /// Paths reach a return with different preemption counts: a lock released on

@@ -5,7 +5,7 @@ use findings::{Finding, Loc, Note, Severity};
 
 use analysis::{DeclaredView, Overlay, Summary};
 
-use crate::text::*;
+use crate::text::{Texts, annotation_loc, declaration_note, loc, why_expects};
 use crate::{Checks, krate_index};
 
 findings::declare_kind! {

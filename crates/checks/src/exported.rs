@@ -6,7 +6,7 @@ use findings::{Finding, Loc, Note, Severity};
 
 use analysis::Final;
 
-use crate::text::*;
+use crate::text::{why_expects, why_expects_last};
 use crate::{Checks, krate_index};
 
 findings::declare_kind! {

@@ -12,8 +12,8 @@ use memory::LockClass;
 
 use crate::Input;
 use crate::callbacks::Registration;
-use crate::lock_state::{chain_notes, loc, locks_on_return, take_site};
-use crate::text::name;
+use crate::lock_state::{chain_notes, locks_on_return, take_site};
+use crate::text::{loc, name};
 
 findings::declare_kind! {
     /// A spinning lock class taken in hard-IRQ context and, elsewhere, with

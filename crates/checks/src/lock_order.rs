@@ -11,7 +11,8 @@ use analysis::{Nesting, Summary};
 use memory::LockClass;
 
 use crate::Input;
-use crate::lock_state::{chain_notes, loc, locks_on_return};
+use crate::lock_state::{chain_notes, locks_on_return};
+use crate::text::{loc, name};
 
 findings::declare_kind! {
     /// A cycle in the whole-program lock-order graph (ABBA): two paths take the
@@ -19,10 +20,6 @@ findings::declare_kind! {
     /// notes give the acquisition path of each edge.
     pub LOCK_ORDER_INVERSION, "lock-order-inversion", Error, "lock order",
     "a cycle in the whole-program lock-order graph, with the acquisition path of each edge"
-}
-
-fn name(input: &Input<'_>, f: FnId) -> String {
-    input.program.function(f).name.clone()
 }
 
 /// Every cycle of the class graph, once (one per strongly connected set of

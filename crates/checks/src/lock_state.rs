@@ -2,7 +2,7 @@
 //! acquisition, nesting within one class, locks leaked across a return and
 //! locks released without being held.
 
-use findings::{Finding, Loc, Note, Severity};
+use findings::{Finding, Note, Severity};
 use program::FnId;
 use spec::LockKind;
 
@@ -12,7 +12,8 @@ use domains::{Held, has_object};
 use memory::Location;
 use program::FnKind;
 
-use crate::{Input, krate_index};
+use crate::Input;
+use crate::text::{loc, name};
 
 findings::declare_kind! {
     /// A lock acquired while the same lock object is already held, here or in a
@@ -46,21 +47,10 @@ findings::declare_kind! {
     "a safe function releases a lock it did not acquire and no guard passed to it owns"
 }
 
-fn name(input: &Input<'_>, f: FnId) -> String {
-    input.program.function(f).name.clone()
-}
-
 /// A lock path as text in the terms of function `f`.
 fn describe(input: &Input<'_>, f: FnId, lock: &Location) -> String {
     let body = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref());
     lock.describe_in(body)
-}
-
-pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {
-    Loc {
-        krate: krate_index(input.program, f),
-        span,
-    }
 }
 
 /// "lock `Binder.inner` (spin)", or the global context a kind stands for.

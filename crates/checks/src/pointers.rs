@@ -12,7 +12,7 @@ use analysis::Summary;
 
 use crate::Checks;
 use crate::Input;
-use crate::text::*;
+use crate::text::name;
 use analysis::annotation_of;
 
 findings::declare_kind! {

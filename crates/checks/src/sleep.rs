@@ -6,7 +6,7 @@ use program::EdgeKind;
 
 use analysis::{Overlay, Summaries, Violation};
 
-use crate::text::*;
+use crate::text::{Texts, loc, name, why_expects, why_expects_last};
 
 findings::declare_kind! {
     /// A call or drop whose callee expects a preemption count that the count at

@@ -40,7 +40,7 @@ pub(crate) fn why_expects(input: &Input<'_>, summaries: &dyn Summaries, f: FnId)
 }
 
 /// How a reason's site reaches its callee, as a verb phrase.
-pub(crate) fn reaches(input: &Input<'_>, r: &Reason) -> String {
+fn reaches(input: &Input<'_>, r: &Reason) -> String {
     let callee = name(input, r.callee);
     match r.kind {
         EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
@@ -52,7 +52,7 @@ pub(crate) fn reaches(input: &Input<'_>, r: &Reason) -> String {
 
 /// A note at a reason's site; drop glue has no source of its own (its span
 /// is core's `drop_in_place`, which would only distract).
-pub(crate) fn site_note(input: &Input<'_>, current: FnId, span: kmir::Span, text: String) -> Note {
+fn site_note(input: &Input<'_>, current: FnId, span: kmir::Span, text: String) -> Note {
     let is_glue = input
         .program
         .body_of(current)
@@ -101,7 +101,7 @@ pub(crate) fn why_expects_last(input: &Input<'_>, summaries: &dyn Summaries, f: 
 }
 
 /// The whole chain of why `f` expects what it expects.
-pub(crate) fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note> {
+fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note> {
     let mut notes = Vec::new();
     let mut current = f;
     let mut seen = vec![f];
@@ -205,7 +205,7 @@ pub(crate) fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -
 
 /// A long chain keeps its start (where the call is) and its end (what
 /// finally sleeps); the drops and calls in between are counted.
-pub(crate) fn shorten(mut notes: Vec<Note>) -> Vec<Note> {
+fn shorten(mut notes: Vec<Note>) -> Vec<Note> {
     if notes.len() > MAX_CHAIN {
         let tail = notes.split_off(notes.len() - 4);
         let omitted = notes.len() - (MAX_CHAIN - 5);
@@ -249,7 +249,7 @@ pub(crate) fn annotation_loc(input: &Input<'_>, path: &str, span: kmir::Span) ->
 }
 
 /// "1st", "2nd", "3rd", "4th", …, "11th", "21st".
-pub(crate) fn ordinal(n: u32) -> String {
+fn ordinal(n: u32) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",

@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use program::FnId;
 use rayon::prelude::*;
@@ -97,7 +96,10 @@ pub struct Stats {
     pub unsettled_components: usize,
     /// Function analyses run (every round of every member).
     pub analyses: usize,
-    /// Call-site specialisations computed (cache misses).
+    /// Distinct call-site specialisations, by (function, context), asked
+    /// for during the solve (those the domain declined included). Two
+    /// threads that miss the cache at once both compute one; it counts
+    /// once, so that the figure does not depend on the number of threads.
     pub specialisations: usize,
 }
 
@@ -110,6 +112,7 @@ pub struct Solution<D: SummaryDomain> {
     /// components of a level in schedule order, a component's members in
     /// callee-first order (of its final round).
     pub events: Vec<(FnId, D::Events)>,
+    /// Figures of the solve.
     pub stats: Stats,
 }
 
@@ -154,7 +157,6 @@ impl<D: SummaryDomain> Env<'_, D> {
         }
         // Computed outside the lock: a specialisation may need others.
         let s = self.solver.domain.analyze_in_context(g, ctx, self);
-        self.solver.specialised.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut map) = cache.lock() {
             map.insert(key, s.clone());
         }
@@ -175,7 +177,6 @@ struct Solver<'a, D: SummaryDomain> {
     done: Vec<Option<D::Summary>>,
     fallback: D::Summary,
     specialisations: Mutex<SpecialisationCache<D>>,
-    specialised: AtomicUsize,
 }
 
 /// One component's results.
@@ -187,6 +188,10 @@ struct Component<D: SummaryDomain> {
 }
 
 /// Solves every function of `graph` in `schedule`'s order.
+///
+/// `schedule` must be `graph`'s ([`Schedule::new`]); its levels are solved
+/// one after the other, the components of a level in parallel (on rayon's
+/// current pool), and their results merged in schedule order.
 pub fn solve<G: CallGraph, D: SummaryDomain>(
     graph: &G,
     schedule: &Schedule,
@@ -200,7 +205,6 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
         done: (0..n).map(|i| domain.external(FnId(i as u32))).collect(),
         fallback: domain.fallback(),
         specialisations: Mutex::new(HashMap::new()),
-        specialised: AtomicUsize::new(0),
     };
     let mut events = Vec::new();
     let mut stats = Stats::default();
@@ -224,7 +228,10 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
             }
         }
     }
-    stats.specialisations = solver.specialised.load(Ordering::Relaxed);
+    stats.specialisations = match solver.specialisations.into_inner() {
+        Ok(cache) => cache.len(),
+        Err(poisoned) => poisoned.into_inner().len(),
+    };
     let fallback = solver.fallback;
     let summaries = solver
         .done

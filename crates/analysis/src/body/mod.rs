@@ -1,5 +1,14 @@
-//! The preemption-count domain plugged into the dataflow engine, and what
-//! one body's fixed point says: its summary and the violations inside it.
+//! The body analysis: the product state of `domains` (count offset, held
+//! locks, value facts per path) plugged into the `dataflow` engine.
+//!
+//! * this module: the analysis of one body (`BodyAnalysis`), its entry
+//!   state and the transfer of each statement and terminator;
+//! * `statements`: what an assignment does to the value facts;
+//! * `calls`: what a call or drop does to a path (the callee's cases in the
+//!   caller's terms) and what the callee expects at the site;
+//! * `prescan`: flow-insensitive scans made once per body;
+//! * `run`: the fixed point read off site by site (`analyze`);
+//! * `observations`: what a run observed, as typed data for the checks.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
