@@ -1,5 +1,8 @@
 //! This analysis as a domain of the interprocedural engine.
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use annotations::ExpectRange;
 use program::FnId;
 use solver::{Env, SummaryDomain};
@@ -8,13 +11,15 @@ use crate::Input;
 use crate::context::Context;
 use crate::declared::declared;
 use crate::events::Events;
+use crate::external::external_summary;
 use crate::function::{analyze_function, analyze_in_context};
 use crate::summary::{Source, Summaries, Summary};
 
 pub(crate) struct PreemptDomain<'a> {
     pub input: &'a Input<'a>,
-    /// Summaries of functions not analysed from a body, by function.
-    pub externals: Vec<Option<Summary>>,
+    /// C functions called that neither the spec nor an annotation
+    /// describes, found while giving external summaries.
+    pub unknown_foreign: Mutex<BTreeSet<String>>,
 }
 
 /// What a function being analysed reads: the engine's view of the
@@ -35,11 +40,17 @@ impl Summaries for View<'_, '_> {
 
 impl SummaryDomain for PreemptDomain<'_> {
     type Summary = Summary;
-    type Events = Events;
+    /// Most functions observe nothing worth reporting: only the others
+    /// keep their events (boxed) until the checks run.
+    type Events = Option<Box<Events>>;
     type Context = Context;
 
     fn external(&self, f: FnId) -> Option<Summary> {
-        self.externals.get(f.index()).cloned().flatten()
+        let function = self.input.program.function(f);
+        match self.unknown_foreign.lock() {
+            Ok(mut unknown) => external_summary(self.input, f, function, &mut unknown),
+            Err(poisoned) => external_summary(self.input, f, function, &mut poisoned.into_inner()),
+        }
     }
 
     fn has_body(&self, f: FnId) -> bool {
@@ -65,9 +76,10 @@ impl SummaryDomain for PreemptDomain<'_> {
         }
     }
 
-    fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (Summary, Events) {
+    fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (Summary, Option<Box<Events>>) {
         let analyzed = analyze_function(self.input, f, &View { env }, None);
-        (analyzed.summary, analyzed.events)
+        let events = (!analyzed.events.is_empty()).then(|| Box::new(analyzed.events));
+        (analyzed.summary, events)
     }
 
     fn analyze_in_context(&self, f: FnId, ctx: &Context, env: &Env<'_, Self>) -> Option<Summary> {
@@ -80,8 +92,8 @@ impl SummaryDomain for PreemptDomain<'_> {
         before.cases == after.cases
     }
 
-    fn unsettled(&self, _f: FnId, summary: &mut Summary, events: &mut Events) {
-        events.unsettled = Some(Box::new(summary.clone()));
+    fn unsettled(&self, _f: FnId, summary: &mut Summary, events: &mut Option<Box<Events>>) {
+        events.get_or_insert_default().unsettled = Some(Box::new(summary.clone()));
         summary.poisoned = true;
         summary.source = Source::Recursive;
     }

@@ -34,6 +34,18 @@ pub struct Events {
     pub unsettled: Option<Box<Summary>>,
 }
 
+impl Events {
+    /// Whether there is nothing to report on.
+    pub fn is_empty(&self) -> bool {
+        self.violations.is_empty()
+            && self.adjust_failure.is_none()
+            && self.locks.is_empty()
+            && self.declared.is_none()
+            && self.drop.is_none()
+            && self.unsettled.is_none()
+    }
+}
+
 /// Why an array's or slice's drop glue cannot be summarised from its
 /// elements' drop.
 #[derive(Clone, Debug)]

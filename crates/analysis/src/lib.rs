@@ -26,6 +26,7 @@ mod lock_runs;
 mod summary;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use annotations::ItemAnnotations;
 use program::{FnId, Program};
@@ -55,8 +56,8 @@ pub struct Input<'a> {
 /// Every function's summary and the events of every analysed function.
 pub struct Solved {
     pub summaries: Vec<Summary>,
-    /// In the order the functions were analysed: level by level, each
-    /// component's members callees first.
+    /// Of the functions that observed anything, in the order they were
+    /// analysed: level by level, each component's members callees first.
     pub events: Vec<(FnId, Events)>,
     /// C functions called that neither the spec nor an annotation describes.
     pub unknown_foreign: BTreeSet<String>,
@@ -66,20 +67,23 @@ pub struct Solved {
 /// Summarises the whole program bottom-up.
 pub fn solve(input: &Input<'_>) -> Solved {
     let program = input.program;
-    let mut unknown_foreign = BTreeSet::new();
-    let externals: Vec<Option<Summary>> = program
-        .functions
-        .iter()
-        .enumerate()
-        .map(|(i, f)| external::external_summary(input, FnId(i as u32), f, &mut unknown_foreign))
-        .collect();
-    let domain = domain::PreemptDomain { input, externals };
+    let domain = domain::PreemptDomain {
+        input,
+        unknown_foreign: Mutex::new(BTreeSet::new()),
+    };
     let schedule = solver::Schedule::new(program);
     let solution = solver::solve(program, &schedule, &domain, solver::Limits::default());
     Solved {
         summaries: solution.summaries,
-        events: solution.events,
-        unknown_foreign,
+        events: solution
+            .events
+            .into_iter()
+            .filter_map(|(f, e)| Some((f, *e?)))
+            .collect(),
+        unknown_foreign: domain
+            .unknown_foreign
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
         stats: solution.stats,
     }
 }

@@ -16,6 +16,15 @@ pub struct LockRuns {
 }
 
 impl LockRuns {
+    /// Whether the runs observed nothing the lock checks report on.
+    pub fn is_empty(&self) -> bool {
+        self.takes.is_empty()
+            && self.events.is_empty()
+            && self.edges.is_empty()
+            && self.leaks.is_empty()
+            && self.released.is_empty()
+    }
+
     pub(crate) fn absorb(&mut self, run: &body::BodyOutcome) {
         for t in &run.takes {
             if self.takes.len() < summary::MAX_TAKES && !self.takes.contains(t) {
