@@ -5,12 +5,12 @@ use annotations::ExpectRange;
 use program::FnId;
 
 use crate::body::{self, Violation};
-use crate::declared::{d_view, declared};
+use crate::declared::{Declared, DeclaredView, d_view, declared};
 use crate::drops::special_drop;
 use crate::entry_split::{EntrySplit, entry_split, newtype_enum_field, split_like_callee};
 use crate::events::Events;
 use crate::lock_runs::LockRuns;
-use crate::summary::{ArgCond, Case, Source, Summaries, Summary};
+use crate::summary::{ArgCond, Case, Reason, Source, Summaries, Summary};
 use crate::{Input, context};
 
 /// A function's summary and what its analysis observed.
@@ -82,14 +82,51 @@ pub(crate) fn analyze_function(
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
     let split = entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, summaries));
-    let ret_field = body
-        .local(0)
-        .and_then(|l| newtype_enum_field(&krate.dump, body, l.ty))
+    let ret_field = ret_field(input, f, &krate.dump, body, summaries);
+    let mut runs = Runs::default();
+    for when in entry_conditions(split.as_ref()) {
+        let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, summaries);
+        analysis.entry = when;
+        analysis.split_field = split.as_ref().and_then(|s| s.field);
+        analysis.specialize = true;
+        analysis.trace = input
+            .trace
+            .is_some_and(|t| !t.is_empty() && program.function(f).name.contains(t));
+        if let Some(c) = ctx {
+            analysis.in_context(c.clone());
+        }
+        let run = body::analyze(&analysis);
+        runs.last_reference_test |= analysis.last_reference_tests.contains(&0);
+        runs.absorb(run, when, split.as_ref(), ret_field);
+    }
+    let declares_adjust = declared
+        .as_ref()
+        .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
+    let (mut summary, mut events, body_effects) = runs.finish(split.as_ref(), ret_field);
+    events.declares_adjust = declares_adjust;
+    if let Some(d) = declared {
+        events.declared = apply_declaration(&mut summary, d, body_effects);
+    }
+    Analyzed { summary, events }
+}
+
+/// The field of the return value whose variant the summary's cases speak
+/// of: field 0 of a struct wrapping an enum, or what a callee returning
+/// such a struct straight into the return place says.
+fn ret_field(
+    input: &Input<'_>,
+    f: FnId,
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    summaries: &dyn Summaries,
+) -> Option<u32> {
+    body.local(0)
+        .and_then(|l| newtype_enum_field(dump, body, l.ty))
         .map(|(field, _)| field)
         .or_else(|| {
             // Returned straight from a callee that returns such a struct
             // (`ScopeGuard::new` returning `new_with_data(..)`).
-            program.callees(f).into_iter().find_map(|(g, e)| {
+            input.program.callees(f).into_iter().find_map(|(g, e)| {
                 let block = body.block(e.block)?;
                 match &block.terminator.kind {
                     kmir::TerminatorKind::Call { destination, .. }
@@ -100,8 +137,13 @@ pub(crate) fn analyze_function(
                     _ => None,
                 }
             })
-        });
-    let runs: Vec<Option<ArgCond>> = match &split {
+        })
+}
+
+/// The entry condition of each run: one per variant of a split function,
+/// else one run without a condition.
+fn entry_conditions(split: Option<&EntrySplit>) -> Vec<Option<ArgCond>> {
+    match split {
         Some(EntrySplit {
             pointee, variants, ..
         }) => variants
@@ -115,146 +157,178 @@ pub(crate) fn analyze_function(
             })
             .collect(),
         None => vec![None],
-    };
-    let mut expect = ExpectRange::TOP;
-    let mut reason = None;
-    let mut expect_last = ExpectRange::TOP;
-    let mut reason_last = None;
-    let mut last_reference_test = false;
-    let mut violations: Vec<Violation> = Vec::new();
-    let mut cases: Vec<Case> = Vec::new();
-    let mut failed: Option<body::AdjustFailure> = None;
-    let mut expect_when = Vec::new();
-    let mut lock_runs = LockRuns::default();
-    let mut context_sensitive = false;
-    for when in runs {
-        let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, summaries);
-        analysis.entry = when;
-        analysis.split_field = split.as_ref().and_then(|s| s.field);
-        analysis.specialize = true;
-        analysis.trace = input
-            .trace
-            .is_some_and(|t| !t.is_empty() && program.function(f).name.contains(t));
-        if let Some(c) = ctx {
-            analysis.in_context(c.clone());
+    }
+}
+
+/// The runs of one function combined: the narrowest expectations (with the
+/// reason of the run that narrowed them), the cases of every run, the
+/// violations of any, the lock results.
+struct Runs {
+    expect: ExpectRange,
+    reason: Option<Reason>,
+    expect_last: ExpectRange,
+    reason_last: Option<Reason>,
+    /// The body tests whether it dropped a last reference and returns it.
+    last_reference_test: bool,
+    violations: Vec<Violation>,
+    cases: Vec<Case>,
+    /// The first run whose returns disagree on the adjustment.
+    failed: Option<body::AdjustFailure>,
+    /// Each split run's expectation.
+    expect_when: Vec<(ArgCond, ExpectRange)>,
+    locks: LockRuns,
+    context_sensitive: bool,
+}
+
+impl Default for Runs {
+    fn default() -> Self {
+        Runs {
+            expect: ExpectRange::TOP,
+            reason: None,
+            expect_last: ExpectRange::TOP,
+            reason_last: None,
+            last_reference_test: false,
+            violations: Vec::new(),
+            cases: Vec::new(),
+            failed: None,
+            expect_when: Vec::new(),
+            locks: LockRuns::default(),
+            context_sensitive: false,
         }
-        let run = body::analyze(&analysis);
-        last_reference_test |= analysis.last_reference_tests.contains(&0);
-        context_sensitive |= run.context_sensitive;
+    }
+}
+
+impl Runs {
+    fn absorb(
+        &mut self,
+        run: body::BodyOutcome,
+        when: Option<ArgCond>,
+        split: Option<&EntrySplit>,
+        ret_field: Option<u32>,
+    ) {
+        self.context_sensitive |= run.context_sensitive;
         if let Some(w) = when {
-            expect_when.push((w, run.expect));
+            self.expect_when.push((w, run.expect));
         }
-        let next = expect.intersect(&run.expect);
-        if next != expect {
-            expect = next;
-            reason = run.reason.clone();
+        let next = self.expect.intersect(&run.expect);
+        if next != self.expect {
+            self.expect = next;
+            self.reason = run.reason.clone();
         }
-        let next = expect_last.intersect(&run.expect_last);
-        if next != expect_last {
-            expect_last = next;
-            reason_last = run.reason_last.clone();
+        let next = self.expect_last.intersect(&run.expect_last);
+        if next != self.expect_last {
+            self.expect_last = next;
+            self.reason_last = run.reason_last.clone();
         }
-        lock_runs.absorb(&run);
+        self.locks.absorb(&run);
         for v in run.violations {
-            if !violations.iter().any(|w| {
+            if !self.violations.iter().any(|w| {
                 w.block == v.block
                     && w.target.callee == v.target.callee
                     && w.last_reference == v.last_reference
             }) {
-                violations.push(v);
+                self.violations.push(v);
             }
         }
         match body::cases_at_return(
             &run.returns,
             when,
-            split.as_ref().is_some_and(|s| s.pointee),
-            split.as_ref().and_then(|s| s.field),
+            split.is_some_and(|s| s.pointee),
+            split.and_then(|s| s.field),
             ret_field,
         ) {
-            Ok(c) => cases.extend(c),
+            Ok(c) => self.cases.extend(c),
             Err(()) => {
-                if failed.is_none() {
-                    failed = Some(body::failure(&run.returns, run.changes));
+                if self.failed.is_none() {
+                    self.failed = Some(body::failure(&run.returns, run.changes));
                 }
             }
         }
     }
-    let cases = simplify(cases);
-    let cases_with_locks = cases.clone();
-    let declares_adjust = declared
-        .as_ref()
-        .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
-    let first_adjust = failure_adjust(&failed);
-    let mut summary = Summary {
-        cases: if failed.is_some() {
-            vec![Case::always(first_adjust)]
-        } else {
-            cases
-        },
-        expect,
-        sleeps_if_flag: None,
-        sleeps_if_zero: None,
-        // Only worth keeping when the variants differ.
-        expect_when: if expect_when.iter().all(|(_, e)| *e == expect) {
-            Vec::new()
-        } else {
-            expect_when
-        },
-        source: Source::Inferred,
-        reason,
-        poisoned: failed.is_some(),
-        takes: std::mem::take(&mut lock_runs.takes),
-        split_field: split.as_ref().and_then(|s| s.field),
-        ret_field,
-        context_sensitive,
-        specialised: false,
-        expect_last,
-        reason_last,
-        last_reference_test,
-    };
-    let mut checked_declaration = None;
-    if let Some(d) = declared {
-        if !d.unchecked {
-            checked_declaration = Some((d_view(&d), Box::new(summary.clone())));
-        }
-        if let Some(a) = d.adjust {
-            summary.cases = vec![Case::always(a)];
-            summary.poisoned = false;
-            // The lock effects of the body still hold.
-            if let Some(first) = cases_with_locks.first() {
-                summary.cases[0].acquire = first.acquire.clone();
-                summary.cases[0].release = first.release.clone();
-                summary.cases[0].ret_addrs = first.ret_addrs.clone();
-            }
-        }
-        if let Some(e) = d.expect {
-            summary.expect = e;
-            summary.expect_when.clear();
-            // klint's annotations say nothing about last references: a
-            // checked one keeps what the body's teardowns need, so callers
-            // are still warned (an unchecked one never reads the body).
-            if d.unchecked {
-                summary.expect_last = ExpectRange::TOP;
-                summary.reason_last = None;
-            }
-        }
-        summary.source = Source::Annotation {
-            path: d.path,
-            unchecked: d.unchecked,
+
+    /// The inferred summary, the events of the runs, and the first case the
+    /// body's returns give (its lock effects, kept even where the
+    /// adjustment could not be inferred).
+    fn finish(
+        mut self,
+        split: Option<&EntrySplit>,
+        ret_field: Option<u32>,
+    ) -> (Summary, Events, Option<Case>) {
+        let cases = simplify(self.cases);
+        let body_effects = cases.first().cloned();
+        let expect = self.expect;
+        let summary = Summary {
+            cases: if self.failed.is_some() {
+                vec![Case::always(failure_adjust(&self.failed))]
+            } else {
+                cases
+            },
+            expect,
+            sleeps_if_flag: None,
+            sleeps_if_zero: None,
+            // Only worth keeping when the variants differ.
+            expect_when: if self.expect_when.iter().all(|(_, e)| *e == expect) {
+                Vec::new()
+            } else {
+                self.expect_when
+            },
+            source: Source::Inferred,
+            reason: self.reason,
+            poisoned: self.failed.is_some(),
+            takes: std::mem::take(&mut self.locks.takes),
+            split_field: split.and_then(|s| s.field),
+            ret_field,
+            context_sensitive: self.context_sensitive,
+            specialised: false,
+            expect_last: self.expect_last,
+            reason_last: self.reason_last,
+            last_reference_test: self.last_reference_test,
         };
+        let events = Events {
+            violations: self.violations,
+            adjust_failure: self.failed,
+            locks: self.locks,
+            ..Events::default()
+        };
+        (summary, events, body_effects)
     }
-    Analyzed {
-        summary,
-        events: Events {
-            violations,
-            adjust_failure: failed,
-            locks: lock_runs,
-            declares_adjust,
-            declared: checked_declaration,
-            drop: None,
-            unsettled: None,
-        },
+}
+
+/// Applies an annotation to the summary inferred from the body; a checked
+/// one is returned, with the inferred summary, to be checked against it.
+fn apply_declaration(
+    summary: &mut Summary,
+    d: Declared,
+    body_effects: Option<Case>,
+) -> Option<(DeclaredView, Box<Summary>)> {
+    let checked = (!d.unchecked).then(|| (d_view(&d), Box::new(summary.clone())));
+    if let Some(a) = d.adjust {
+        // The lock effects of the body still hold.
+        let mut case = Case::always(a);
+        if let Some(first) = body_effects {
+            case.acquire = first.acquire;
+            case.release = first.release;
+            case.ret_addrs = first.ret_addrs;
+        }
+        summary.cases = vec![case];
+        summary.poisoned = false;
     }
+    if let Some(e) = d.expect {
+        summary.expect = e;
+        summary.expect_when.clear();
+        // klint's annotations say nothing about last references: a checked
+        // one keeps what the body's teardowns need, so callers are still
+        // warned (an unchecked one never reads the body).
+        if d.unchecked {
+            summary.expect_last = ExpectRange::TOP;
+            summary.reason_last = None;
+        }
+    }
+    summary.source = Source::Annotation {
+        path: d.path,
+        unchecked: d.unchecked,
+    };
+    checked
 }
 
 /// Drops what callers cannot use: the per-variant split when every variant
