@@ -83,6 +83,8 @@ ui!(
     dyn_drop,
     limits_heap_fields,
     ops_tables,
+    drop_arrays,
+    fp_waker,
 );
 
 #[test]

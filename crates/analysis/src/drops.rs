@@ -54,12 +54,24 @@ pub(crate) fn special_drop(
             ))
         }
         kmir::TyKind::Array { .. } | kmir::TyKind::Slice { .. } => {
-            let elem_glue = input
-                .program
-                .callees(f)
-                .into_iter()
-                .find(|(_, e)| e.kind == EdgeKind::Drop)?
-                .0;
+            // Current compilers drop an array's elements through the glue of
+            // the slice `[T]` (`drop_glue::<[T; N]>` unsizes its argument and
+            // calls `drop_glue::<[T]>`): the elements' own glue is one step
+            // further, and klint's rule for arrays (N times the element)
+            // applies to it, not the slice rule.
+            let through_slice = matches!(t.kind, kmir::TyKind::Array { .. })
+                .then(|| {
+                    input
+                        .program
+                        .callees(f)
+                        .into_iter()
+                        .find_map(|(g, _)| slice_glue_elements(input, g))
+                })
+                .flatten();
+            let elem_glue = match through_slice {
+                Some(g) => g,
+                None => dropped_by(input, f)?,
+            };
             let elem = summaries.get(elem_glue);
             let elem_adj = elem.uniform_adjust().unwrap_or(0);
             // The elements' drop explains the whole drop, teardown included.
@@ -131,6 +143,29 @@ pub(crate) fn special_drop(
                 }
             }
         }
+        _ => None,
+    }
+}
+
+/// The drop glue that `f`'s body drops (for an array or slice glue: the
+/// elements').
+fn dropped_by(input: &Input<'_>, f: FnId) -> Option<FnId> {
+    input
+        .program
+        .callees(f)
+        .into_iter()
+        .find(|(_, e)| e.kind == EdgeKind::Drop)
+        .map(|(g, _)| g)
+}
+
+/// When `g` is the drop glue of a slice `[T]`, the glue of its elements.
+pub(crate) fn slice_glue_elements(input: &Input<'_>, g: FnId) -> Option<FnId> {
+    let (krate, inst) = input.program.body_of(g)?;
+    let kmir::InstanceKind::DropGlue { ty } = inst.kind else {
+        return None;
+    };
+    match krate.dump.ty(ty)?.kind {
+        kmir::TyKind::Slice { .. } => dropped_by(input, g),
         _ => None,
     }
 }

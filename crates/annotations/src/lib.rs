@@ -157,7 +157,8 @@ pub fn core_out_of_band(path: &str) -> Option<PreemptCount> {
     };
     let unchecked = matches!(
         path,
-        "core::task::wake::Waker::clone"
+        // `Clone` for `Waker` is a trait impl: its item path is the impl's.
+        "<core::task::wake::Waker as core::clone::Clone>::clone"
             | "core::task::wake::Waker::wake"
             | "core::task::wake::Waker::wake_by_ref"
             | "core::fmt::write"
@@ -182,6 +183,11 @@ mod out_of_band_tests {
     #[test]
     fn klints_core_table() {
         assert!(core_out_of_band("core::fmt::write").is_some_and(|a| a.unchecked));
+        assert!(
+            core_out_of_band("<core::task::wake::Waker as core::clone::Clone>::clone")
+                .is_some_and(|a| a.unchecked)
+        );
+        assert!(core_out_of_band("core::task::wake::Waker::wake_by_ref").is_some());
         assert!(core_out_of_band("core::fmt::Write::write_fmt").is_some_and(|a| !a.unchecked));
         assert!(core_out_of_band("core::fmt::Display::fmt").is_some());
         assert!(core_out_of_band("core::fmt::Formatter::write_str").is_none());

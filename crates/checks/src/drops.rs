@@ -53,6 +53,12 @@ pub(crate) fn finding(input: &Input<'_>, f: FnId, problem: &DropProblem) -> Opti
             elem_adjust,
             ty,
         } => {
+            // The slice glue that an array's glue drops its elements
+            // through is summarised by the array rule in its caller; it is
+            // a slice drop only where a real slice is dropped.
+            if only_for_arrays(input, f) {
+                return None;
+            }
             let elem_name = &input.program.function(*elem_glue).name;
             Finding::new(
                 &SLICE_DROP,
@@ -70,4 +76,22 @@ pub(crate) fn finding(input: &Input<'_>, f: FnId, problem: &DropProblem) -> Opti
             .subject(ty.clone())
         }
     })
+}
+
+/// Whether every caller of the slice glue `f` is the drop glue of an array.
+fn only_for_arrays(input: &Input<'_>, f: FnId) -> bool {
+    let callers = input.program.callers(f);
+    !callers.is_empty()
+        && callers.iter().all(|(g, _)| {
+            input
+                .program
+                .body_of(*g)
+                .is_some_and(|(krate, inst)| match inst.kind {
+                    kmir::InstanceKind::DropGlue { ty } => krate
+                        .dump
+                        .ty(ty)
+                        .is_some_and(|t| matches!(t.kind, kmir::TyKind::Array { .. })),
+                    _ => false,
+                })
+        })
 }
