@@ -85,6 +85,7 @@ ui!(
     ops_tables,
     drop_arrays,
     fp_waker,
+    known_targets,
 );
 
 #[test]

@@ -8,6 +8,8 @@ use kmir::{
     BlockId, Body, Callee, CrateDump, LocalId, Place, Rvalue, StatementKind, TerminatorKind,
 };
 
+use program::{EdgeKind, FnId, Program};
+
 use crate::summary::Summaries;
 
 use super::Target;
@@ -203,6 +205,44 @@ pub(super) fn last_reference_tests(
         });
         if tests.len() == before {
             return tests;
+        }
+    }
+}
+
+/// Calls through a fn pointer whose value the body shows (a local assigned
+/// once from a function item, from a constant, or from another such local;
+/// see `context::fn_pointer_source`) reach only the functions it may hold,
+/// not every function of that signature whose address the program takes.
+/// Targets are narrowed only to ones the call graph has at that site, so
+/// that their summaries are final when the body is analysed; where none is
+/// left the site keeps the whole-program set.
+pub(super) fn narrow_known_fn_pointers(
+    program: &Program,
+    body: &Body,
+    sites: &mut HashMap<BlockId, Vec<Target>>,
+) {
+    for (block, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Call {
+            callee: Callee::Indirect { operand, .. },
+            ..
+        } = &b.terminator.kind
+        else {
+            continue;
+        };
+        let Some(symbols) = crate::context::fn_pointer_source(body, operand, 0) else {
+            continue;
+        };
+        let Some(targets) = sites.get_mut(&(block as BlockId)) else {
+            continue;
+        };
+        let known: Vec<FnId> = symbols.iter().filter_map(|s| program.lookup(s)).collect();
+        let narrowed: Vec<Target> = targets
+            .iter()
+            .copied()
+            .filter(|t| t.kind != EdgeKind::Indirect || known.contains(&t.callee))
+            .collect();
+        if narrowed.iter().any(|t| t.kind == EdgeKind::Indirect) {
+            *targets = narrowed;
         }
     }
 }
