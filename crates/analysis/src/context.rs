@@ -122,7 +122,11 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
             if local <= body.arg_count {
                 return None;
             }
-            // Only a local assigned once says what it holds.
+            // Only a local assigned once, as a whole, and never written
+            // through a pointer, says what it holds.
+            if !kmir::visit::only_assigned_whole(body, local) {
+                return None;
+            }
             let rvalue = kmir::visit::sole_assignment(body, local)?;
             match rvalue {
                 Rvalue::Cast {

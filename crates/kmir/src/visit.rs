@@ -8,8 +8,8 @@
 //! analyses use the `dataflow` engine instead.
 
 use crate::model::{
-    Block, BlockId, Body, Callee, LocalId, Operand, Place, Rvalue, Statement, StatementKind,
-    Terminator, TerminatorKind,
+    Block, BlockId, Body, Callee, LocalId, Operand, Place, Projection, Rvalue, Statement,
+    StatementKind, Terminator, TerminatorKind,
 };
 
 /// Where in a body something is: a statement of a block, or its terminator
@@ -237,6 +237,29 @@ pub fn sole_assignment(body: &Body, local: LocalId) -> Option<&Rvalue> {
     if count == 1 { found } else { None }
 }
 
+/// Whether `local` only ever holds what whole assignments put there: no
+/// statement or call writes a part of it (`_5.0 = …`), and it is never
+/// borrowed mutably or has its address taken (which would let a write
+/// through a pointer change it). Writes through a pointer stored in it
+/// (`(*_5).0 = …`) do not change the local itself.
+pub fn only_assigned_whole(body: &Body, local: LocalId) -> bool {
+    let mut whole = true;
+    for_each_place(body, |place, context, _| {
+        if place.local != local || place.projection.first() == Some(&Projection::Deref) {
+            return;
+        }
+        let partial_write = context.is_write() && !place.projection.is_empty();
+        let escapes = matches!(
+            context,
+            PlaceContext::Borrow { mutable: true } | PlaceContext::AddressOf { .. }
+        );
+        if partial_write || escapes {
+            whole = false;
+        }
+    });
+    whole
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,6 +386,33 @@ mod tests {
             .statements
             .push(stmt(place(2), Rvalue::Use(Operand::Copy(place(1)))));
         assert!(sole_assignment(&b, 2).is_none());
+    }
+
+    #[test]
+    fn a_local_borrowed_mutably_or_written_in_part_is_not_whole() {
+        let mut b = body();
+        // `_1` is borrowed mutably into `_2`; `_3` is only a call's result.
+        assert!(!only_assigned_whole(&b, 1));
+        assert!(only_assigned_whole(&b, 3));
+        assert!(only_assigned_whole(&b, 2));
+        // `_3.0 = copy _1` writes a part of `_3`.
+        let field = Place {
+            local: 3,
+            projection: vec![Projection::Field { index: 0, ty: 0 }],
+        };
+        b.blocks[1]
+            .statements
+            .push(stmt(field, Rvalue::Use(Operand::Copy(place(1)))));
+        assert!(!only_assigned_whole(&b, 3));
+        // A write through a pointer stored in `_2` leaves `_2` itself alone.
+        let through = Place {
+            local: 2,
+            projection: vec![Projection::Deref],
+        };
+        b.blocks[1]
+            .statements
+            .push(stmt(through, Rvalue::Use(Operand::Copy(place(1)))));
+        assert!(only_assigned_whole(&b, 2));
     }
 
     #[test]
