@@ -86,6 +86,7 @@ ui!(
     drop_arrays,
     fp_waker,
     known_targets,
+    known_dyn_targets,
 );
 
 #[test]

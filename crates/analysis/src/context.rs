@@ -159,6 +159,43 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
     }
 }
 
+/// The vtable a `dyn` receiver operand was built with, where the body shows
+/// it: a local assigned once, as a whole (see `fn_pointer_source`), from an
+/// unsizing cast that builds a vtable, through copies, casts and reborrows
+/// (`&(*_4)`); a part of such a local (`_1.0.0` of a `Box<dyn T>`) carries
+/// the same vtable.
+pub fn vtable_source(body: &Body, op: &Operand, depth: u8) -> Option<kmir::VtableId> {
+    if depth > 8 {
+        return None;
+    }
+    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+        return None;
+    };
+    let local = p.local;
+    if local <= body.arg_count || !kmir::visit::only_assigned_whole(body, local) {
+        return None;
+    }
+    match kmir::visit::sole_assignment(body, local)? {
+        Rvalue::Cast {
+            kind: kmir::CastKind::Unsize { vtable: Some(id) },
+            ..
+        } => Some(*id),
+        Rvalue::Use(o) | Rvalue::Cast { operand: o, .. } => vtable_source(body, o, depth + 1),
+        Rvalue::Ref { place: q, .. }
+        | Rvalue::AddressOf { place: q, .. }
+        | Rvalue::CopyForDeref(q)
+            if q.projection == [kmir::Projection::Deref] =>
+        {
+            let reborrowed = Operand::Copy(kmir::Place {
+                local: q.local,
+                projection: Vec::new(),
+            });
+            vtable_source(body, &reborrowed, depth + 1)
+        }
+        _ => None,
+    }
+}
+
 /// The argument a fn-pointer operand is loaded from (`_19 = copy (*_1).0`
 /// then `move _19(…)`), following single assignments.
 pub fn operand_arg_root(body: &Body, op: &Operand) -> Option<LocalId> {

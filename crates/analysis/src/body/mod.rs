@@ -31,7 +31,7 @@ mod statements;
 
 use calls::propagate_nonempty;
 pub use observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
-use prescan::{escaped_locals, last_reference_tests, narrow_known_fn_pointers};
+use prescan::{escaped_locals, last_reference_tests, narrow_known_targets};
 pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
@@ -91,7 +91,7 @@ impl<'a> BodyAnalysis<'a> {
                 kind: edge.kind,
             });
         }
-        narrow_known_fn_pointers(program, body, &mut sites);
+        narrow_known_targets(program, dump, body, &mut sites);
         let last_reference_tests = last_reference_tests(body, &sites, summary_of);
         BodyAnalysis {
             program,

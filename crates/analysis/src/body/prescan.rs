@@ -209,39 +209,64 @@ pub(super) fn last_reference_tests(
     }
 }
 
-/// Calls through a fn pointer whose value the body shows (a local assigned
-/// once from a function item, from a constant, or from another such local;
-/// see `context::fn_pointer_source`) reach only the functions it may hold,
-/// not every function of that signature whose address the program takes.
+/// Calls through a fn pointer or a `dyn` receiver whose value the body
+/// shows reach only what it may hold, not every function of that signature
+/// whose address the program takes, nor every implementation of the trait
+/// method: a fn pointer from a local assigned once, as a whole, from a
+/// function item, a constant or another such local
+/// (`context::fn_pointer_source`); a receiver built by an unsizing cast with
+/// a known vtable (`context::vtable_source`), whose slot names the method.
 /// Targets are narrowed only to ones the call graph has at that site, so
 /// that their summaries are final when the body is analysed; where none is
 /// left the site keeps the whole-program set.
-pub(super) fn narrow_known_fn_pointers(
+pub(super) fn narrow_known_targets(
     program: &Program,
+    dump: &CrateDump,
     body: &Body,
     sites: &mut HashMap<BlockId, Vec<Target>>,
 ) {
     for (block, b) in body.blocks.iter().enumerate() {
-        let TerminatorKind::Call {
-            callee: Callee::Indirect { operand, .. },
-            ..
-        } = &b.terminator.kind
-        else {
+        let TerminatorKind::Call { callee, args, .. } = &b.terminator.kind else {
             continue;
         };
-        let Some(symbols) = crate::context::fn_pointer_source(body, operand, 0) else {
-            continue;
+        let (kind, known): (EdgeKind, Vec<FnId>) = match callee {
+            Callee::Indirect { operand, .. } => {
+                let Some(symbols) = crate::context::fn_pointer_source(body, operand, 0) else {
+                    continue;
+                };
+                let known = symbols.iter().filter_map(|s| program.lookup(s)).collect();
+                (EdgeKind::Indirect, known)
+            }
+            Callee::Virtual { slot, .. } => {
+                let Some(vtable) = args
+                    .first()
+                    .and_then(|r| crate::context::vtable_source(body, r, 0))
+                else {
+                    continue;
+                };
+                let method = dump
+                    .vtables
+                    .get(vtable as usize)
+                    .and_then(|v| v.entries.get(*slot as usize));
+                let Some(kmir::VtableEntry::Method { symbol, .. }) = method else {
+                    continue;
+                };
+                (
+                    EdgeKind::Virtual,
+                    program.lookup(symbol).into_iter().collect(),
+                )
+            }
+            _ => continue,
         };
         let Some(targets) = sites.get_mut(&(block as BlockId)) else {
             continue;
         };
-        let known: Vec<FnId> = symbols.iter().filter_map(|s| program.lookup(s)).collect();
         let narrowed: Vec<Target> = targets
             .iter()
             .copied()
-            .filter(|t| t.kind != EdgeKind::Indirect || known.contains(&t.callee))
+            .filter(|t| t.kind != kind || known.contains(&t.callee))
             .collect();
-        if narrowed.iter().any(|t| t.kind == EdgeKind::Indirect) {
+        if narrowed.iter().any(|t| t.kind == kind) {
             *targets = narrowed;
         }
     }
