@@ -87,6 +87,8 @@ ui!(
     fp_waker,
     known_targets,
     known_dyn_targets,
+    fp_moved_out,
+    moved_out,
 );
 
 #[test]

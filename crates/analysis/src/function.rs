@@ -83,6 +83,7 @@ pub(crate) fn analyze_function(
     // depend on that variant (`Option::take`, `is_some`, drop glue).
     let split = entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, summaries));
     let ret_field = ret_field(input, f, &krate.dump, body, summaries);
+    let unwritten_args = kmir::visit::unwritten_args(body);
     let mut runs = Runs::default();
     for when in entry_conditions(split.as_ref()) {
         let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, summaries);
@@ -97,7 +98,7 @@ pub(crate) fn analyze_function(
         }
         let run = body::analyze(&analysis);
         runs.last_reference_test |= analysis.last_reference_tests.contains(&0);
-        runs.absorb(run, when, split.as_ref(), ret_field);
+        runs.absorb(run, when, split.as_ref(), ret_field, &unwritten_args);
     }
     let declares_adjust = declared
         .as_ref()
@@ -205,6 +206,7 @@ impl Runs {
         when: Option<ArgCond>,
         split: Option<&EntrySplit>,
         ret_field: Option<u32>,
+        unwritten_args: &[kmir::LocalId],
     ) {
         self.context_sensitive |= run.context_sensitive;
         if let Some(w) = when {
@@ -236,6 +238,7 @@ impl Runs {
             split.is_some_and(|s| s.pointee),
             split.and_then(|s| s.field),
             ret_field,
+            unwritten_args,
         ) {
             Ok(c) => self.cases.extend(c),
             Err(()) => {
@@ -336,9 +339,9 @@ fn apply_declaration(
 fn simplify(mut cases: Vec<Case>) -> Vec<Case> {
     cases.sort();
     cases.dedup();
-    let informative = cases
-        .iter()
-        .any(|c| c.ret.is_some() || c.post.is_some() || c.has_lock_effect());
+    let informative = cases.iter().any(|c| {
+        c.ret.is_some() || c.post.is_some() || c.post_arg.is_some() || c.has_lock_effect()
+    });
     let uniform = cases.windows(2).all(|w| w[0].adjust == w[1].adjust);
     if uniform && !informative {
         return vec![Case::always(cases.first().map_or(0, |c| c.adjust))];

@@ -30,13 +30,18 @@ pub enum RetFact {
 
 /// One way a call can go: under `when`, the count moves by `adjust`, the
 /// result satisfies `ret`, and the enum behind the first argument is left
-/// with discriminant `post` (`Option::take` leaves `None`). Lock paths are
-/// in the callee's terms (rooted at its arguments or statics).
+/// with discriminant `post` (`Option::take` leaves `None`) or holding what
+/// argument `post_arg` held (`mem::replace(dest, src)` leaves `*dest` with
+/// `src`'s variant). Lock paths are in the callee's terms (rooted at its
+/// arguments or statics).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Case {
     pub when: Option<ArgCond>,
     pub ret: Option<RetFact>,
     pub post: Option<u128>,
+    /// The MIR local (an argument the body never writes) whose value the
+    /// enum behind the first argument holds on return.
+    pub post_arg: Option<u32>,
     pub adjust: i32,
     /// Locks held on return that were not held on entry.
     pub acquire: Vec<Acquisition>,
@@ -62,6 +67,7 @@ impl Case {
             when: None,
             ret: None,
             post: None,
+            post_arg: None,
             adjust,
             acquire: Vec::new(),
             release: Vec::new(),
@@ -89,6 +95,9 @@ impl Case {
         }
         if let Some(p) = self.post {
             parts.push(format!("leaves `*arg0` with discriminant {p}"));
+        }
+        if let Some(a) = self.post_arg {
+            parts.push(format!("leaves `*arg0` holding `arg{}`", a - 1));
         }
         for a in &self.acquire {
             parts.push(format!("acquires `{}` ({})", a.lock.describe(), a.kind));

@@ -260,6 +260,21 @@ pub fn only_assigned_whole(body: &Body, local: LocalId) -> bool {
     whole
 }
 
+/// The arguments a body never writes (as a whole or in part; writes
+/// through a pointer an argument holds do not count): each holds what the
+/// caller passed for the whole call.
+pub fn unwritten_args(body: &Body) -> Vec<LocalId> {
+    let mut written = Vec::new();
+    for_each_place(body, |place, context, _| {
+        if context.is_write() && !place.projection.contains(&Projection::Deref) {
+            written.push(place.local);
+        }
+    });
+    (1..=body.arg_count)
+        .filter(|l| !written.contains(l))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,6 +141,11 @@ pub struct Facts {
     /// The pointer stored at a place points to this abstract location (the
     /// lock analysis names locks by them).
     addrs: BTreeMap<PlaceKey, Location>,
+    /// A place that is not a local (a field, memory behind a pointer) holds
+    /// what this local held when it was written there (`(*_1) = move _2`),
+    /// as long as neither is written again: what a summary needs to say
+    /// "leaves `*arg0` holding `arg1`".
+    holds: BTreeMap<PlaceKey, LocalId>,
 }
 
 impl Facts {
@@ -401,6 +406,9 @@ impl Facts {
             }
         }
         self.known.retain(|(k, _), _| !k.starts_with(place));
+        self.holds.retain(|k, source| {
+            !k.starts_with(place) && !place.starts_with(k) && *source != place.local
+        });
         if !keep_addrs {
             self.addrs.retain(|k, _| !k.starts_with(place));
         }
@@ -420,6 +428,7 @@ impl Facts {
             .map(|(k, _)| k.clone())
             .collect();
         behind.extend(self.addrs.keys().filter(|k| k.has_deref()).cloned());
+        behind.extend(self.holds.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.vals.values().filter_map(|v| match v {
             Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => {
                 Some(k.clone())
@@ -568,9 +577,19 @@ impl Facts {
             Some(Val::Copy(k)) => self.addrs_under(k),
             _ => Vec::new(),
         };
+        let held_local = match (&new, rvalue) {
+            (Some(Val::Copy(k)), Rvalue::Use(_)) if k.proj.is_empty() => Some(k.local),
+            _ => None,
+        };
         let Some(key) = self.prepare_write(place, escaped) else {
             return;
         };
+        if let Some(source) = held_local
+            && !key.proj.is_empty()
+            && source != key.local
+        {
+            self.holds.insert(key.clone(), source);
+        }
         for (suffix, l) in carried_addrs {
             self.addrs.insert(key.with_suffix(&suffix), l);
         }
@@ -587,6 +606,12 @@ impl Facts {
         if let Some(d) = discr {
             self.set_known(key, Aspect::Discr, d);
         }
+    }
+
+    /// The local whose value the place at `key` (not a local itself) was
+    /// last written with, while neither has been written since.
+    pub fn holds(&self, key: &PlaceKey) -> Option<LocalId> {
+        self.holds.get(&self.normalize(key)).copied()
     }
 
     /// Where the pointer stored at `key` points, if known.
@@ -627,10 +652,18 @@ impl Facts {
 
     /// Records facts about the parts of the value just written to `place`.
     pub fn set_known_under(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, Aspect, Known)>) {
-        let Some(key) = PlaceKey::of(place) else {
-            return;
-        };
-        let key = self.normalize(&key);
+        if let Some(key) = PlaceKey::of(place) {
+            self.set_known_under_key(&key, entries);
+        }
+    }
+
+    /// Records facts about the parts of the value at `key`.
+    pub fn set_known_under_key(
+        &mut self,
+        key: &PlaceKey,
+        entries: Vec<(Vec<ProjKey>, Aspect, Known)>,
+    ) {
+        let key = self.normalize(key);
         for (suffix, aspect, known) in entries {
             self.known.insert((key.with_suffix(&suffix), aspect), known);
         }
@@ -638,10 +671,14 @@ impl Facts {
 
     /// Records pointers stored inside the value just written to `place`.
     pub fn set_addrs(&mut self, place: &Place, entries: Vec<(Vec<ProjKey>, Location)>) {
-        let Some(key) = PlaceKey::of(place) else {
-            return;
-        };
-        let key = self.normalize_fully(&key);
+        if let Some(key) = PlaceKey::of(place) {
+            self.set_addrs_under(&key, entries);
+        }
+    }
+
+    /// The pointers stored inside the value at `key`, by projection below it.
+    pub fn set_addrs_under(&mut self, key: &PlaceKey, entries: Vec<(Vec<ProjKey>, Location)>) {
+        let key = self.normalize_fully(key);
         for (suffix, l) in entries {
             self.addrs.insert(key.with_suffix(&suffix), l);
         }
@@ -649,9 +686,15 @@ impl Facts {
 
     /// Keeps only what both sides know; says whether `self` lost anything.
     pub fn intersect(&mut self, other: &Facts) -> bool {
-        let before = (self.vals.len(), self.known.len(), self.addrs.len());
+        let before = (
+            self.vals.len(),
+            self.known.len(),
+            self.addrs.len(),
+            self.holds.len(),
+        );
         self.vals.retain(|l, v| other.vals.get(l) == Some(v));
         self.addrs.retain(|k, l| other.addrs.get(k) == Some(l));
+        self.holds.retain(|k, l| other.holds.get(k) == Some(l));
         let mut changed = false;
         self.known
             .retain(|slot, k| match (&*k, other.known.get(slot)) {
@@ -668,7 +711,14 @@ impl Facts {
                 }
                 _ => false,
             });
-        changed || before != (self.vals.len(), self.known.len(), self.addrs.len())
+        changed
+            || before
+                != (
+                    self.vals.len(),
+                    self.known.len(),
+                    self.addrs.len(),
+                    self.holds.len(),
+                )
     }
 }
 

@@ -30,15 +30,7 @@ impl<'a> Places<'a> {
         // A `&mut` borrow of an argument does not count: a guard lent out
         // (`access_mut(&mut guard)`) keeps pointing to its lock (the same
         // assumption as for escaped locals in `Facts::forget_memory`).
-        let mut unstable = Vec::new();
-        kmir::visit::for_each_place(body, |place, context, _| {
-            if context.is_write() && !place.projection.contains(&Projection::Deref) {
-                unstable.push(place.local);
-            }
-        });
-        let stable_args = (1..=body.arg_count)
-            .filter(|l| !unstable.contains(l))
-            .collect();
+        let stable_args = kmir::visit::unwritten_args(body);
         Places {
             dump,
             body,

@@ -11,6 +11,13 @@ use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
 use super::{BodyAnalysis, Target};
 
+/// The facts at a place and below it: values, and pointers stored there.
+type PointeeFacts = (
+    PlaceKey,
+    Vec<(Vec<ProjKey>, Aspect, Known)>,
+    Vec<(Vec<ProjKey>, memory::Location)>,
+);
+
 impl BodyAnalysis<'_> {
     /// The place a callee's first argument points to (a drop's place).
     pub(super) fn arg0_pointee(
@@ -67,6 +74,67 @@ impl BodyAnalysis<'_> {
         self.adt_discr(&Rvalue::Use(op.clone()))
     }
 
+    /// The discriminant the operand a call passes for the callee's MIR local
+    /// `local` (an argument) is known to have.
+    pub(super) fn arg_discr(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        local: u32,
+    ) -> Option<u128> {
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return None;
+        };
+        match args.get(local.checked_sub(1)? as usize)? {
+            op @ kmir::Operand::Constant(_) => self.adt_discr(&Rvalue::Use(op.clone())),
+            kmir::Operand::Copy(p) | kmir::Operand::Move(p) => {
+                match facts.value_of(&facts.resolve(&PlaceKey::of(p)?, Aspect::Discr))? {
+                    Known::Is(d) => Some(d),
+                    Known::IsNot(_) => None,
+                }
+            }
+            kmir::Operand::RuntimeChecks(_) => None,
+        }
+    }
+
+    /// The place a call passes for the callee's MIR local `local` (an
+    /// argument), when it passes one (not a constant).
+    pub(super) fn arg_place(&self, terminator: &TerminatorKind, local: u32) -> Option<PlaceKey> {
+        let TerminatorKind::Call { args, .. } = terminator else {
+            return None;
+        };
+        match args.get(local.checked_sub(1)? as usize)? {
+            kmir::Operand::Copy(p) | kmir::Operand::Move(p) => PlaceKey::of(p),
+            _ => None,
+        }
+    }
+
+    /// What is known about the pointees of the private `&mut` arguments,
+    /// one dereference deep.
+    fn private_facts(&self, facts: &Facts) -> Vec<PointeeFacts> {
+        self.private
+            .iter()
+            .map(|&l| {
+                let key = PlaceKey {
+                    local: l,
+                    proj: vec![ProjKey::Deref],
+                };
+                let shallow = |s: &Vec<ProjKey>| !s.contains(&ProjKey::Deref);
+                let known = facts
+                    .known_under(&key)
+                    .into_iter()
+                    .filter(|(s, _, _)| shallow(s))
+                    .collect();
+                let addrs = facts
+                    .addrs_under(&key)
+                    .into_iter()
+                    .filter(|(s, _)| shallow(s))
+                    .collect();
+                (key, known, addrs)
+            })
+            .collect()
+    }
+
     /// The paths after a call or drop of `targets` from `path`.
     pub(super) fn call_effect(
         &self,
@@ -105,8 +173,27 @@ impl BodyAnalysis<'_> {
                         Resolved::Key(k, _) => k,
                         Resolved::Const(_) => p.clone(),
                     });
-                // The callee may write anything reachable through pointers.
+                // The variant the callee leaves behind the pointee when it
+                // moves an argument there: that argument's, known before
+                // the call.
+                let post = case
+                    .post
+                    .or_else(|| self.arg_discr(&facts, terminator, case.post_arg?));
+                // And the pointers inside it (the lock a guard moved in
+                // refers to).
+                let post_addrs = case
+                    .post_arg
+                    .and_then(|k| self.arg_place(terminator, k))
+                    .map(|p| facts.addrs_under(&p))
+                    .unwrap_or_default();
+                // The callee may write anything reachable through pointers,
+                // except what only this body can reach.
+                let private = self.private_facts(&facts);
                 facts.forget_memory(&self.escaped);
+                for (key, known, addrs) in private {
+                    facts.set_known_under_key(&key, known);
+                    facts.set_addrs_under(&key, addrs);
+                }
                 match terminator {
                     TerminatorKind::Call { destination, .. } => {
                         facts.write_unknown(destination, &self.escaped);
@@ -125,7 +212,12 @@ impl BodyAnalysis<'_> {
                                 }
                             }
                         }
-                        if let (Some(key), Some(p)) = (pointee_key, case.post) {
+                        if let Some(key) = &pointee_key
+                            && !post_addrs.is_empty()
+                        {
+                            facts.set_addrs_under(key, post_addrs);
+                        }
+                        if let (Some(key), Some(p)) = (pointee_key, post) {
                             facts.set_known(key, Aspect::Discr, p);
                         }
                     }

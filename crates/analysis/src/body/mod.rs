@@ -31,7 +31,7 @@ mod statements;
 
 use calls::propagate_nonempty;
 pub use observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
-use prescan::{escaped_locals, last_reference_tests, narrow_known_targets};
+use prescan::{escaped_locals, last_reference_tests, narrow_known_targets, private_pointees};
 pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
@@ -56,6 +56,8 @@ pub struct BodyAnalysis<'a> {
     pub sites: HashMap<BlockId, Vec<Target>>,
     /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
     pub escaped: Vec<LocalId>,
+    /// `&mut` arguments whose pointee no call can reach unless given it.
+    pub private: Vec<LocalId>,
     pub summary_of: &'a dyn Summaries,
     /// The variant the first argument has on entry, for one run of a
     /// function split by it.
@@ -101,6 +103,7 @@ impl<'a> BodyAnalysis<'a> {
             body,
             sites,
             escaped: escaped_locals(dump, body),
+            private: private_pointees(dump, body),
             summary_of,
             entry: None,
             trace: false,

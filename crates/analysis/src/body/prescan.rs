@@ -39,13 +39,51 @@ pub(super) fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
         _ => {}
     });
     for (borrowed, holder) in borrows {
-        if !consumed_by_one_call(dump, body, holder) {
+        let consumed = consumed_by_one_call(dump, body, holder)
+            || reborrowed_once(body, holder)
+                .is_some_and(|reborrow| consumed_by_one_call(dump, body, reborrow));
+        if !consumed {
             out.push(borrowed);
         }
     }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The local that reborrows `holder` (`_6 = &mut (*_7)`), when that is the
+/// only use of `holder` other than assigning it: the borrow then lives on
+/// only through the reborrow (`mem::replace(&mut g, None)` passes one).
+fn reborrowed_once(body: &Body, holder: LocalId) -> Option<LocalId> {
+    let mut uses = 0usize;
+    kmir::visit::for_each_place(body, |place, context, _| {
+        let whole_write = context.is_write() && place.projection.is_empty();
+        let mentions = place.local == holder
+            || place
+                .projection
+                .iter()
+                .any(|q| matches!(q, kmir::Projection::Index(l) if *l == holder));
+        if mentions && !whole_write {
+            uses += 1;
+        }
+    });
+    if uses != 1 {
+        return None;
+    }
+    let mut reborrow = None;
+    kmir::visit::for_each_assign(body, |place, rvalue, _| {
+        if let Rvalue::Ref {
+            mutable: true,
+            place: q,
+        } = rvalue
+            && q.local == holder
+            && q.projection == [kmir::Projection::Deref]
+            && place.projection.is_empty()
+        {
+            reborrow = Some(place.local);
+        }
+    });
+    reborrow
 }
 
 /// Whether `local` is used exactly once, moved into a call whose result
@@ -270,4 +308,38 @@ pub(super) fn narrow_known_targets(
             *targets = narrowed;
         }
     }
+}
+
+/// The `&mut` arguments whose pointee only this body can reach: the
+/// reference itself is never copied, moved, reborrowed or turned into a raw
+/// pointer, only read and written through (`copy (*_1)`, `(*_1).0 = …`).
+/// Rust's aliasing rules then keep every other function away from that
+/// memory: a call that is not given it leaves what is known about it alone
+/// (`mem::take` calling `Default::default` before it reads `*dest`).
+pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
+    let mut shared: Vec<LocalId> = Vec::new();
+    kmir::visit::for_each_place(body, |place, context, _| {
+        let through = place.projection.first() == Some(&kmir::Projection::Deref);
+        // A borrow aliases it; a drop hands it to the drop glue.
+        let aliases = matches!(
+            context,
+            PlaceContext::Borrow { .. } | PlaceContext::AddressOf { .. } | PlaceContext::Drop
+        );
+        let index = place.projection.iter().filter_map(|q| match q {
+            kmir::Projection::Index(l) => Some(*l),
+            _ => None,
+        });
+        shared.extend(index);
+        if !through || aliases {
+            shared.push(place.local);
+        }
+    });
+    (1..=body.arg_count)
+        .filter(|l| !shared.contains(l))
+        .filter(|&l| {
+            body.local(l)
+                .and_then(|d| dump.ty(d.ty))
+                .is_some_and(|t| matches!(t.kind, kmir::TyKind::Ref { mutable: true, .. }))
+        })
+        .collect()
 }

@@ -403,6 +403,7 @@ pub fn cases_at_return(
     pointee_arg: bool,
     split_field: Option<u32>,
     ret_field: Option<u32>,
+    unwritten_args: &[kmir::LocalId],
 ) -> Result<Vec<Case>, ()> {
     let field = |k: PlaceKey, f: Option<u32>| match f {
         Some(f) => k.with(ProjKey::Field(f)),
@@ -429,25 +430,32 @@ pub fn cases_at_return(
         let ret = known(&field(PlaceKey::local(0), ret_field), Aspect::Discr)
             .map(RetFact::Discr)
             .or_else(|| known(&PlaceKey::local(0), Aspect::Value).map(RetFact::Is));
+        let behind_arg0 = field(
+            PlaceKey {
+                local: 1,
+                proj: vec![memory::ProjKey::Deref],
+            },
+            split_field,
+        );
         let post = if pointee_arg {
-            known(
-                &field(
-                    PlaceKey {
-                        local: 1,
-                        proj: vec![memory::ProjKey::Deref],
-                    },
-                    split_field,
-                ),
-                Aspect::Discr,
-            )
+            known(&behind_arg0, Aspect::Discr)
         } else {
             None
+        };
+        // What `*_1` was last assigned from, when that is another argument
+        // that still holds what the caller passed.
+        let post_arg = match (pointee_arg, post) {
+            (true, None) => f
+                .holds(&behind_arg0)
+                .filter(|l| *l >= 2 && unwritten_args.contains(l)),
+            _ => None,
         };
         let keep = |l: &memory::Location| !l.is_local();
         let case = Case {
             when,
             ret,
             post,
+            post_arg,
             adjust,
             acquire: p
                 .locks
