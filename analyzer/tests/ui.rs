@@ -89,6 +89,7 @@ ui!(
     known_dyn_targets,
     fp_moved_out,
     moved_out,
+    lock_by_flag,
 );
 
 #[test]

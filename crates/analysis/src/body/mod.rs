@@ -31,7 +31,9 @@ mod statements;
 
 use calls::propagate_nonempty;
 pub use observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
-use prescan::{escaped_locals, last_reference_tests, narrow_known_targets, private_pointees};
+use prescan::{
+    branches_on_args, escaped_locals, last_reference_tests, narrow_known_targets, private_pointees,
+};
 pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 
 /// A pseudo-local that keeps the entry value of `*_1` (the value a drop
@@ -58,6 +60,8 @@ pub struct BodyAnalysis<'a> {
     pub escaped: Vec<LocalId>,
     /// `&mut` arguments whose pointee no call can reach unless given it.
     pub private: Vec<LocalId>,
+    /// A branch depends on an argument's value (see `branches_on_args`).
+    pub branches_on_args: bool,
     pub summary_of: &'a dyn Summaries,
     /// The variant the first argument has on entry, for one run of a
     /// function split by it.
@@ -104,6 +108,7 @@ impl<'a> BodyAnalysis<'a> {
             sites,
             escaped: escaped_locals(dump, body),
             private: private_pointees(dump, body),
+            branches_on_args: branches_on_args(body),
             summary_of,
             entry: None,
             trace: false,

@@ -343,3 +343,53 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
         })
         .collect()
 }
+
+/// Whether a branch of the body depends on what the caller passed: a
+/// `switchInt` on a value computed (through any chain of assignments) from
+/// an argument. Such a body's lock effects may differ per call site
+/// (`if !caller_holds { lock }`), so call sites that pass constants get it
+/// analysed again for them.
+pub(super) fn branches_on_args(body: &Body) -> bool {
+    let mut tainted: Vec<LocalId> = (1..=body.arg_count).collect();
+    loop {
+        let before = tainted.len();
+        kmir::visit::for_each_assign(body, |place, rvalue, _| {
+            if tainted.contains(&place.local) {
+                return;
+            }
+            let mut reads = Vec::new();
+            collect_locals(rvalue, &mut reads);
+            if reads.iter().any(|l| tainted.contains(l)) {
+                tainted.push(place.local);
+            }
+        });
+        if tainted.len() == before {
+            break;
+        }
+    }
+    body.blocks.iter().any(|b| match &b.terminator.kind {
+        TerminatorKind::SwitchInt {
+            discr: kmir::Operand::Copy(p) | kmir::Operand::Move(p),
+            ..
+        } => tainted.contains(&p.local),
+        _ => false,
+    })
+}
+
+/// The locals an rvalue reads.
+fn collect_locals(rvalue: &Rvalue, out: &mut Vec<LocalId>) {
+    struct Reads<'o>(&'o mut Vec<LocalId>);
+    impl kmir::visit::Visitor for Reads<'_> {
+        fn visit_place(&mut self, place: &Place, _: PlaceContext, _: kmir::visit::Location) {
+            self.0.push(place.local);
+        }
+    }
+    kmir::visit::Visitor::visit_rvalue(
+        &mut Reads(out),
+        rvalue,
+        kmir::visit::Location {
+            block: 0,
+            statement: 0,
+        },
+    );
+}

@@ -285,10 +285,13 @@ impl<'r, 'a> Reader<'r, 'a> {
             violations: self.violations,
             returns: self.returns,
             changes: self.changes,
+            // Locks taken under a condition on an argument: call sites
+            // that pass constants may take none of them.
+            context_sensitive: self.sensitive
+                || (self.analysis.branches_on_args && !self.locks.takes.is_empty()),
             takes: self.locks.takes,
             lock_events: self.locks.events,
             edges: self.locks.edges,
-            context_sensitive: self.sensitive,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use kmir::{AggregateKind, Place, Rvalue, Statement, StatementKind};
 
-use memory::{Aspect, Facts, Known, PlaceKey, ProjKey};
+use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
 use super::BodyAnalysis;
 
@@ -37,6 +37,9 @@ impl BodyAnalysis<'_> {
                     facts.set_domain(&key, discrs);
                 }
                 let carried = self.aggregate_known(facts, rvalue);
+                // `!b` of a known boolean is known (`if !caller_holds`).
+                let negated = self.negated_bool(facts, place, rvalue);
+                let rvalue = negated.as_ref().unwrap_or(rvalue);
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
                 if !carried.is_empty() {
                     facts.set_known_under(place, carried);
@@ -65,6 +68,34 @@ impl BodyAnalysis<'_> {
                 }
             }
         }
+    }
+
+    /// `!b` of a boolean whose value is known, as that constant's negation.
+    /// (On integers `!` is bitwise, so only `bool` destinations qualify.)
+    pub(super) fn negated_bool(
+        &self,
+        facts: &Facts,
+        place: &Place,
+        rvalue: &Rvalue,
+    ) -> Option<Rvalue> {
+        let Rvalue::UnaryOp {
+            op: kmir::UnOp::Not,
+            operand,
+        } = rvalue
+        else {
+            return None;
+        };
+        let ty = self.place_ty(place)?;
+        if !matches!(self.dump.ty(ty)?.kind, kmir::TyKind::Bool) {
+            return None;
+        }
+        let Some(Resolved::Const(c)) = facts.resolve_operand(operand) else {
+            return None;
+        };
+        Some(Rvalue::Use(kmir::Operand::Constant(kmir::Constant {
+            ty,
+            value: kmir::ConstValue::Scalar(u128::from(c == 0)),
+        })))
     }
 
     /// The pointers an rvalue's value holds: a reference's target, a cast
