@@ -92,6 +92,37 @@ ui!(
     lock_by_flag,
 );
 
+/// A contract broken in a driver is reported at the driver's code, not at
+/// the generic trampoline of another crate that every driver shares.
+#[test]
+fn callback_in_a_driver_crate() {
+    let out = extract(&[
+        CrateSpec::lib("ui/crates/kbase.rs"),
+        CrateSpec::lib("ui/crates/kdriver.rs").with_extern("kbase"),
+    ]);
+    let dir = out.dir.path();
+    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", "kmir"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout)
+        .replace(repo_root().to_str().unwrap(), "$ROOT")
+        .replace(dir.to_str().unwrap(), "$TMP");
+    let first = stdout.lines().nth(1).unwrap_or_default().to_string();
+    assert!(
+        first.contains("fixtures/ui/crates/kdriver.rs:16:"),
+        "the primary span is the driver's call that leads to the sleep: {stdout}"
+    );
+    assert!(stdout.contains("the callback C calls is"), "{stdout}");
+    assert_eq!(
+        stdout.matches("\nerror:").count() + usize::from(stdout.starts_with("error:")),
+        1,
+        "{stdout}"
+    );
+    insta::assert_snapshot!("callback_in_a_driver_crate", stdout);
+}
+
 #[test]
 fn json_output_is_stable_and_complete() {
     let (code, stdout, _) = check("sleep_in_atomic", "0", "json");

@@ -18,7 +18,7 @@
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
 
-use analysis::{Final, Summary};
+use analysis::{Final, Reason, Summary};
 
 use crate::text::loc;
 use crate::{Input, krate_index};
@@ -187,10 +187,27 @@ pub(crate) fn check(
                     r.contract.context, s.expect
                 ),
             )
-            .at(loc(input, r.callback, inst.span))
             .in_function(r.callback)
-            .subject(name.clone())
-            .note(registered.clone());
+            .subject(name.clone());
+            // Where a maintainer looks: the first step of the chain in code
+            // of the crate that instantiates it (the driver's call, not the
+            // generic trampoline in `kernel` that every driver shares).
+            f = match own_site(input, summaries, r.callback) {
+                Some((g, reason)) if (g, reason.span) != (r.callback, inst.span) => f
+                    .at(loc(input, g, reason.span))
+                    .label(format!(
+                        "here `{}` {}, which expects {}",
+                        program.function(g).name,
+                        crate::text::reaches(input, reason),
+                        reason.callee_expect
+                    ))
+                    .note(Note::at(
+                        loc(input, r.callback, inst.span),
+                        format!("the callback C calls is `{name}`"),
+                    )),
+                _ => f.at(loc(input, r.callback, inst.span)),
+            };
+            f = f.note(registered.clone());
             for n in crate::text::why_expects(input, &Final(summaries), r.callback) {
                 f = f.note(n);
             }
@@ -225,4 +242,36 @@ pub(crate) fn check(
         }
     }
     out
+}
+
+/// The first step of the chain that explains `callback`'s expectation
+/// (`Summary::reason`, step by step) that lies in code of the crate whose
+/// dump holds the instance: a driver's own function rather than a generic
+/// one of another crate instantiated for it. `None` when the chain never
+/// reaches such code.
+fn own_site<'s>(
+    input: &Input<'_>,
+    summaries: &'s [Summary],
+    callback: FnId,
+) -> Option<(FnId, &'s Reason)> {
+    let mut current = callback;
+    let mut seen = vec![current];
+    for _ in 0..64 {
+        let reason = summaries.get(current.index())?.reason.as_ref()?;
+        let (krate, inst) = input.program.body_of(current)?;
+        let own_crate = inst
+            .item_path
+            .split("::")
+            .next()
+            .is_some_and(|c| c.trim_start_matches('<') == krate.dump.header.crate_name);
+        if own_crate {
+            return Some((current, reason));
+        }
+        if seen.contains(&reason.callee) {
+            return None;
+        }
+        seen.push(reason.callee);
+        current = reason.callee;
+    }
+    None
 }

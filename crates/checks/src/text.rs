@@ -40,7 +40,7 @@ pub(crate) fn why_expects(input: &Input<'_>, summaries: &dyn Summaries, f: FnId)
 }
 
 /// How a reason's site reaches its callee, as a verb phrase.
-fn reaches(input: &Input<'_>, r: &Reason) -> String {
+pub(crate) fn reaches(input: &Input<'_>, r: &Reason) -> String {
     let callee = name(input, r.callee);
     match r.kind {
         EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
