@@ -69,6 +69,7 @@ fn pipeline(c: &mut Criterion) {
     let input = checks::Input {
         program: &program,
         annotations: &annotations,
+        invariants: &invariants::Resolved::none(),
         spec: &spec,
         trace: None,
     };

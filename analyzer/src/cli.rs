@@ -63,6 +63,18 @@ pub struct AnalysisArgs {
     #[arg(long = "allow", value_name = "KIND")]
     pub allow: Vec<String>,
 
+    /// Invariants files (TOML, docs/invariants.md): facts no function body
+    /// shows, such as a field that is empty whenever its struct is torn
+    /// down. Trusted, checked to name something, and audited.
+    #[arg(long = "invariants", value_name = "FILE")]
+    pub invariants: Vec<PathBuf>,
+
+    /// Measure what each declared invariant removes: the analysis is run
+    /// again without each one (and without all), and the JSON summary and
+    /// the last line say how many findings each removed.
+    #[arg(long = "audit-invariants")]
+    pub audit_invariants: bool,
+
     /// Debugging aid: print the body analysis's fixed point (and call-site
     /// specialisations) on stderr for functions whose name contains TEXT.
     #[arg(long = "trace", value_name = "TEXT", hide = true)]

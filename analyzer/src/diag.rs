@@ -119,3 +119,25 @@ pub fn load_error(e: &LoadError) -> Diagnostic {
         },
     }
 }
+
+/// Prints a miette diagnostic (a config, spec or invariants file error,
+/// with a labelled span into the file) on stderr: in colour on a terminal,
+/// plain otherwise (so that logs and tests see stable text).
+pub fn emit_miette(d: &dyn miette::Diagnostic) {
+    use std::io::IsTerminal;
+    let theme = if std::io::stderr().is_terminal() {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let mut out = String::new();
+    match miette::GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .render_report(&mut out, d)
+    {
+        Ok(()) => eprint!("{out}"),
+        // Rendering into a String only fails on a formatter error; the
+        // message itself must still reach the user.
+        Err(_) => eprintln!("error: {d}"),
+    }
+}

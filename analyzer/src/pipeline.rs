@@ -19,6 +19,27 @@ pub struct Analysed {
     pub preempt: checks::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
+    /// The declared invariants, where each applied and what each removed.
+    pub invariants: Vec<InvariantUse>,
+    /// With `--audit-invariants`: how many findings all of them together
+    /// remove.
+    pub removed_by_invariants: Option<usize>,
+}
+
+/// One declared invariant, for the summary: what it says, where it was
+/// declared, the drop glues it applied to and (audited) what it removed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InvariantUse {
+    pub says: String,
+    /// `file:line:col` of the declaration.
+    pub declared_at: String,
+    pub because: Option<String>,
+    /// The drop glues in which the field's drop was elided.
+    pub applied_in: Vec<String>,
+    /// With `--audit-invariants`: the findings that appear when only this
+    /// declaration is left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removes: Option<usize>,
 }
 
 /// Loads, links and analyses; `None` (after reporting why) when the input
@@ -39,6 +60,16 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 Diagnostic::error(format!("invalid spec file: {e}"))
                     .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
                     .emit();
+                return None;
+            }
+        }
+    }
+    let mut declarations = Vec::new();
+    for path in &args.invariants {
+        match invariants::load(path) {
+            Ok(d) => declarations.extend(d),
+            Err(e) => {
+                crate::diag::emit_miette(e.as_ref());
                 return None;
             }
         }
@@ -73,15 +104,82 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             f
         })
         .collect();
-    let mut preempt = checks::run(&checks::Input {
-        program: &program,
-        annotations: &annotations,
-        spec: &spec,
-        trace: args.trace.as_deref(),
-    });
-    let mut annotation_findings = annotation_findings;
-    levels.apply(&mut preempt.findings);
+    let mut annotation_findings: Vec<Finding> = annotation_findings;
+    let (in_source, misplaced) =
+        invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
+    declarations.extend(in_source);
+    for m in misplaced {
+        annotation_findings.push(
+            Finding::new(&checks::BAD_ANNOTATION, Severity::Error, m.message.clone())
+                .at(Loc {
+                    krate: m.krate,
+                    span: m.span,
+                })
+                .subject(m.message)
+                .note(Note::help(
+                    "an invariant about teardown is declared on the field it is about",
+                )),
+        );
+    }
+    let resolved = match invariants::resolve(&program, declarations.clone()) {
+        Ok(r) => r,
+        Err(problems) => {
+            for p in problems {
+                report_problem(&program, &declarations, &p);
+            }
+            return None;
+        }
+    };
+    let run = |resolved: &invariants::Resolved| {
+        let mut out = checks::run(&checks::Input {
+            program: &program,
+            annotations: &annotations,
+            spec: &spec,
+            invariants: resolved,
+            trace: args.trace.as_deref(),
+        });
+        levels.apply(&mut out.findings);
+        out
+    };
+    let preempt = run(&resolved);
     levels.apply(&mut annotation_findings);
+    let uses = resolved.uses();
+    let mut invariant_uses: Vec<InvariantUse> = declarations
+        .iter()
+        .zip(&uses)
+        .map(|(d, u)| {
+            let mut applied_in: Vec<String> = u
+                .iter()
+                .map(|u| program.function(u.glue).name.clone())
+                .collect();
+            applied_in.dedup();
+            InvariantUse {
+                says: d.describe(),
+                declared_at: origin_text(&program, &d.origin),
+                because: d.because.clone(),
+                applied_in,
+                removes: None,
+            }
+        })
+        .collect();
+    let mut removed_by_invariants = None;
+    if args.audit_invariants && !declarations.is_empty() {
+        // Leave-one-out: what appears without a declaration is what it
+        // removes (findings two declarations both remove count for
+        // neither alone, but for all together).
+        let ids = |o: &checks::Output| -> std::collections::HashSet<String> {
+            o.findings
+                .iter()
+                .map(|f| report::stable_id(&program, f))
+                .collect()
+        };
+        let with_all = ids(&preempt);
+        let extra = |r: &invariants::Resolved| ids(&run(r)).difference(&with_all).count();
+        removed_by_invariants = Some(extra(&resolved.without_all()));
+        for (i, u) in invariant_uses.iter_mut().enumerate() {
+            u.removes = Some(extra(&resolved.without(i)));
+        }
+    }
     Some(Analysed {
         program,
         load,
@@ -89,7 +187,61 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         spec,
         preempt,
         annotation_findings,
+        invariants: invariant_uses,
+        removed_by_invariants,
     })
+}
+
+/// Where a declaration was made, as `file:line:col`.
+fn origin_text(program: &Program, origin: &invariants::Origin) -> String {
+    match origin {
+        invariants::Origin::File {
+            path, line, col, ..
+        } => format!("{}:{line}:{col}", path.display()),
+        invariants::Origin::Attribute { krate, span } => {
+            let file = program
+                .crates
+                .get(*krate as usize)
+                .and_then(|c| c.dump.file(span.file))
+                .unwrap_or("?");
+            format!("{file}:{}:{}", span.lo_line, span.lo_col)
+        }
+    }
+}
+
+/// A declaration that names nothing: into its file with miette, or at the
+/// attribute.
+fn report_problem(
+    program: &Program,
+    declarations: &[invariants::Declaration],
+    p: &invariants::Problem,
+) {
+    let Some(d) = declarations.get(p.declaration) else {
+        return;
+    };
+    match &d.origin {
+        invariants::Origin::File { path, span, .. } => {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let span = (span.end <= text.len()).then(|| span.clone());
+            let e = invariants::FileError::at(
+                path,
+                &text,
+                span,
+                format!("invariant matches nothing: {}", p.message),
+                "declared here",
+                p.help.clone(),
+            );
+            crate::diag::emit_miette(&e);
+        }
+        origin => {
+            let mut diag = Diagnostic::error(format!("invariant matches nothing: {}", p.message))
+                .note(format!("declared at {}", origin_text(program, origin)));
+            if let Some(h) = &p.help {
+                diag = diag.help(h.clone());
+            }
+            diag.emit();
+        }
+    }
 }
 
 impl Analysed {

@@ -90,7 +90,132 @@ ui!(
     fp_moved_out,
     moved_out,
     lock_by_flag,
+    invariants_misplaced,
 );
+
+/// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
+/// in an invariants file. Without the file the teardown of a `Proc` under
+/// a spinlock is a warning (through `log`); with it, clean; the audit says
+/// what each removes. Declarations that name nothing are errors.
+#[test]
+fn invariants_in_source_and_in_a_file() {
+    let out = extract(&[CrateSpec::lib("ui/invariants.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let clean = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .replace(repo_root().to_str().unwrap(), "$ROOT")
+                .replace(dir.to_str().unwrap(), "$TMP")
+        };
+        (
+            o.status.code().unwrap_or(-1),
+            clean(&o.stdout),
+            clean(&o.stderr),
+        )
+    };
+    let entry = |ty: &str, field: &str, emptier: &str| {
+        format!(
+            "# Proc::release takes it.\n[[empty_at_teardown]]\ntype = \"{ty}\"\nfield = \"{field}\"\nemptied_by = [\"{emptier}\"]\nbecause = \"release() takes it out before the last reference goes\"\n"
+        )
+    };
+    write(
+        "good.toml",
+        &entry("invariants::Proc", "log", "invariants::Proc::release"),
+    );
+
+    let (code, without, _) = run(&[]);
+    assert_eq!(code, 1);
+    assert!(without.contains("warning: if this"), "{without}");
+    assert!(
+        without.contains("<invariants::Log as std::ops::Drop>::drop"),
+        "{without}"
+    );
+    assert!(
+        !without.contains(
+            "<invariants::File as std::ops::Drop>::drop` expects the preemption count to be 0 if"
+        ),
+        "{without}"
+    );
+
+    let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!with.contains("warning: if this"), "{with}");
+    assert!(with.contains("2 declared invariants trusted, applied in 2 drop glues (removing 1 finding; alone, each removes 1, 1)"), "{with}");
+    insta::assert_snapshot!("invariants_with_file", with);
+
+    let (_, json, _) = run(&[
+        "--invariants",
+        "good.toml",
+        "--audit-invariants",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let inv = v["summary"]["invariants"].as_array().unwrap();
+    assert_eq!(inv.len(), 2);
+    assert_eq!(v["summary"]["removed_by_invariants"], 1);
+    for i in inv {
+        assert_eq!(
+            i["applied_in"][0],
+            "std::ptr::drop_glue::<invariants::Proc>"
+        );
+        assert_eq!(i["removes"], 1);
+    }
+    assert!(inv.iter().any(|i| i["declared_at"] == "good.toml:2:1"));
+    assert!(
+        inv.iter().any(|i| i["declared_at"]
+            .as_str()
+            .unwrap()
+            .ends_with("fixtures/ui/invariants.rs:39:5")),
+        "{inv:?}"
+    );
+
+    // Declarations that name nothing stop the run (exit 2) with the
+    // declaration shown in its file.
+    let mut errors = String::new();
+    for (name, text) in [
+        (
+            "no_struct.toml",
+            entry("invariants::Process", "log", "invariants::Proc::release"),
+        ),
+        (
+            "no_field.toml",
+            entry("invariants::Proc", "logs", "invariants::Proc::release"),
+        ),
+        (
+            "no_emptier.toml",
+            entry("invariants::Proc", "log", "invariants::Proc::free"),
+        ),
+        (
+            "silent_emptier.toml",
+            entry("invariants::Proc", "log", "invariants::forget_current"),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    write(
+        "broken.toml",
+        "[[empty_at_teardown]]\ntype = \"invariants::Proc\"\n",
+    );
+    let (code, _, stderr) = run(&["--invariants", "broken.toml"]);
+    assert_eq!(code, 2);
+    errors.push_str(&format!("== broken.toml\n{stderr}"));
+    let (code, _, stderr) = run(&["--invariants", "missing.toml"]);
+    assert_eq!(code, 2);
+    errors.push_str(&format!("== missing.toml\n{stderr}"));
+    insta::assert_snapshot!("invariants_errors", errors);
+}
 
 /// A contract broken in a driver is reported at the driver's code, not at
 /// the generic trampoline of another crate that every driver shares.

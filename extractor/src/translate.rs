@@ -1232,7 +1232,24 @@ impl<'tcx> Translator<'tcx> {
     pub fn tool_attributes(&mut self) -> Vec<kmir::ItemAttrs> {
         let tcx = self.tcx;
         let mut out = Vec::new();
+        // Items, and the fields of local structs and unions: an invariant
+        // like `#[kanalyze::empty_at_teardown]` is written on a field, and
+        // fields are not among the crate's item definitions.
+        let mut defs: Vec<rustc_span::def_id::LocalDefId> =
+            tcx.hir_crate_items(()).definitions().collect();
         for local in tcx.hir_crate_items(()).definitions() {
+            if matches!(
+                tcx.def_kind(local),
+                rustc_hir::def::DefKind::Struct | rustc_hir::def::DefKind::Union
+            ) {
+                defs.extend(
+                    tcx.adt_def(local)
+                        .all_fields()
+                        .filter_map(|f| f.did.as_local()),
+                );
+            }
+        }
+        for local in defs {
             let attrs = tcx.hir_attrs(tcx.local_def_id_to_hir_id(local));
             let mut found = Vec::new();
             for attr in attrs {

@@ -137,6 +137,9 @@ fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) 
             if shown.known == 1 { "" } else { "s" }
         ));
     }
+    if !a.invariants.is_empty() {
+        line.push_str(&invariants_text(a));
+    }
     let unknown = &a.preempt.unknown_foreign;
     if !unknown.is_empty() {
         let shown: Vec<&str> = unknown
@@ -160,6 +163,43 @@ fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) 
     writeln!(out, "{line}")
 }
 
+/// "; 2 declared invariants trusted, applied in 3 drop glues (they
+/// remove 60 findings: 52, 8)".
+fn invariants_text(a: &Analysed) -> String {
+    let n = a.invariants.len();
+    let glues: usize = a.invariants.iter().map(|u| u.applied_in.len()).sum();
+    let mut text = format!(
+        "; {n} declared invariant{} trusted, applied in {glues} drop glue{}",
+        if n == 1 { "" } else { "s" },
+        if glues == 1 { "" } else { "s" }
+    );
+    if let Some(all) = a.removed_by_invariants {
+        let each: Vec<String> = a
+            .invariants
+            .iter()
+            .filter_map(|u| u.removes.map(|r| r.to_string()))
+            .collect();
+        text.push_str(&format!(
+            " (removing {all} finding{}; alone, each removes {})",
+            if all == 1 { "" } else { "s" },
+            each.join(", ")
+        ));
+    }
+    let unused: Vec<&str> = a
+        .invariants
+        .iter()
+        .filter(|u| u.applied_in.is_empty())
+        .map(|u| u.declared_at.as_str())
+        .collect();
+    if !unused.is_empty() {
+        text.push_str(&format!(
+            "; never applied (the program tears no such struct down): {}",
+            unused.join(", ")
+        ));
+    }
+    text
+}
+
 #[derive(Serialize)]
 struct JsonSummary {
     crates: usize,
@@ -173,6 +213,12 @@ struct JsonSummary {
     /// Findings left out because the `--baseline` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     baselined: Option<usize>,
+    /// The declared invariants the run trusted (docs/invariants.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invariants: Vec<crate::pipeline::InvariantUse>,
+    /// With `--audit-invariants`: findings all invariants together remove.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed_by_invariants: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -205,6 +251,8 @@ fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> 
                 .collect(),
             baselined: (shown.known > 0).then_some(shown.known),
             callbacks_checked: a.preempt.locks.callbacks,
+            invariants: a.invariants.clone(),
+            removed_by_invariants: a.removed_by_invariants,
         },
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

@@ -48,6 +48,9 @@ pub struct Input<'a> {
     pub program: &'a Program,
     pub annotations: &'a HashMap<String, ItemAnnotations>,
     pub spec: &'a spec::Spec,
+    /// Declared invariants, resolved against the program (the drops they
+    /// turn into no-ops).
+    pub invariants: &'a invariants::Resolved,
     /// Print the body fixed point of functions whose name contains this
     /// text (a debugging aid of the CLI's `--trace`).
     pub trace: Option<&'a str>,

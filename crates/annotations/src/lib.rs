@@ -40,6 +40,7 @@
 //! | `#[kanalyze::irq_handler]` | the function runs in hard-IRQ context (IRQs off): locks it takes must be IRQ-safe everywhere |
 //! | `#[kanalyze::lock_class("name")]` | names the lock class of a static, field, type or returned lock explicitly, instead of the class derived from its path |
 //! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
+//! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
 //! attribute`) listing the known ones.
@@ -96,7 +97,16 @@ pub enum KanalyzeAnnotation {
     MustHold(LockRef),
     IrqHandler,
     LockClass(String),
-    NestedLock { subclass: u32 },
+    NestedLock {
+        subclass: u32,
+    },
+    /// On a struct field: the field holds an empty value (`None`, an empty
+    /// collection) whenever a value of the struct is torn down, so its drop
+    /// in the struct's drop glue releases nothing. A trusted invariant
+    /// (crates/invariants), with the reason the source gives for it.
+    EmptyAtTeardown {
+        because: Option<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -34,6 +34,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "irq_handler",
     "lock_class",
     "nested_lock",
+    "empty_at_teardown",
 ];
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
@@ -334,6 +335,21 @@ fn parse_kanalyze(
                 _ => Err(bad()),
             }
         }
+        "empty_at_teardown" => match args {
+            Args::None => Ok(KanalyzeAnnotation::EmptyAtTeardown { because: None }),
+            Args::Delimited([Tree::Tok(Tok::Str(v))])
+            | Args::Delimited([Tree::Tok(Tok::Str(v)), Tree::Tok(Tok::Punct(Punct::Comma))])
+                if !v.trim().is_empty() =>
+            {
+                Ok(KanalyzeAnnotation::EmptyAtTeardown {
+                    because: Some(v.clone()),
+                })
+            }
+            _ => Err(usage(
+                r#"#[kanalyze::empty_at_teardown("why it holds")]"#,
+                ", on a struct field, with an optional reason",
+            )),
+        },
         _ => Err(error(
             span,
             MSG_UNRECOGNIZED_KANALYZE,

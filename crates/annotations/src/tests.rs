@@ -360,8 +360,20 @@ fn kanalyze_attributes() {
     assert_eq!(
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
-         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`"
+         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`"
     );
+    assert_eq!(
+        k("#[kanalyze::empty_at_teardown]"),
+        EmptyAtTeardown { because: None }
+    );
+    assert_eq!(
+        k(r#"#[kanalyze::empty_at_teardown("taken in release()")]"#),
+        EmptyAtTeardown {
+            because: Some("taken in release()".to_string())
+        }
+    );
+    assert!(err("#[kanalyze::empty_at_teardown(1)]").contains("on a struct field"));
+    assert!(err(r#"#[kanalyze::empty_at_teardown("")]"#).contains("on a struct field"));
     assert_eq!(err("#[kanalyze::a::b]"), "invalid kanalyze attribute | ");
 }
 

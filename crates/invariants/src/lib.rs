@@ -1,0 +1,154 @@
+//! Declared invariants: facts the program keeps across objects and over
+//! time that no function body shows, stated by the people who know them.
+//!
+//! The one kind today is **empty at teardown**: field `F` of struct `T`
+//! holds an empty value (`None`, an empty list) whenever a `T` is torn down,
+//! because some function empties it before the last reference to the `T`
+//! can go. Binder's `ProcessInner::binderfs_file` is taken in
+//! `Process::deferred_release`; without the invariant every drop of an
+//! `Arc<Process>` under a spinlock looks like it may run
+//! `BinderfsProcFile::drop`, which sleeps.
+//!
+//! A declaration comes in one of two equivalent forms:
+//! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
+//! - an entry of an invariants file (`--invariants FILE`), so that a batch
+//!   can run over an unmodified upstream tree:
+//!
+//!   ```toml
+//!   [[empty_at_teardown]]
+//!   type = "rust_binder::process::ProcessInner"
+//!   field = "binderfs_file"
+//!   emptied_by = ["rust_binder::process::Process::deferred_release"]
+//!   because = "deferred_release takes it before the last reference goes"
+//!   ```
+//!
+//! ## What is checked, what is trusted
+//! Every declaration must name something: a struct the program has, a field
+//! it has, and, for `emptied_by`, functions the program has whose bodies
+//! write that field (assign it, or pass it by `&mut` to a call such as
+//! `Option::take`). A declaration that matches nothing is an error, not an
+//! ignored line. What is trusted is the timing: that the emptier runs on
+//! every path before the last reference goes, and that nothing stores into
+//! the field afterwards. The analysis tracks no reference counts, so it
+//! cannot check either; the audit (`Resolved::uses`, the JSON summary)
+//! says where each declaration was applied so that a reviewer can.
+//!
+//! ## How it is applied
+//! In the drop glue of `T` (every instantiation of it), the drop of `F` is
+//! a no-op: the glue's summary no longer contains the field's teardown, and
+//! neither does anything that drops a `T`. Dropping `F` anywhere else (an
+//! assignment over it, `mem::take` and a drop of the result) is analysed as
+//! before: the invariant is about teardown only.
+
+mod file;
+mod resolve;
+
+use std::path::PathBuf;
+
+pub use file::{FileError, load};
+pub use resolve::{Problem, Resolved, Use, resolve};
+
+/// One declared invariant and where it was declared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declaration {
+    pub invariant: Invariant,
+    pub origin: Origin,
+    /// Why it holds: the code that upholds it.
+    pub because: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Invariant {
+    /// Field `field` of the struct `ty` (canonical path, no generic
+    /// arguments) is empty whenever a value of it is torn down; `emptied_by`
+    /// names the functions that empty it (checked to write the field).
+    EmptyAtTeardown {
+        ty: String,
+        field: String,
+        emptied_by: Vec<String>,
+    },
+}
+
+/// Where a declaration was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// An entry of an invariants file: 1-based line and column of the
+    /// entry's table, and its byte range (for rendering errors).
+    File {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        span: std::ops::Range<usize>,
+    },
+    /// A `#[kanalyze::…]` attribute, in dump `krate`.
+    Attribute { krate: u32, span: kmir::Span },
+}
+
+impl Declaration {
+    /// The declaration in a few words: "`ProcessInner.binderfs_file` is
+    /// empty at teardown".
+    pub fn describe(&self) -> String {
+        match &self.invariant {
+            Invariant::EmptyAtTeardown { ty, field, .. } => {
+                let short = ty.rsplit("::").next().unwrap_or(ty);
+                format!("`{short}.{field}` is empty at teardown")
+            }
+        }
+    }
+}
+
+/// An invariant attribute on an item it cannot be about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misplaced {
+    pub krate: u32,
+    pub span: kmir::Span,
+    pub message: String,
+}
+
+/// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`.
+/// Its item path is the struct's path followed by the field name. The
+/// attribute on anything but a struct field is returned as misplaced.
+pub fn from_annotations<'a>(
+    items: impl Iterator<Item = (&'a str, &'a annotations::ItemAnnotations)>,
+) -> (Vec<Declaration>, Vec<Misplaced>) {
+    let mut out = Vec::new();
+    let mut misplaced = Vec::new();
+    for (path, item) in items {
+        for (annotation, span) in &item.kanalyze {
+            let annotations::KanalyzeAnnotation::EmptyAtTeardown { because } = annotation else {
+                continue;
+            };
+            let on_field = item.kind == "field";
+            let Some((ty, field)) = path.rsplit_once("::").filter(|_| on_field) else {
+                misplaced.push(Misplaced {
+                    krate: item.crate_index,
+                    span: *span,
+                    message: format!(
+                        "`#[kanalyze::empty_at_teardown]` is on a {}, not on a struct field",
+                        item.kind
+                    ),
+                });
+                continue;
+            };
+            out.push(Declaration {
+                invariant: Invariant::EmptyAtTeardown {
+                    ty: ty.to_string(),
+                    field: field.to_string(),
+                    emptied_by: Vec::new(),
+                },
+                origin: Origin::Attribute {
+                    krate: item.crate_index,
+                    span: *span,
+                },
+                because: because.clone(),
+            });
+        }
+    }
+    // The map the items come from has no order.
+    out.sort_by(|a, b| format!("{:?}", a.invariant).cmp(&format!("{:?}", b.invariant)));
+    misplaced.sort_by_key(|m| (m.krate, m.span.file, m.span.lo_line, m.span.lo_col));
+    (out, misplaced)
+}
+
+#[cfg(test)]
+mod tests;

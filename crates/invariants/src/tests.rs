@@ -1,0 +1,109 @@
+use std::path::Path;
+
+use crate::file::parse;
+use crate::{Invariant, Origin};
+
+/// The error as a user sees it: miette's graphical rendering, without colour.
+fn render(text: &str) -> String {
+    let e = match parse(Path::new("kernel-invariants.toml"), text) {
+        Ok(d) => panic!("expected an error, got {d:?}"),
+        Err(e) => e,
+    };
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_width(100)
+        .render_report(&mut out, e.as_ref())
+        .expect("rendering into a string cannot fail");
+    out
+}
+
+#[test]
+fn a_declaration_is_read_with_its_position() {
+    let text = "# Binder\n\n[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"file\"\nemptied_by = [\"b::P::release\"]\nbecause = \"release() takes it\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        d[0].invariant,
+        Invariant::EmptyAtTeardown {
+            ty: "b::P".into(),
+            field: "file".into(),
+            emptied_by: vec!["b::P::release".into()],
+        }
+    );
+    let Origin::File { line, .. } = &d[0].origin else {
+        panic!("a file origin")
+    };
+    assert_eq!(*line, 3);
+    assert_eq!(d[0].because.as_deref(), Some("release() takes it"));
+    assert_eq!(d[0].describe(), "`P.file` is empty at teardown");
+}
+
+#[test]
+fn an_empty_file_declares_nothing() {
+    assert_eq!(parse(Path::new("inv.toml"), "").expect("valid"), vec![]);
+}
+
+#[test]
+fn unknown_key() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"f\"\nbecause = \"x\"\nemptied = [\"b::g\"]\n"
+    ));
+}
+
+#[test]
+fn unknown_table() {
+    insta::assert_snapshot!(render("[[empty_at_drop]]\ntype = \"b::P\"\n"));
+}
+
+#[test]
+fn missing_because() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"f\"\n"
+    ));
+}
+
+#[test]
+fn empty_because() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"f\"\nbecause = \"  \"\n"
+    ));
+}
+
+#[test]
+fn generic_type() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P<u32>\"\nfield = \"f\"\nbecause = \"x\"\n"
+    ));
+}
+
+#[test]
+fn field_path() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"inner.f\"\nbecause = \"x\"\n"
+    ));
+}
+
+#[test]
+fn wrong_type() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = 3\nbecause = \"x\"\n"
+    ));
+}
+
+#[test]
+fn empty_emptier() {
+    insta::assert_snapshot!(render(
+        "[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"f\"\nemptied_by = [\"\"]\nbecause = \"x\"\n"
+    ));
+}
+
+#[test]
+fn unreadable_file() {
+    let e = crate::load(Path::new("/nonexistent/inv.toml")).expect_err("no such file");
+    assert!(
+        e.message
+            .starts_with("cannot read invariants file `/nonexistent/inv.toml`: "),
+        "{}",
+        e.message
+    );
+}
