@@ -448,10 +448,13 @@ if [ "$ANALYSE" = 1 ]; then
     step_done
     step "kanalyze check"
     status=0
+    # The kernel's declared invariants (scripts/kernel-invariants.toml):
+    # audited, so the JSON summary says what each one removes.
+    INVARIANTS=(--invariants "$ROOT/scripts/kernel-invariants.toml" --audit-invariants)
     /usr/bin/time -o "$LOGS/check.time" -f '%e s wall, %M KiB peak RSS' \
-        "$KANALYZE" "$KMIR" --source-root "$SRC" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
+        "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
     [ "$status" -le 1 ] || { cat "$LOGS/findings.stderr" >&2; die "kanalyze failed (exit $status)"; }
-    "$KANALYZE" "$KMIR" --source-root "$SRC" --format json >"$LOGS/findings.json" 2>/dev/null || true
+    "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" --format json >"$LOGS/findings.json" 2>/dev/null || true
     tail -n 1 "$LOGS/findings.txt" >&2
     step_done "$(grep -v '^Command exited' "$LOGS/check.time"); findings in $LOGS/findings.txt and findings.json"
 fi

@@ -91,6 +91,7 @@ ui!(
     moved_out,
     lock_by_flag,
     invariants_misplaced,
+    locks_same_object,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`

@@ -291,6 +291,7 @@ impl Runs {
             expect_last: self.expect_last,
             reason_last: self.reason_last,
             last_reference_test: self.last_reference_test,
+            open_nestings: std::mem::take(&mut self.locks.open),
         };
         let events = Events {
             violations: self.violations,

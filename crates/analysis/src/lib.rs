@@ -31,7 +31,9 @@ use std::sync::Mutex;
 use annotations::ItemAnnotations;
 use program::{FnId, Program};
 
-pub use body::{AdjustFailure, CountChange, LockEvent, Nesting, Target, Violation};
+pub use body::{
+    AdjustFailure, CountChange, LockEvent, Nesting, OpenNesting, Proof, Target, Violation,
+};
 pub use context::{Context, fn_pointer_source};
 pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};

@@ -10,6 +10,8 @@ pub struct LockRuns {
     pub takes: Vec<summary::Take>,
     pub events: Vec<body::LockEvent>,
     pub edges: Vec<body::Nesting>,
+    /// Nestings of one class a caller may prove to be on one object.
+    pub open: Vec<body::OpenNesting>,
     /// Locks held at a return, at most one per lock.
     pub leaks: Vec<Leak>,
     pub released: Vec<memory::Location>,
@@ -33,6 +35,11 @@ impl LockRuns {
         }
         self.events.extend(run.lock_events.iter().cloned());
         self.edges.extend(run.edges.iter().cloned());
+        for o in &run.open {
+            if self.open.len() < body::MAX_OPEN_NESTINGS && !self.open.contains(o) {
+                self.open.push(o.clone());
+            }
+        }
         for (p, span) in &run.returns {
             let ret = p.facts.addrs_under(&memory::PlaceKey::local(0));
             for h in p.locks.net_held() {

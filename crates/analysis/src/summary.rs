@@ -234,6 +234,9 @@ pub struct Summary {
     /// The function returns the result of a last-reference test
     /// (`Refcount::dec_and_test` wrapping `refcount_dec_and_test`).
     pub last_reference_test: bool,
+    /// Nestings of one lock class on two locations rooted at the
+    /// arguments, which a caller may prove to be one object.
+    pub open_nestings: Vec<crate::body::OpenNesting>,
 }
 
 impl Summary {
@@ -255,6 +258,7 @@ impl Summary {
             expect_last: ExpectRange::TOP,
             reason_last: None,
             last_reference_test: false,
+            open_nestings: Vec::new(),
         }
     }
 

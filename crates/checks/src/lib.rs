@@ -97,8 +97,21 @@ pub fn run(input: &Input<'_>) -> Output {
 pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     let summaries = solved.summaries;
     let mut findings = Vec::new();
+    // Nestings of one class that a caller proved to be on one object: each
+    // is one double-lock error, in place of the class warning.
+    let mut proven: Vec<(FnId, kmir::Span)> = Vec::new();
     for (f, events) in &solved.events {
-        findings.extend(function_findings(input, &summaries, *f, events));
+        for e in &events.locks.events {
+            let Some(p) = &e.proof else { continue };
+            if proven.contains(&(p.origin, e.nesting.site)) {
+                continue;
+            }
+            proven.push((p.origin, e.nesting.site));
+            findings.extend(lock_state::proven(input, *f, e, &Final(&summaries)));
+        }
+    }
+    for (f, events) in &solved.events {
+        findings.extend(function_findings(input, &summaries, *f, events, &proven));
     }
     let order_edges: Vec<(FnId, analysis::Nesting)> = solved
         .events
@@ -144,6 +157,7 @@ fn function_findings(
     summaries: &[Summary],
     f: FnId,
     events: &Events,
+    proven: &[(FnId, kmir::Span)],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(problem) = &events.drop {
@@ -167,6 +181,7 @@ fn function_findings(
         &events.locks,
         &all,
         events.declares_adjust,
+        proven,
     ));
     if let Some((declared, inferred)) = &events.declared {
         out.extend(texts.annotation_mismatch(declared, inferred));

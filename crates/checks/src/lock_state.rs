@@ -191,6 +191,72 @@ pub(crate) fn event(
     finding
 }
 
+/// A callee's nesting of one lock class proven to be on one object by a
+/// caller: a double lock, reported where the nesting happens (in
+/// `proof.origin`), with the call that makes the two locations one object.
+pub(crate) fn proven(
+    input: &Input<'_>,
+    prover: FnId,
+    e: &LockEvent,
+    summaries: &dyn Summaries,
+) -> Option<Finding> {
+    let proof = e.proof.as_ref()?;
+    let origin = proof.origin;
+    let is_lock_fn = |g: FnId| locks_on_return(summaries.get(g));
+    let Nesting {
+        held,
+        take,
+        site,
+        callee,
+    } = &e.nesting;
+    let class = held.lock.class();
+    let held_text = describe(input, origin, &held.lock);
+    let take_text = describe(input, origin, &take.lock);
+    let one = describe(input, prover, &proof.lock);
+    let mut finding = Finding::new(
+        &DOUBLE_LOCK,
+        Severity::Error,
+        format!("lock `{class}` is acquired while it is already held"),
+    )
+    .at(loc(input, origin, *site))
+    .label(format!(
+        "`{}` acquires `{take_text}`, which is `{held_text}` itself",
+        name(input, *callee)
+    ))
+    .in_function(origin)
+    .trace_from(prover)
+    .subject(class.0.clone())
+    .note(Note::at(
+        loc(input, origin, held.at.span),
+        format!(
+            "`{held_text}` was acquired here by `{}` and is still held",
+            name(input, held.at.callee)
+        ),
+    ));
+    for n in chain_notes(input, take, 1, &is_lock_fn) {
+        finding = finding.note(n);
+    }
+    // From the origin up to the call that proves it.
+    let last = proof.via.len().saturating_sub(1);
+    for (i, (g, span)) in proof.via.iter().enumerate().rev() {
+        let text = if i == 0 {
+            format!(
+                "`{}` makes them one object: both are `{one}` at this call",
+                name(input, *g)
+            )
+        } else if i == last {
+            format!("`{}` is called from here, in `{}`", name(input, origin), name(input, *g))
+        } else {
+            format!("which is called from here, in `{}`", name(input, *g))
+        };
+        finding = finding.note(Note::at(loc(input, *g, *span), text));
+    }
+    Some(finding.note(Note::text(format!(
+        "`{held_text}` and `{take_text}` are two paths to one lock object: a {} lock is not recursive, so this deadlocks",
+        held.kind
+    ))))
+}
+
 /// A lock still held when the function returns.
 pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> Finding {
     let class = held.lock.class();
@@ -258,6 +324,7 @@ pub(crate) fn findings(
     runs: &LockRuns,
     summaries: &dyn Summaries,
     declares_adjust: bool,
+    proven: &[(FnId, kmir::Span)],
 ) -> Vec<Finding> {
     let Some((_, inst)) = input.program.body_of(f) else {
         return Vec::new();
@@ -278,6 +345,11 @@ pub(crate) fn findings(
     let mut seen_sites = Vec::new();
     for e in &runs.events {
         let site = e.nesting.site;
+        // Proven nestings are reported once for the whole program
+        // (`proven`), and replace the class warning at their site.
+        if e.proof.is_some() || proven.contains(&(f, site)) {
+            continue;
+        }
         if (!e.same_object && nested) || seen_sites.contains(&site) {
             continue;
         }

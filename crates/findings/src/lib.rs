@@ -118,6 +118,10 @@ pub struct Finding {
     pub notes: Vec<Note>,
     /// The instance being checked; the report adds a call trace to it.
     pub function: Option<FnId>,
+    /// Where the call trace starts instead, when the notes already lead
+    /// from `function` up to it (a double lock proven by a caller: the
+    /// trace continues above the caller that proves it).
+    pub trace_from: Option<FnId>,
     /// What identifies this finding across runs besides its kind and
     /// function: e.g. the callee's name. Never spans or ids.
     pub subject: String,
@@ -133,6 +137,7 @@ impl Finding {
             label: None,
             notes: Vec::new(),
             function: None,
+            trace_from: None,
             subject: String::new(),
         }
     }
@@ -154,6 +159,11 @@ impl Finding {
 
     pub fn in_function(mut self, f: FnId) -> Self {
         self.function = Some(f);
+        self
+    }
+
+    pub fn trace_from(mut self, f: FnId) -> Self {
+        self.trace_from = Some(f);
         self
     }
 

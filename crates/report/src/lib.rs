@@ -188,7 +188,8 @@ fn level(sev: Severity) -> Level<'static> {
 /// notes, located notes as their own snippets, then the call trace.
 pub fn render(program: &Program, finding: &Finding, sources: &mut Sources) -> String {
     let trace = finding
-        .function
+        .trace_from
+        .or(finding.function)
         .map(|f| call_trace(program, f))
         .unwrap_or_default();
     let primary = finding.primary.and_then(|l| locate(program, l));
@@ -397,7 +398,8 @@ fn json_span(program: &Program, loc: Option<Loc>) -> Option<JsonSpan> {
 
 pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
     let trace = finding
-        .function
+        .trace_from
+        .or(finding.function)
         .map(|f| call_trace(program, f))
         .unwrap_or_default();
     JsonFinding {

@@ -30,7 +30,9 @@ mod run;
 mod statements;
 
 use calls::propagate_nonempty;
-pub use observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
+pub use observations::{
+    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof, Violation,
+};
 use prescan::{
     branches_on_args, escaped_locals, last_reference_tests, narrow_known_targets, private_pointees,
 };

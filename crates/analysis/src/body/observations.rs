@@ -34,7 +34,7 @@ pub struct Violation {
 
 /// A lock acquired at a call or drop site while another is held: an edge
 /// of the lock-order graph, or, when both are one class, a finding.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nesting {
     pub held: Held,
     pub take: Take,
@@ -49,7 +49,45 @@ pub struct Nesting {
 pub struct LockEvent {
     pub nesting: Nesting,
     pub same_object: bool,
+    /// A nesting of one class observed in a callee (`Proof::origin`) on two
+    /// locations the callee cannot tell apart, which this function's call
+    /// makes one object: `nesting` is as the origin saw it.
+    pub proof: Option<Proof>,
 }
+
+/// How a caller proves that a callee's nesting of one lock class is on one
+/// object: substituted at its call, both locations are the same.
+#[derive(Clone, Debug)]
+pub struct Proof {
+    /// The function in which the nesting happens.
+    pub origin: FnId,
+    /// The calls from the proving function down to `origin`: (function,
+    /// call site in it); the first is the proving call.
+    pub via: Vec<(FnId, kmir::Span)>,
+    /// The one lock object, in the proving function's terms.
+    pub lock: memory::Location,
+}
+
+/// A nesting of one lock class on two locations rooted at the arguments of
+/// the summary's function, that a caller may prove to be one object
+/// (`self.inner` held while `thread.process.inner` is taken, and the
+/// caller passes `thread.process` as `self`). Kept in summaries
+/// ([`Summary::open_nestings`](crate::Summary)), resolved at call sites.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenNesting {
+    /// The held and the taken lock, in the summary's function's terms.
+    pub held: memory::Location,
+    pub take: memory::Location,
+    /// The function in which the nesting happens, and the nesting as it
+    /// saw it.
+    pub origin: FnId,
+    pub nesting: Nesting,
+    /// From the summary's function down to `origin`: (function, call site).
+    pub via: Vec<(FnId, kmir::Span)>,
+}
+
+/// Most open nestings a summary keeps.
+pub const MAX_OPEN_NESTINGS: usize = 4;
 
 /// Why the adjustment could not be inferred.
 #[derive(Clone, Debug)]

@@ -13,7 +13,9 @@ use domains::{Adj, Path, PcState};
 use memory::{Aspect, Known, PlaceKey, ProjKey};
 
 use super::calls::call_operands;
-use super::observations::{AdjustFailure, CountChange, LockEvent, Nesting, Violation};
+use super::observations::{
+    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof, Violation,
+};
 use super::{BodyAnalysis, Target};
 
 pub struct BodyOutcome {
@@ -32,6 +34,7 @@ pub struct BodyOutcome {
     pub takes: Vec<Take>,
     pub lock_events: Vec<LockEvent>,
     pub edges: Vec<Nesting>,
+    pub open: Vec<OpenNesting>,
     /// The expectation depends on what callers pass (see `context.rs`).
     pub context_sensitive: bool,
 }
@@ -292,6 +295,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             takes: self.locks.takes,
             lock_events: self.locks.events,
             edges: self.locks.edges,
+            open: self.locks.open,
         }
     }
 }
@@ -302,6 +306,7 @@ struct LockSites {
     takes: Vec<Take>,
     events: Vec<LockEvent>,
     edges: Vec<Nesting>,
+    open: Vec<OpenNesting>,
 }
 
 impl LockSites {
@@ -313,6 +318,7 @@ impl LockSites {
         target: Target,
         summary: &Summary,
     ) {
+        self.resolve_open(analysis, state, terminator, summary);
         if summary.takes.is_empty() {
             return;
         }
@@ -372,7 +378,23 @@ impl LockSites {
                                 self.events.push(LockEvent {
                                     nesting: nesting(),
                                     same_object,
+                                    proof: None,
                                 });
+                                // Two locations of one class, both reached
+                                // from the arguments: a caller may know
+                                // they are one object.
+                                if !same_object
+                                    && h.lock.arg().is_some()
+                                    && here.lock.arg().is_some()
+                                {
+                                    self.open_nesting(OpenNesting {
+                                        held: h.lock.clone(),
+                                        take: here.lock.clone(),
+                                        origin: analysis.func,
+                                        nesting: nesting(),
+                                        via: Vec::new(),
+                                    });
+                                }
                             }
                         } else if !self.edges.iter().any(|e| {
                             e.held.lock.class() == h.lock.class()
@@ -390,6 +412,68 @@ impl LockSites {
                     })
                 {
                     self.takes.push(here);
+                }
+            }
+        }
+    }
+}
+
+impl LockSites {
+    fn open_nesting(&mut self, o: OpenNesting) {
+        if self.open.len() < MAX_OPEN_NESTINGS && !self.open.contains(&o) {
+            self.open.push(o);
+        }
+    }
+
+    /// The callee's open nestings at this call: where what this function
+    /// passes makes the two locations one object, the callee's nesting is a
+    /// double lock (an event with its proof); where they are still two
+    /// locations reached from this function's arguments, a caller may
+    /// prove it further up.
+    fn resolve_open(
+        &mut self,
+        analysis: &BodyAnalysis<'_>,
+        state: &PcState,
+        terminator: &Terminator,
+        summary: &Summary,
+    ) {
+        if summary.open_nestings.is_empty() {
+            return;
+        }
+        let (args, dropped) = call_operands(&terminator.kind);
+        for o in &summary.open_nestings {
+            let mut via = vec![(analysis.func, terminator.span)];
+            via.extend(o.via.iter().take(crate::summary::MAX_VIA - 1).copied());
+            for p in &state.paths {
+                let subst = |l| analysis.places.substitute(&p.facts, l, args, dropped);
+                let (Some(held), Some(take)) = (subst(&o.held), subst(&o.take)) else {
+                    continue;
+                };
+                if held == take {
+                    let proven = self.events.iter().any(|e| {
+                        e.proof.as_ref().is_some_and(|q| q.origin == o.origin)
+                            && e.nesting.site == o.nesting.site
+                    });
+                    if !proven {
+                        self.events.push(LockEvent {
+                            nesting: o.nesting.clone(),
+                            same_object: true,
+                            proof: Some(Proof {
+                                origin: o.origin,
+                                via: via.clone(),
+                                lock: held,
+                            }),
+                        });
+                    }
+                    break;
+                } else if held.arg().is_some() && take.arg().is_some() {
+                    self.open_nesting(OpenNesting {
+                        held,
+                        take,
+                        origin: o.origin,
+                        nesting: o.nesting.clone(),
+                        via: via.clone(),
+                    });
                 }
             }
         }
