@@ -280,7 +280,16 @@ impl Analysed {
                 f.subject.clone(),
             )
         };
-        all.sort_by_cached_key(|f| key(f));
+        // Findings at one place with one text (a macro's body, reached from
+        // several expansions) are one report; which instance it names must
+        // not depend on the order the analysis met them, so the smallest
+        // instance name is kept.
+        let instance = |f: &Finding| {
+            f.function
+                .map(|g| self.program.function(g).name.clone())
+                .unwrap_or_default()
+        };
+        all.sort_by_cached_key(|f| (key(f), instance(f)));
         all.dedup_by(|a, b| key(a) == key(b));
         all
     }

@@ -245,7 +245,11 @@ pub(crate) fn proven(
                 name(input, *g)
             )
         } else if i == last {
-            format!("`{}` is called from here, in `{}`", name(input, origin), name(input, *g))
+            format!(
+                "`{}` is called from here, in `{}`",
+                name(input, origin),
+                name(input, *g)
+            )
         } else {
             format!("which is called from here, in `{}`", name(input, *g))
         };

@@ -31,7 +31,8 @@ mod statements;
 
 use calls::propagate_nonempty;
 pub use observations::{
-    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof, Violation,
+    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof,
+    Violation,
 };
 use prescan::{
     branches_on_args, escaped_locals, last_reference_tests, narrow_known_targets, private_pointees,

@@ -14,7 +14,8 @@ use memory::{Aspect, Known, PlaceKey, ProjKey};
 
 use super::calls::call_operands;
 use super::observations::{
-    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof, Violation,
+    AdjustFailure, CountChange, LockEvent, MAX_OPEN_NESTINGS, Nesting, OpenNesting, Proof,
+    Violation,
 };
 use super::{BodyAnalysis, Target};
 
