@@ -44,13 +44,17 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let (program, load) = input::load_program(paths)?;
-    let (annotations, errors) = annotations::collect(
+    let (mut annotations, mut errors) = annotations::collect(
         program
             .crates
             .iter()
             .enumerate()
             .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
     );
+    let arities = program.arities();
+    errors.extend(annotations::check_arity(&mut annotations, |path| {
+        arities.get(path).copied()
+    }));
     let annotation_findings = errors
         .into_iter()
         .map(|(krate, e)| {

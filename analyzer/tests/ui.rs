@@ -90,6 +90,7 @@ ui!(
     fp_moved_out,
     moved_out,
     lock_by_flag,
+    annotation_arity,
 );
 
 /// A contract broken in a driver is reported at the driver's code, not at

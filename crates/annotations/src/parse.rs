@@ -169,6 +169,7 @@ fn parse_preempt_count(args: Args<'_>, span: Span) -> Result<PreemptCount, Annot
     let mut adjust = None;
     let mut expect = None;
     let mut unchecked = false;
+    let mut seen: Vec<&str> = Vec::new();
     let mut cursor = Cursor::new(trees);
     // `parse_comma_delimited`: props separated by `,`, trailing `,` allowed.
     while !cursor.is_eof() {
@@ -180,6 +181,14 @@ fn parse_preempt_count(args: Args<'_>, span: Span) -> Result<PreemptCount, Annot
             "unchecked" => false,
             _ => return Err(err(HELP_UNKNOWN_PROPERTY)),
         };
+        // klint lets a repeated property overwrite the earlier one, so
+        // `adjust = 1, adjust = 2` silently means 2; which one the author
+        // meant cannot be known, so it is an error here (klint has no
+        // wording for it: the help follows its other helps).
+        if seen.contains(&prop.as_str()) {
+            return Err(err(&format!("`{prop}` is specified more than once")));
+        }
+        seen.push(prop.as_str());
         let is_eq = cursor.peek_is(Punct::Eq);
         if need_eq && !is_eq {
             return Err(err(HELP_EQ_EXPECTED));

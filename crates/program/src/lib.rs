@@ -247,6 +247,55 @@ impl Program {
         }
     }
 
+    /// The number of arguments of each function item, by item path (the
+    /// key of annotations): from the bodies of its instances (a trait
+    /// method's implementations give the trait method's), and for a
+    /// function without a body from the direct calls to it. Closures,
+    /// shims and drop glue are not items an annotation can be on. A path
+    /// seen with two different counts (a C variadic) is left out, since no
+    /// single arity holds for it.
+    pub fn arities(&self) -> HashMap<String, u32> {
+        let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+        fn add<'a>(seen: &mut HashMap<&'a str, Option<u32>>, path: &'a str, n: u32) {
+            let slot = seen.entry(path).or_insert(Some(n));
+            if *slot != Some(n) {
+                *slot = None;
+            }
+        }
+        for (_, _, inst) in self.bodies() {
+            let (kmir::InstanceKind::Item, Some(body)) = (&inst.kind, &inst.body) else {
+                continue;
+            };
+            add(&mut seen, &inst.item_path, body.arg_count);
+            if let Some(t) = &inst.trait_item {
+                add(&mut seen, t, body.arg_count);
+            }
+        }
+        for (_, _, inst) in self.bodies() {
+            let Some(body) = &inst.body else { continue };
+            for block in &body.blocks {
+                let kmir::TerminatorKind::Call {
+                    callee: kmir::Callee::Direct { symbol },
+                    args,
+                    ..
+                } = &block.terminator.kind
+                else {
+                    continue;
+                };
+                let Some(id) = self.lookup(symbol.as_str()) else {
+                    continue;
+                };
+                let f = self.function(id);
+                if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
+                    add(&mut seen, &f.item_path, args.len() as u32);
+                }
+            }
+        }
+        seen.into_iter()
+            .filter_map(|(path, n)| Some((path.to_string(), n?)))
+            .collect()
+    }
+
     /// Functions whose symbol equals `query`, else whose name or item path
     /// contains it.
     pub fn find(&self, query: &str) -> Vec<FnId> {
