@@ -68,6 +68,29 @@ fn bad_spec_files_are_usage_errors() {
     insta::assert_snapshot!("missing_spec", stderr);
 }
 
+/// An argument index past the C function's arguments (known from the
+/// program's calls) is a spec error at the key's position; the built-in
+/// spec fits the calls.
+#[test]
+fn spec_argument_index_checked_against_the_calls() {
+    let out = demo();
+    let dir = out.dir.path();
+    std::fs::write(
+        dir.join("arity.toml"),
+        "[fn]\n\
+         spin_lock = { lock = { op = \"acquire\", arg = 99, kind = \"spin\" } }\n\
+         msleep = { sleeps_if_flag = { arg = 77, mask = 1 } }\n\
+         mutex_lock = { callbacks = [{ arg = 33, context = \"0\", role = \"r\" }] }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = kanalyze(&["kmir", "--spec", "arity.toml"], dir);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("spec_arity", stderr);
+    let (_, _, stderr) = kanalyze(&["kmir"], dir);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
 #[test]
 fn usage_errors() {
     let tmp = tempfile::tempdir().unwrap();

@@ -159,6 +159,15 @@ impl EdgeKind {
     }
 }
 
+/// Records that `path` takes `n` arguments; a second, different count
+/// makes it unknown.
+fn add_arity<'a>(seen: &mut HashMap<&'a str, Option<u32>>, path: &'a str, n: u32) {
+    let slot = seen.entry(path).or_insert(Some(n));
+    if *slot != Some(n) {
+        *slot = None;
+    }
+}
+
 pub type CallGraph = petgraph::graph::DiGraph<FnId, Edge, u32>;
 
 #[derive(Debug)]
@@ -256,44 +265,55 @@ impl Program {
     /// single arity holds for it.
     pub fn arities(&self) -> HashMap<String, u32> {
         let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
-        fn add<'a>(seen: &mut HashMap<&'a str, Option<u32>>, path: &'a str, n: u32) {
-            let slot = seen.entry(path).or_insert(Some(n));
-            if *slot != Some(n) {
-                *slot = None;
-            }
-        }
         for (_, _, inst) in self.bodies() {
             let (kmir::InstanceKind::Item, Some(body)) = (&inst.kind, &inst.body) else {
                 continue;
             };
-            add(&mut seen, &inst.item_path, body.arg_count);
+            add_arity(&mut seen, &inst.item_path, body.arg_count);
             if let Some(t) = &inst.trait_item {
-                add(&mut seen, t, body.arg_count);
+                add_arity(&mut seen, t, body.arg_count);
             }
         }
-        for (_, _, inst) in self.bodies() {
-            let Some(body) = &inst.body else { continue };
-            for block in &body.blocks {
-                let kmir::TerminatorKind::Call {
-                    callee: kmir::Callee::Direct { symbol },
-                    args,
-                    ..
-                } = &block.terminator.kind
-                else {
-                    continue;
-                };
-                let Some(id) = self.lookup(symbol.as_str()) else {
-                    continue;
-                };
-                let f = self.function(id);
-                if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
-                    add(&mut seen, &f.item_path, args.len() as u32);
-                }
+        for (f, n) in self.called_arities() {
+            let f = self.function(f);
+            if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
+                add_arity(&mut seen, &f.item_path, n);
             }
         }
         seen.into_iter()
             .filter_map(|(path, n)| Some((path.to_string(), n?)))
             .collect()
+    }
+
+    /// The number of arguments of each C function the program calls, by
+    /// link name, from the calls (the dumps have no C prototypes). A
+    /// variadic called with different counts is left out.
+    pub fn foreign_arities(&self) -> HashMap<String, u32> {
+        let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+        for (f, n) in self.called_arities() {
+            let f = self.function(f);
+            if f.kind == FnKind::Foreign {
+                add_arity(&mut seen, &f.symbol, n);
+            }
+        }
+        seen.into_iter()
+            .filter_map(|(name, n)| Some((name.to_string(), n?)))
+            .collect()
+    }
+
+    /// Every direct call's callee with its number of arguments.
+    fn called_arities(&self) -> impl Iterator<Item = (FnId, u32)> + '_ {
+        self.bodies()
+            .filter_map(|(_, _, inst)| inst.body.as_ref())
+            .flat_map(|body| &body.blocks)
+            .filter_map(|block| match &block.terminator.kind {
+                kmir::TerminatorKind::Call {
+                    callee: kmir::Callee::Direct { symbol },
+                    args,
+                    ..
+                } => Some((self.lookup(symbol)?, args.len() as u32)),
+                _ => None,
+            })
     }
 
     /// Functions whose symbol equals `query`, else whose name or item path
