@@ -316,8 +316,10 @@ impl Program {
             })
     }
 
-    /// Functions whose symbol equals `query`, else whose name or item path
-    /// contains it.
+    /// Functions whose symbol equals `query`, else whose name equals it,
+    /// else whose item path's last segment equals it (`go` is `b::go`, not
+    /// also its closure `b::go::{closure#0}`, whose last segment is the
+    /// closure's), else whose name or item path contains it.
     pub fn find(&self, query: &str) -> Vec<FnId> {
         if let Some(id) = self.lookup(query) {
             return vec![id];
@@ -328,6 +330,18 @@ impl Program {
             .collect();
         if !exact.is_empty() {
             return exact;
+        }
+        let last_segment: Vec<FnId> = (0..self.functions.len() as u32)
+            .map(FnId)
+            .filter(|id| {
+                let path = &self.function(*id).item_path;
+                // A trait impl's method is `<T as Trait>::m`: the segment
+                // after the last `::` is still the method's name.
+                path.rsplit("::").next() == Some(query)
+            })
+            .collect();
+        if !last_segment.is_empty() {
+            return last_segment;
         }
         (0..self.functions.len() as u32)
             .map(FnId)
