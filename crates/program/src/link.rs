@@ -76,15 +76,60 @@ impl std::fmt::Display for LinkProblem {
     }
 }
 
-/// Rank of a copy of an instance: higher is better.
-fn rank(inst: &kmir::Instance) -> (bool, bool, bool) {
+/// Rank of a copy of an instance in the dump of crate `krate`: higher is
+/// better. The body's quality first; then the copy of the crate that
+/// defines the item (the first segment of its item path), which names it
+/// canonically where another crate's copy may not (a doctest crate's copy
+/// of `kernel::f` is named `doctests_…::rust_doctest_…::kernel::f`).
+/// Among equal ranks the crate that sorts first wins (see [`link`]).
+fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
     let elaborated = inst.body.as_ref().is_some_and(|b| b.drop_elaborated);
-    (inst.body.is_some(), elaborated, inst.codegenned)
+    let defining = inst.item_path.split("::").next() == Some(krate);
+    (inst.body.is_some(), elaborated, inst.codegenned, defining)
 }
 
-/// Links the dumps (expected in a deterministic order, e.g. sorted by path).
+/// The instance's name with the path of the crate that printed it removed
+/// when that crate is not the item's: a crate compiled around other
+/// crates' code (rustdoc's merged doctests) can print an upstream item as
+/// `doctests_kernel_generated::rust_doctest_…::kernel::f`; its canonical
+/// name, the one every other dump uses, is `kernel::f`. The item path is
+/// canonical (the extractor's invariant), so its first segment says where
+/// the canonical name starts.
+pub(crate) fn canonical_name<'a>(inst: &'a kmir::Instance, dump_crate: &str) -> &'a str {
+    let name = inst.name.as_str();
+    let Some(item_crate) = inst.item_path.split("::").next().filter(|c| !c.is_empty()) else {
+        return name;
+    };
+    if item_crate == dump_crate
+        || name.starts_with(&format!("{item_crate}::"))
+        || !name.starts_with(&format!("{dump_crate}::"))
+    {
+        return name;
+    }
+    match name.find(&format!("::{item_crate}::")) {
+        Some(at) => &name[at + 2..],
+        None => name,
+    }
+}
+
+/// Links the dumps. The result does not depend on the order of `crates`:
+/// they are sorted by crate name, crate id and path first, so crate
+/// indices, which copy of a duplicated dump or instance is kept, and every
+/// "first wins" rule downstream are the same for any order of the inputs.
 pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     let mut problems = Vec::new();
+    crates.sort_by(|a, b| {
+        (
+            &a.dump.header.crate_name,
+            a.dump.header.stable_crate_id,
+            &a.path,
+        )
+            .cmp(&(
+                &b.dump.header.crate_name,
+                b.dump.header.stable_crate_id,
+                &b.path,
+            ))
+    });
 
     // 1. One dump per crate.
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();
@@ -172,8 +217,12 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             let candidate = (ci as u32, ii as u32);
             match best.get(inst.symbol.as_str()) {
                 Some(&(bc, bi)) => {
-                    let current = &crates[bc as usize].dump.instances[bi as usize];
-                    if rank(inst) > rank(current) {
+                    let other = &crates[bc as usize];
+                    let current = &other.dump.instances[bi as usize];
+                    // Strictly better only: on a tie the earlier crate stays.
+                    if rank(inst, &c.dump.header.crate_name)
+                        > rank(current, &other.dump.header.crate_name)
+                    {
                         best.insert(&inst.symbol, candidate);
                     }
                 }
@@ -198,9 +247,10 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             FnKind::Shim
         };
         by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+        let dump_crate = &crates[ci as usize].dump.header.crate_name;
         functions.push(Function {
             symbol: symbol.to_string(),
-            name: inst.name.clone(),
+            name: canonical_name(inst, dump_crate).to_string(),
             item_path: inst.item_path.clone(),
             kind,
         });
