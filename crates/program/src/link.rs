@@ -88,16 +88,15 @@ fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
     (inst.body.is_some(), elaborated, inst.codegenned, defining)
 }
 
-/// The instance's name with the path of the crate that printed it removed
+/// A function's name with the path of the crate that printed it removed
 /// when that crate is not the item's: a crate compiled around other
 /// crates' code (rustdoc's merged doctests) can print an upstream item as
 /// `doctests_kernel_generated::rust_doctest_…::kernel::f`; its canonical
 /// name, the one every other dump uses, is `kernel::f`. The item path is
 /// canonical (the extractor's invariant), so its first segment says where
 /// the canonical name starts.
-pub(crate) fn canonical_name<'a>(inst: &'a kmir::Instance, dump_crate: &str) -> &'a str {
-    let name = inst.name.as_str();
-    let Some(item_crate) = inst.item_path.split("::").next().filter(|c| !c.is_empty()) else {
+pub(crate) fn canonical_name<'a>(name: &'a str, item_path: &str, dump_crate: &str) -> &'a str {
+    let Some(item_crate) = item_path.split("::").next().filter(|c| !c.is_empty()) else {
         return name;
     };
     if item_crate == dump_crate
@@ -250,14 +249,14 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         let dump_crate = &crates[ci as usize].dump.header.crate_name;
         functions.push(Function {
             symbol: symbol.to_string(),
-            name: canonical_name(inst, dump_crate).to_string(),
+            name: canonical_name(&inst.name, &inst.item_path, dump_crate).to_string(),
             item_path: inst.item_path.clone(),
             kind,
         });
     }
 
     // 3. Externals: referenced, no body anywhere.
-    let mut externals: BTreeMap<&str, &kmir::External> = BTreeMap::new();
+    let mut externals: BTreeMap<&str, (&str, &kmir::External)> = BTreeMap::new();
     for c in &crates {
         for e in &c.dump.externals {
             if by_symbol.contains_key(&e.symbol) {
@@ -265,23 +264,24 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             }
             // Many crates declare the same C function (every doctest crate
             // re-declares the kernel's bindings): name it by the shortest
-            // path, `kernel::bindings::…` rather than a doctest's copy.
-            let key = |x: &kmir::External| (x.name.len(), x.name.clone());
+            // canonical path, `kernel::bindings::…` rather than a doctest's
+            // copy, then by the text so that no order decides.
+            let name = canonical_name(&e.name, &e.item_path, &c.dump.header.crate_name);
             externals
                 .entry(e.symbol.as_str())
                 .and_modify(|cur| {
-                    if key(e) < key(cur) {
-                        *cur = e;
+                    if (name.len(), name) < (cur.0.len(), cur.0) {
+                        *cur = (name, e);
                     }
                 })
-                .or_insert(e);
+                .or_insert((name, e));
         }
     }
-    for (symbol, e) in externals {
+    for (symbol, (name, e)) in externals {
         by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
         functions.push(Function {
             symbol: symbol.to_string(),
-            name: e.name.clone(),
+            name: name.to_string(),
             item_path: e.item_path.clone(),
             kind: match &e.kind {
                 kmir::ExternalKind::Foreign => FnKind::Foreign,
