@@ -322,6 +322,19 @@ fn parse_kanalyze(
             let Args::Delimited(trees) = args else {
                 return Err(bad());
             };
+            // `subclass = 1, subclass = 2`: say what is wrong rather than
+            // only show the right form.
+            let keys = trees
+                .iter()
+                .filter(|t| matches!(t, Tree::Tok(Tok::Ident(k)) if k == "subclass"))
+                .count();
+            if keys > 1 {
+                return Err(error(
+                    span,
+                    &format!("incorrect usage of `#[kanalyze::{name}]`"),
+                    Some("`subclass` is specified more than once"),
+                ));
+            }
             match trees {
                 [
                     Tree::Tok(Tok::Ident(key)),

@@ -150,6 +150,10 @@ fn repeated_property() {
             "{text}"
         );
     }
+    assert_eq!(
+        err("#[kanalyze::nested_lock(subclass = 1, subclass = 2)]"),
+        "incorrect usage of `#[kanalyze::nested_lock]` | `subclass` is specified more than once"
+    );
 }
 
 #[test]
