@@ -98,7 +98,10 @@ pub fn load_error(e: &LoadError) -> Diagnostic {
                 "pass the `.kmir` files that `kextract` writes into `$KANALYZE_OUT`, \
                  or a directory that contains them",
             ),
-            Problem::Truncated { .. } => {
+            Problem::Empty => d.help(
+                "rebuild the crate with kextract to write its dump again, or remove the file",
+            ),
+            Problem::Truncated { .. } | Problem::TruncatedPrefix { .. } => {
                 d.help("rebuild the crate with kextract to write its dump again")
             }
             Problem::Version { .. } => d,

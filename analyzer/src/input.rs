@@ -159,8 +159,32 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     let t = std::time::Instant::now();
     let (program, problems) = program::link(crates);
     summary.link_time = t.elapsed();
+    // Identical copies are harmless and can come by the thousand (a build
+    // tree copied into itself): a few are listed, many are counted.
+    let identical: Vec<&program::LinkProblem> = problems
+        .iter()
+        .filter(|p| matches!(p, program::LinkProblem::IdenticalDuplicate { .. }))
+        .collect();
+    if identical.len() > IDENTICAL_LISTED {
+        let mut d = Diagnostic::warning(format!(
+            "{} dumps are identical copies of other dumps; they are ignored",
+            identical.len()
+        ));
+        for p in identical.iter().take(IDENTICAL_EXAMPLES) {
+            d = d.note(p.to_string());
+        }
+        d.note(format!(
+            "… and {} more",
+            identical.len() - IDENTICAL_EXAMPLES
+        ))
+        .help("point kanalyze at one build's dumps to leave the copies out")
+        .emit();
+    }
     for p in &problems {
         let d = match p {
+            program::LinkProblem::IdenticalDuplicate { .. } if identical.len() > IDENTICAL_LISTED => {
+                continue;
+            }
             program::LinkProblem::IdenticalDuplicate { .. } => Diagnostic::warning(p.to_string()),
             program::LinkProblem::OtherTarget { .. } => Diagnostic::warning(p.to_string())
                 .note("a build's host tools and proc-macro dependencies are compiled by the same RUSTC, so their dumps land in the same directory"),
@@ -183,6 +207,12 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     }
     Some((program, summary))
 }
+
+/// Up to this many identical copies get a warning each; more are one
+/// warning with a count.
+const IDENTICAL_LISTED: usize = 3;
+/// How many of them that one warning names.
+const IDENTICAL_EXAMPLES: usize = 3;
 
 /// What loading left out, and how long it took.
 #[derive(Debug, Default)]

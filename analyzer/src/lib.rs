@@ -44,14 +44,96 @@ pub fn run() -> ExitCode {
 }
 
 /// `kanalyze DIR…` means `kanalyze check DIR…`: insert the subcommand when
-/// the first argument is neither a subcommand nor an option.
+/// no subcommand is given. Check's own flags may come before the path
+/// (`kanalyze --format json DIR`) as well as after it, so the first
+/// argument that is not an option (or an option's value) decides: a
+/// subcommand's name leaves the arguments as they are, with options
+/// before it moved after it; anything else gets `check` in front.
+/// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "help"];
-    if let Some(first) = args.get(1).and_then(|a| a.to_str())
-        && !first.starts_with('-')
-        && !COMMANDS.contains(&first)
-    {
-        args.insert(1, "check".into());
+    const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
+    // The options of `check` that take a value as the next argument.
+    const TAKES_VALUE: &[&str] = &[
+        "--format",
+        "--baseline",
+        "--spec",
+        "--source-root",
+        "--deny",
+        "--warn",
+        "--allow",
+        "--trace",
+    ];
+    let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
+        return args;
+    };
+    if TOP_LEVEL.contains(&first) {
+        return args;
+    }
+    let mut i = 1;
+    while let Some(arg) = args.get(i).and_then(|a| a.to_str()) {
+        if arg == "--" || !arg.starts_with('-') {
+            break;
+        }
+        i += if TAKES_VALUE.contains(&arg) { 2 } else { 1 };
+    }
+    match args.get(i).and_then(|a| a.to_str()) {
+        Some(command) if COMMANDS.contains(&command) => {
+            if i > 1 {
+                // `kanalyze --format json check DIR`: the options belong
+                // to the subcommand.
+                let command = args.remove(i);
+                args.insert(1, command);
+            }
+        }
+        _ => args.insert(1, "check".into()),
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_default_command;
+
+    fn with_default(args: &[&str]) -> Vec<String> {
+        let args = std::iter::once("kanalyze")
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect();
+        with_default_command(args)
+            .into_iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn check_is_the_default_with_flags_anywhere() {
+        assert_eq!(with_default(&["d"]), ["check", "d"]);
+        assert_eq!(
+            with_default(&["--format", "json", "d"]),
+            ["check", "--format", "json", "d"]
+        );
+        assert_eq!(
+            with_default(&["d", "--format", "json"]),
+            ["check", "d", "--format", "json"]
+        );
+        assert_eq!(
+            with_default(&["--format=json", "--deny", "x", "d"]),
+            ["check", "--format=json", "--deny", "x", "d"]
+        );
+        // A value that is a subcommand's name is still a value.
+        assert_eq!(
+            with_default(&["--spec", "dump", "d"]),
+            ["check", "--spec", "dump", "d"]
+        );
+        assert_eq!(
+            with_default(&["--format", "json", "check", "d"]),
+            ["check", "--format", "json", "d"]
+        );
+        assert_eq!(with_default(&["graph", "d"]), ["graph", "d"]);
+        assert_eq!(with_default(&["--help"]), ["--help"]);
+        assert_eq!(with_default(&["-V"]), ["-V"]);
+        assert!(with_default(&[]).is_empty());
+    }
 }

@@ -75,13 +75,43 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let (program, load) = input::load_program(paths)?;
-    let (annotations, errors) = annotations::collect(
+    // Argument indices of the spec can only be checked now: the calls say
+    // how many arguments each C function takes.
+    let foreign = program.foreign_arities();
+    let mut broken = Vec::new();
+    for e in spec.check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n))) {
+        if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
+            // The program's function of that name is not the kernel's (the
+            // built-in spec is the kernel's API): the user cannot fix the
+            // built-in file, so this does not stop the run.
+            Diagnostic::warning(format!("built-in spec entry does not fit: {e}"))
+                .help("override the entry with a `--spec` file if this program's function is meant")
+                .emit();
+        } else {
+            broken.push(e);
+        }
+    }
+    if let Some((last, rest)) = broken.split_last() {
+        for e in rest {
+            Diagnostic::error(format!("invalid spec file: {e}")).emit();
+        }
+        // The help once, after the last error, not after each.
+        Diagnostic::error(format!("invalid spec file: {last}"))
+            .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
+            .emit();
+        return None;
+    }
+    let (mut annotations, mut errors) = annotations::collect(
         program
             .crates
             .iter()
             .enumerate()
             .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
     );
+    let arities = program.arities();
+    errors.extend(annotations::check_arity(&mut annotations, |path| {
+        arities.get(path).copied()
+    }));
     let annotation_findings = errors
         .into_iter()
         .map(|(krate, e)| {

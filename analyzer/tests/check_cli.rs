@@ -35,6 +35,34 @@ fn default_command_is_check_and_exit_status_says_findings() {
     assert_eq!((code, &stdout), (code2, &stdout2));
 }
 
+/// In the implicit `check` form, check's flags may come before the path
+/// too (clap alone said "unexpected argument").
+#[test]
+fn default_command_takes_flags_before_the_path() {
+    let out = demo();
+    let dir = out.dir.path();
+    let (code, stdout, stderr) = kanalyze(&["check", "kmir", "--format", "json"], dir);
+    assert_eq!(code, 1, "{stderr}");
+    for args in [
+        &["--format", "json", "kmir"][..],
+        &["kmir", "--format", "json"],
+        &["--format=json", "kmir"],
+        &["--format", "json", "check", "kmir"],
+    ] {
+        let (code2, stdout2, stderr2) = kanalyze(args, dir);
+        assert_eq!((code2, &stdout2), (code, &stdout), "{args:?}: {stderr2}");
+    }
+}
+
+#[test]
+fn summary_of_an_unknown_name_suggests_similar_names() {
+    let out = demo();
+    let (code, _, stderr) = kanalyze(&["summary", "kmir", "msleap"], out.dir.path());
+    assert_eq!(code, 2);
+    assert!(stderr.contains("similar names:"), "{stderr}");
+    insta::assert_snapshot!("summary_unknown_name", stderr);
+}
+
 #[test]
 fn spec_file_overrides_the_builtin() {
     let out = demo();
@@ -66,6 +94,29 @@ fn bad_spec_files_are_usage_errors() {
     let (code, _, stderr) = kanalyze(&["kmir", "--spec", "missing.toml"], dir);
     assert_eq!(code, 2);
     insta::assert_snapshot!("missing_spec", stderr);
+}
+
+/// An argument index past the C function's arguments (known from the
+/// program's calls) is a spec error at the key's position; the built-in
+/// spec fits the calls.
+#[test]
+fn spec_argument_index_checked_against_the_calls() {
+    let out = demo();
+    let dir = out.dir.path();
+    std::fs::write(
+        dir.join("arity.toml"),
+        "[fn]\n\
+         spin_lock = { lock = { op = \"acquire\", arg = 99, kind = \"spin\" } }\n\
+         msleep = { sleeps_if_flag = { arg = 77, mask = 1 } }\n\
+         mutex_lock = { callbacks = [{ arg = 33, context = \"0\", role = \"r\" }] }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = kanalyze(&["kmir", "--spec", "arity.toml"], dir);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("spec_arity", stderr);
+    let (_, _, stderr) = kanalyze(&["kmir"], dir);
+    assert!(stderr.is_empty(), "{stderr}");
 }
 
 #[test]

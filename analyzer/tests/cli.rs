@@ -164,6 +164,25 @@ fn truncated_real_dump() {
 fn truncated_prefix() {
     let run = rejected("cut.kmir", &framed(FORMAT_VERSION, b"")[..12]);
     insta::assert_snapshot!(run.report());
+    // Cut inside the magic: still a cut-off dump, not "not a dump".
+    let run = rejected("cut.kmir", b"KANA");
+    assert!(
+        run.stderr
+            .starts_with("error: `cut.kmir`: truncated: the file has 4 bytes, fewer than"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn u128_length_marker() {
+    // bincode's marker of a 128-bit varint where the first string's length
+    // (a u64) is read.
+    let mut payload = vec![0xfe];
+    payload.extend_from_slice(&[1; 16]);
+    let run = rejected("wide.kmir", &framed(FORMAT_VERSION, &payload));
+    assert!(!run.stderr.contains("InvalidIntegerType"), "{}", run.stderr);
+    insta::assert_snapshot!(run.report());
 }
 
 #[test]

@@ -137,3 +137,50 @@ fn nothing_usable_is_exit_2() {
     assert_eq!(code, 2);
     insta::assert_snapshot!("missing_path", stderr);
 }
+
+/// A name equal to one function's last path segment picks it: its closures
+/// (`closures::go::{closure#0}`) and names that merely contain it
+/// (`closures::going`) are not rivals.
+#[test]
+fn last_segment_picks_the_function_not_its_closures() {
+    let out = extract(&[CrateSpec::lib("extract/closures.rs")]);
+    let dir = out.dir.path();
+    let (_, dump, _) = kanalyze(&["dump", "kmir", "--item", "go::{closure#0}"], dir);
+    assert!(dump.contains("closures::go::{closure#0}"), "{dump}");
+    let (code, stdout, stderr) = kanalyze(&["graph", "kmir", "--callees", "go"], dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("closures::go "), "{stdout}");
+    let (code, stdout, stderr) = kanalyze(&["graph", "kmir", "--callers", "go"], dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("closures::going"), "{stdout}");
+}
+
+/// An unknown name gets the closest names, as `dump --item` gives them.
+#[test]
+fn unknown_names_get_similar_names() {
+    let out = graph_fixture();
+    let dir = out.dir.path();
+    for flag in ["--callers", "--callees", "--dot"] {
+        let (code, stdout, stderr) = kanalyze(&["graph", "kmir", flag, "is_evn"], dir);
+        assert_eq!(code, 2, "{stdout}");
+        insta::assert_snapshot!("unknown_name_similar", stderr);
+    }
+}
+
+/// Thousands of identical copies (a build tree copied into itself) are one
+/// warning with a count and a few examples, not one line each.
+#[test]
+fn identical_copies_are_counted() {
+    let out = graph_fixture();
+    let dir = out.dir.path();
+    let dump = &out.dump_paths()[0];
+    for i in 0..40 {
+        let copy = dir.join(format!("copy{i:02}"));
+        std::fs::create_dir_all(&copy).unwrap();
+        std::fs::copy(dump, copy.join("graph.kmir")).unwrap();
+    }
+    let (code, _, stderr) = kanalyze(&["graph", "."], dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+    insta::assert_snapshot!("identical_copies", stderr);
+}

@@ -92,6 +92,7 @@ ui!(
     lock_by_flag,
     invariants_misplaced,
     locks_same_object,
+    annotation_arity,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
@@ -275,4 +276,96 @@ fn json_output_is_stable_and_complete() {
     };
     assert_eq!(ids(&stdout), ids(&again));
     insta::assert_snapshot!("sleep_in_atomic_json", stdout);
+}
+
+/// The output does not depend on the order of the inputs: the UI fixtures,
+/// the two-crate callback fixture and two crates that share inlined
+/// functions (`order_a`, `order_b`) linked into one program give
+/// byte-identical text and JSON whether the dumps come from the directory
+/// (path order), reversed, or shuffled.
+#[test]
+fn output_does_not_depend_on_input_order() {
+    let mut crates: Vec<CrateSpec> = [
+        "sleep_in_atomic",
+        "annotations",
+        "locks_double",
+        "locks_order",
+        "locks_irq",
+        "callbacks",
+        "drops",
+        "lock_by_flag",
+    ]
+    .iter()
+    .map(|f| CrateSpec::lib(&format!("ui/{f}.rs")))
+    .collect();
+    crates.push(CrateSpec::lib("ui/crates/kbase.rs"));
+    crates.push(CrateSpec::lib("ui/crates/kdriver.rs").with_extern("kbase"));
+    // Copies of `order_a`'s functions in `order_b`'s dump are named through
+    // `order_b::m::order_a::…`: the kept copy and the names must not follow
+    // the order.
+    crates.push(CrateSpec::lib("ui/crates/order_a.rs"));
+    crates.push(CrateSpec::lib("ui/crates/order_b.rs").with_extern("order_a"));
+    let out = extract(&crates);
+    let dir = out.dir.path();
+    let run = |paths: &[String], format: &str| {
+        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .arg("check")
+            .args(paths)
+            .args(["--format", format])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        (run.status.code(), run.stdout, run.stderr)
+    };
+    let files: Vec<String> = out
+        .dump_paths()
+        .iter()
+        .map(|p| {
+            p.strip_prefix(dir)
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(files.len(), 12);
+    let mut reversed = files.clone();
+    reversed.reverse();
+    // A fixed interleaving rather than a random one, so a failure can be
+    // rerun: odd positions first, then even.
+    let shuffled: Vec<String> = files
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .chain(files.iter().step_by(2))
+        .cloned()
+        .collect();
+    let rotated: Vec<String> = files[3..].iter().chain(&files[..3]).cloned().collect();
+    for format in ["text", "json"] {
+        let reference = run(&["kmir".to_string()], format);
+        assert_eq!(
+            reference.0,
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&reference.2)
+        );
+        let text = String::from_utf8_lossy(&reference.1);
+        assert!(text.contains("order_a::nap"), "{text}");
+        assert!(
+            !text.contains("m::order_a::"),
+            "{format}: a name printed through `order_b`'s `extern crate`: {text}"
+        );
+        for (what, order) in [
+            ("files in path order", &files),
+            ("reversed", &reversed),
+            ("shuffled", &shuffled),
+            ("rotated", &rotated),
+        ] {
+            let other = run(order, format);
+            assert!(
+                other == reference,
+                "{format}, {what}: the output differs from the directory run\n{}",
+                String::from_utf8_lossy(&other.1)
+            );
+        }
+    }
 }

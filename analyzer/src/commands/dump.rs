@@ -164,7 +164,7 @@ fn no_match(needle: &str, near: NearNames, searched: usize, dumps: usize) -> Dia
 /// The names closest to a needle that matched nothing, by edit distance to
 /// the best-matching substring: `--item` matches substrings, so a name is
 /// close if a few edits would have made it match.
-struct NearNames {
+pub(crate) struct NearNames {
     needle: Vec<char>,
     max_distance: usize,
     /// Best first; at most `MAX_SUGGESTIONS`.
@@ -172,7 +172,7 @@ struct NearNames {
 }
 
 impl NearNames {
-    fn new(needle: &str) -> Self {
+    pub(crate) fn new(needle: &str) -> Self {
         let needle: Vec<char> = needle.to_lowercase().chars().collect();
         // Very short needles are within one edit of nearly everything, so
         // they only get case-insensitive matches.
@@ -197,7 +197,7 @@ impl NearNames {
         }
     }
 
-    fn candidate(&mut self, name: &str) {
+    pub(crate) fn candidate(&mut self, name: &str) {
         let plain = print::without_generic_args(name);
         let d =
             substring_distance(&self.needle, name).min(substring_distance(&self.needle, &plain));
@@ -215,7 +215,7 @@ impl NearNames {
         self.best.truncate(MAX_SUGGESTIONS);
     }
 
-    fn into_names(self) -> Vec<String> {
+    pub(crate) fn into_names(self) -> Vec<String> {
         self.best.into_iter().map(|(_, n)| n).collect()
     }
 }

@@ -8,7 +8,6 @@ use program::{EdgeKind, FnId, FnKind, Program};
 use solver::Schedule;
 
 use crate::cli::GraphArgs;
-use crate::diag::Diagnostic;
 use crate::input;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
@@ -28,7 +27,7 @@ pub fn run(args: &GraphArgs) -> u8 {
         .or(args.callees.as_deref())
         .or(args.dot.as_deref());
     let target = match query {
-        Some(q) => match resolve(&program, q) {
+        Some(q) => match super::resolve_function(&program, q) {
             Some(id) => Some(id),
             None => return EXIT_BAD_INPUT,
         },
@@ -76,37 +75,6 @@ pub fn run(args: &GraphArgs) -> u8 {
     // Skipped inputs were reported as warnings; the graph of the rest is
     // still a result: exit 2 is for "nothing usable".
     EXIT_OK
-}
-
-/// One function for a user's query, or a diagnostic listing the candidates.
-fn resolve(program: &Program, query: &str) -> Option<FnId> {
-    let found = program.find(query);
-    match found.as_slice() {
-        [one] => Some(*one),
-        [] => {
-            Diagnostic::error(format!("no function matches `{query}`"))
-                .help(
-                    "give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one",
-                )
-                .emit();
-            None
-        }
-        many => {
-            let mut d = Diagnostic::error(format!(
-                "`{query}` matches {} functions; be more specific",
-                many.len()
-            ));
-            for id in many.iter().take(10) {
-                let f = program.function(*id);
-                d = d.note(format!("`{}` ({})", f.name, f.symbol));
-            }
-            if many.len() > 10 {
-                d = d.note(format!("… and {} more", many.len() - 10));
-            }
-            d.emit();
-            None
-        }
-    }
 }
 
 fn kind_text(program: &Program, id: FnId) -> String {

@@ -6,7 +6,6 @@ use analysis::Source;
 use program::FnKind;
 
 use crate::cli::SummaryArgs;
-use crate::diag::Diagnostic;
 use crate::pipeline::analyse;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
@@ -14,29 +13,8 @@ pub fn run(args: &SummaryArgs) -> u8 {
     let Some(a) = analyse(std::slice::from_ref(&args.path), &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
-    let found = a.program.find(&args.function);
-    let id = match found.as_slice() {
-        [one] => *one,
-        [] => {
-            Diagnostic::error(format!("no function matches `{}`", args.function))
-                .help(
-                    "give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one",
-                )
-                .emit();
-            return EXIT_BAD_INPUT;
-        }
-        many => {
-            let mut d = Diagnostic::error(format!(
-                "`{}` matches {} functions; be more specific",
-                args.function,
-                many.len()
-            ));
-            for f in many.iter().take(10) {
-                d = d.note(format!("`{}`", a.program.function(*f).name));
-            }
-            d.emit();
-            return EXIT_BAD_INPUT;
-        }
+    let Some(id) = super::resolve_function(&a.program, &args.function) else {
+        return EXIT_BAD_INPUT;
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

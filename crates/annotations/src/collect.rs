@@ -5,7 +5,7 @@ use std::collections::hash_map::Entry;
 
 use kmir::{ItemAttrs, Span};
 
-use crate::{Annotation, AnnotationError, KanalyzeAnnotation, Level, PreemptCount, parse};
+use crate::{Annotation, AnnotationError, KanalyzeAnnotation, Level, LockRef, PreemptCount, parse};
 
 /// Everything known about one item. As in klint, the first annotation of a
 /// kind wins; later ones are reported as warnings.
@@ -203,4 +203,81 @@ fn add(
         }
     }
     None
+}
+
+/// Checks the argument index of every `acquires`/`releases`/`must_hold`
+/// against the arity of its function, which only the linked program knows
+/// (`arity` gives it by item path; `None` when it is not known, e.g. a
+/// foreign function no dump calls). An index past the last argument would
+/// make the annotation match no lock at all, silently, so it is an error
+/// and the annotation is removed from the item.
+pub fn check_arity(
+    items: &mut HashMap<String, ItemAnnotations>,
+    arity: impl Fn(&str) -> Option<u32>,
+) -> Vec<(u32, AnnotationError)> {
+    let mut errors = Vec::new();
+    for (path, item) in items.iter_mut() {
+        let Some(arity) = arity(path) else {
+            continue;
+        };
+        item.kanalyze.retain(|(annotation, span)| {
+            let (name, index) = match annotation {
+                KanalyzeAnnotation::Acquires(LockRef::Arg(n)) => ("acquires", *n),
+                KanalyzeAnnotation::Releases(LockRef::Arg(n)) => ("releases", *n),
+                KanalyzeAnnotation::MustHold(LockRef::Arg(n)) => ("must_hold", *n),
+                _ => return true,
+            };
+            if index < arity {
+                return true;
+            }
+            let takes = match arity {
+                0 => "takes no arguments".to_string(),
+                1 => "takes 1 argument".to_string(),
+                n => format!("takes {n} arguments"),
+            };
+            let help = match (arity, name) {
+                (0, "must_hold") => "a lock that must be held is named by an argument".to_string(),
+                (0, _) => format!(
+                    "if the lock is the one the return value designates, write \
+                     `#[kanalyze::{name}(return)]`"
+                ),
+                (n, _) => format!(
+                    "arguments are counted from 0 (`self` is 0), so the last one is {}",
+                    n - 1
+                ),
+            };
+            errors.push((
+                item.crate_index,
+                AnnotationError {
+                    span: *span,
+                    level: Level::Error,
+                    message: format!(
+                        "`#[kanalyze::{name}({index})]` names argument {index}, but `{path}` {takes}"
+                    ),
+                    help: Some(help),
+                    note: None,
+                },
+            ));
+            false
+        });
+    }
+    // The map's order is not the program's: sort for stable output.
+    errors.sort_by(|a, b| {
+        (
+            a.0,
+            a.1.span.file,
+            a.1.span.lo_line,
+            a.1.span.lo_col,
+            &a.1.message,
+        )
+            .cmp(&(
+                b.0,
+                b.1.span.file,
+                b.1.span.lo_line,
+                b.1.span.lo_col,
+                &b.1.message,
+            ))
+    });
+    items.retain(|_, a| !a.is_empty());
+    errors
 }

@@ -19,11 +19,14 @@
 //!
 //! Property grammar (klint's token parser): `adjust = [-]INT` (`i32`, no
 //! suffix), `expect = N | N.. | ..M | N..M | N..=M | ..` (`u32` bounds), the
-//! flag `unchecked`; any order, trailing comma allowed, a repeated property
-//! overwrites the earlier one; at least one of `adjust`/`expect`; the range
+//! flag `unchecked`; any order, trailing comma allowed; at least one of
+//! `adjust`/`expect`; the range
 //! must be non-empty; literals above 1024 are rejected (klint's later
 //! parser). Errors carry klint's messages and helps verbatim, including its
-//! `kint` and `exeeds` typos.
+//! `kint` and `exeeds` typos. One deliberate difference: klint lets a
+//! repeated property overwrite the earlier one (`adjust = 1, adjust = 2`
+//! means 2); here it is an error (`` `adjust` is specified more than once ``),
+//! since which value the author meant cannot be known.
 //!
 //! # `kanalyze::` attributes
 //!
@@ -43,7 +46,9 @@
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
-//! attribute`) listing the known ones.
+//! attribute`) listing the known ones. An argument index is checked against
+//! the function's arity once the program is known ([`check_arity`]): an
+//! index past the last argument is an error and the annotation is dropped.
 
 mod collect;
 mod parse;
@@ -52,7 +57,7 @@ mod token;
 
 use std::fmt;
 
-pub use collect::{ItemAnnotations, collect};
+pub use collect::{ItemAnnotations, check_arity, collect};
 pub use parse::{KANALYZE_ATTRIBUTES, parse};
 pub use range::{ExpectRange, RangeError};
 

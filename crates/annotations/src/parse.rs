@@ -170,6 +170,7 @@ fn parse_preempt_count(args: Args<'_>, span: Span) -> Result<PreemptCount, Annot
     let mut adjust = None;
     let mut expect = None;
     let mut unchecked = false;
+    let mut seen: Vec<&str> = Vec::new();
     let mut cursor = Cursor::new(trees);
     // `parse_comma_delimited`: props separated by `,`, trailing `,` allowed.
     while !cursor.is_eof() {
@@ -181,6 +182,14 @@ fn parse_preempt_count(args: Args<'_>, span: Span) -> Result<PreemptCount, Annot
             "unchecked" => false,
             _ => return Err(err(HELP_UNKNOWN_PROPERTY)),
         };
+        // klint lets a repeated property overwrite the earlier one, so
+        // `adjust = 1, adjust = 2` silently means 2; which one the author
+        // meant cannot be known, so it is an error here (klint has no
+        // wording for it: the help follows its other helps).
+        if seen.contains(&prop.as_str()) {
+            return Err(err(&format!("`{prop}` is specified more than once")));
+        }
+        seen.push(prop.as_str());
         let is_eq = cursor.peek_is(Punct::Eq);
         if need_eq && !is_eq {
             return Err(err(HELP_EQ_EXPECTED));
@@ -314,6 +323,19 @@ fn parse_kanalyze(
             let Args::Delimited(trees) = args else {
                 return Err(bad());
             };
+            // `subclass = 1, subclass = 2`: say what is wrong rather than
+            // only show the right form.
+            let keys = trees
+                .iter()
+                .filter(|t| matches!(t, Tree::Tok(Tok::Ident(k)) if k == "subclass"))
+                .count();
+            if keys > 1 {
+                return Err(error(
+                    span,
+                    &format!("incorrect usage of `#[kanalyze::{name}]`"),
+                    Some("`subclass` is specified more than once"),
+                ));
+            }
             match trees {
                 [
                     Tree::Tok(Tok::Ident(key)),

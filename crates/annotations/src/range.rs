@@ -140,6 +140,13 @@ pub(crate) const HELP_RANGE_EXPECTED: &str = "a range expected";
 pub(crate) const HELP_RANGE_EMPTY: &str =
     "the preemption count expectation range must be non-empty";
 pub(crate) const HELP_VALUE_EXCEEDS: &str = "value exeeds range";
+// Not klint's: klint's 1024 limit (`HELP_VALUE_EXCEEDS`) catches these
+// first in annotations; only spec files and `ExpectRange::from_str`, which
+// have no such limit, can reach `u32`'s.
+pub(crate) const HELP_BOUND_OVERFLOWS: &str =
+    "a bound overflows: a preemption count is a `u32`, at most 4294967295";
+pub(crate) const HELP_END_OVERFLOWS: &str =
+    "the end overflows: in `N` and `..=N`, N must be below 4294967295";
 
 /// klint's later parser (`src/preempt_count/attribute.rs`) rejects literals
 /// above this in annotations; preemption counts never get near it.
@@ -196,7 +203,9 @@ pub(crate) fn parse_range(
                 help: HELP_VALUE_EXCEEDS,
             });
         }
-        u32::try_from(value).map_err(|_| expected.clone())
+        u32::try_from(value).map_err(|_| RangeError {
+            help: HELP_BOUND_OVERFLOWS,
+        })
     };
 
     let mut lo = 0;
@@ -218,9 +227,13 @@ pub(crate) fn parse_range(
         Some(Tree::Tok(Tok::Punct(Punct::DotDotEq))) => {
             cursor.next();
             let end = literal(cursor.next())?;
-            Some(end.checked_add(1).ok_or(expected.clone())?)
+            Some(end.checked_add(1).ok_or(RangeError {
+                help: HELP_END_OVERFLOWS,
+            })?)
         }
-        _ => Some(lo.checked_add(1).ok_or(expected.clone())?),
+        _ => Some(lo.checked_add(1).ok_or(RangeError {
+            help: HELP_END_OVERFLOWS,
+        })?),
     };
     let range = ExpectRange { lo, hi };
     if range.is_empty() {
@@ -268,6 +281,20 @@ mod tests {
             "2..1".parse::<ExpectRange>().unwrap_err().help,
             HELP_RANGE_EMPTY
         );
+        // A bound too large for the count is an overflow, not a syntax error.
+        for (text, help) in [
+            ("0..=99999999999999999999", HELP_BOUND_OVERFLOWS),
+            ("4294967296..", HELP_BOUND_OVERFLOWS),
+            ("..4294967296", HELP_BOUND_OVERFLOWS),
+            ("4294967295", HELP_END_OVERFLOWS),
+            ("0..=4294967295", HELP_END_OVERFLOWS),
+        ] {
+            assert_eq!(
+                text.parse::<ExpectRange>().unwrap_err().help,
+                help,
+                "{text}"
+            );
+        }
     }
 
     #[test]

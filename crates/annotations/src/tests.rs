@@ -97,9 +97,9 @@ fn preempt_count_forms() {
         pc("#[klint::preempt_count(expect = 1u32..)]").expect,
         Some(range("1.."))
     );
-    // Any order, trailing comma, repeated props overwrite, spacing free.
+    // Any order, trailing comma, spacing free.
     assert_eq!(
-        pc("#[klint::preempt_count(unchecked, expect=0, adjust=-2, adjust = 3,)]"),
+        pc("#[klint::preempt_count(unchecked, expect=0, adjust = 3,)]"),
         PreemptCount {
             adjust: Some(3),
             expect: Some(range("0")),
@@ -123,6 +123,37 @@ fn preempt_count_forms() {
     assert_eq!(pc("#[klint::preempt_count[adjust = 1]]").adjust, Some(1));
     // Inner attributes.
     assert_eq!(pc("#![klint::preempt_count(adjust = 1)]").adjust, Some(1));
+}
+
+/// klint lets a repeated property overwrite the earlier one; here it is an
+/// error, since which value was meant cannot be known.
+#[test]
+fn repeated_property() {
+    for (text, prop) in [
+        ("#[klint::preempt_count(adjust = 1, adjust = 2)]", "adjust"),
+        (
+            "#[klint::preempt_count(expect = 0, adjust = 1, expect = 1..)]",
+            "expect",
+        ),
+        (
+            "#[klint::preempt_count(adjust = 0, unchecked, unchecked)]",
+            "unchecked",
+        ),
+        (
+            "#[klint::drop_preempt_count(adjust = -1, adjust = -1)]",
+            "adjust",
+        ),
+    ] {
+        assert_eq!(
+            err(text),
+            format!("{BAD_PC} | `{prop}` is specified more than once"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        err("#[kanalyze::nested_lock(subclass = 1, subclass = 2)]"),
+        "incorrect usage of `#[kanalyze::nested_lock]` | `subclass` is specified more than once"
+    );
 }
 
 #[test]
@@ -585,4 +616,63 @@ fn collect_is_silent_for_an_identical_second_dump() {
     let (items, errors) = collect([(0u32, &a[..]), (3u32, &a[..])].into_iter());
     assert!(errors.is_empty());
     assert_eq!(items["k::f"].crate_index, 0);
+}
+
+/// An argument index past the function's arity is an error and the
+/// annotation is dropped; `return`, `self` and indices in range stay.
+#[test]
+fn argument_index_checked_against_arity() {
+    let a = [
+        item(
+            "k::one",
+            &[
+                attr_at("#[kanalyze::acquires(9)]", 10),
+                attr_at("#[kanalyze::releases(0)]", 11),
+                attr_at("#[kanalyze::must_hold(7)]", 12),
+            ],
+        ),
+        item("k::none", &[attr_at("#[kanalyze::acquires(0)]", 20)]),
+        item(
+            "k::ret",
+            &[
+                attr_at("#[kanalyze::acquires(return)]", 30),
+                attr_at("#[kanalyze::must_hold(self)]", 31),
+            ],
+        ),
+        item("k::unknown", &[attr_at("#[kanalyze::releases(5)]", 40)]),
+    ];
+    let (mut items, errors) = collect([(0u32, &a[..])].into_iter());
+    assert!(errors.is_empty());
+    let errors = check_arity(&mut items, |path| match path {
+        "k::one" | "k::ret" => Some(1),
+        "k::none" => Some(0),
+        _ => None,
+    });
+    let rendered: Vec<String> = errors
+        .iter()
+        .map(|(i, e)| format!("#{i} line {}: {e}", e.span.lo_line))
+        .collect();
+    assert_eq!(
+        rendered,
+        vec![
+            "#0 line 10: error: `#[kanalyze::acquires(9)]` names argument 9, but `k::one` takes \
+             1 argument\n  = help: arguments are counted from 0 (`self` is 0), so the last one is 0",
+            "#0 line 12: error: `#[kanalyze::must_hold(7)]` names argument 7, but `k::one` takes \
+             1 argument\n  = help: arguments are counted from 0 (`self` is 0), so the last one is 0",
+            "#0 line 20: error: `#[kanalyze::acquires(0)]` names argument 0, but `k::none` takes \
+             no arguments\n  = help: if the lock is the one the return value designates, write \
+             `#[kanalyze::acquires(return)]`",
+        ]
+    );
+    assert_eq!(
+        items["k::one"]
+            .kanalyze
+            .iter()
+            .map(|k| k.0.clone())
+            .collect::<Vec<_>>(),
+        vec![KanalyzeAnnotation::Releases(LockRef::Arg(0))]
+    );
+    assert!(!items.contains_key("k::none"));
+    assert_eq!(items["k::ret"].kanalyze.len(), 2);
+    assert_eq!(items["k::unknown"].kanalyze.len(), 1);
 }

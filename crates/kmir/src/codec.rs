@@ -33,8 +33,13 @@ pub const PREFIX_LEN: usize = 24;
 /// What is wrong with a dump's bytes (without the file name; see [`LoadError`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
+    /// The file has no bytes at all.
+    Empty,
     /// The file does not start with the dump magic.
     NotADump,
+    /// Starts like a dump but ends inside the fixed prefix, before the
+    /// header could say how long the file is.
+    TruncatedPrefix { actual: u64 },
     /// Shorter than its header says.
     Truncated { expected: u64, actual: u64 },
     /// Written by another version of the format.
@@ -50,6 +55,14 @@ pub enum Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Problem::Empty => write!(
+                f,
+                "empty file (0 bytes): not a kanalyze dump; was its compiler stopped before it wrote anything?"
+            ),
+            Problem::TruncatedPrefix { actual } => write!(
+                f,
+                "truncated: the file has {actual} bytes, fewer than the {PREFIX_LEN}-byte dump header, so it ends before saying how long it is (was it copied while the compiler was still writing it?)"
+            ),
             Problem::NotADump => write!(
                 f,
                 "not a kanalyze dump (it does not start with the `KANAKMIR` magic; dumps are the `.kmir` files `kextract` writes)"
@@ -162,12 +175,18 @@ pub fn write_file(dump: &CrateDump, path: &Path) -> std::io::Result<()> {
 
 /// Reads the fixed prefix and returns the payload slice.
 pub fn check_prefix(bytes: &[u8]) -> Result<&[u8], Problem> {
-    if bytes.len() < 8 || bytes[0..8] != MAGIC {
+    if bytes.is_empty() {
+        return Err(Problem::Empty);
+    }
+    // A file shorter than the magic that starts like it is a cut-off dump,
+    // not some other file.
+    let magic_len = bytes.len().min(MAGIC.len());
+    if bytes[..magic_len] != MAGIC[..magic_len] {
         return Err(Problem::NotADump);
     }
     if bytes.len() < PREFIX_LEN {
-        return Err(Problem::Truncated {
-            expected: PREFIX_LEN as u64,
+        // The length field is not (entirely) there: no total to announce.
+        return Err(Problem::TruncatedPrefix {
             actual: bytes.len() as u64,
         });
     }
@@ -321,6 +340,54 @@ fn describe(e: &DecodeError) -> String {
             format!("invalid tag {found} for `{type_name}`")
         }
         DecodeError::Utf8 { .. } => "a string is not valid UTF-8".to_string(),
-        other => other.to_string(),
+        // bincode's own `Display` of these is its `Debug` text
+        // (`InvalidIntegerType { expected: U64, found: U128 }`): worded here.
+        DecodeError::InvalidIntegerType { expected, found } => format!(
+            "an integer is encoded as {}, where {} was expected",
+            integer_type(found),
+            integer_type(expected)
+        ),
+        DecodeError::NonZeroTypeIsZero { .. } => "a value that cannot be zero is zero".to_string(),
+        DecodeError::InvalidCharEncoding(_) => "a character is not valid UTF-8".to_string(),
+        DecodeError::InvalidBooleanValue(v) => {
+            format!("a boolean is {v}, neither 0 nor 1")
+        }
+        DecodeError::ArrayLengthMismatch { required, found } => {
+            format!("an array has {found} elements where {required} were expected")
+        }
+        DecodeError::OutsideUsizeRange(v) => {
+            format!("a length of {v} does not fit in this machine's address space")
+        }
+        DecodeError::EmptyEnum { type_name } => {
+            format!("a value of `{type_name}`, which has no values")
+        }
+        DecodeError::InvalidDuration { .. } | DecodeError::InvalidSystemTime { .. } => {
+            "a time value is out of range".to_string()
+        }
+        DecodeError::Other(why) => why.to_string(),
+        DecodeError::OtherString(why) => why.clone(),
+        _ => "a value does not decode".to_string(),
+    }
+}
+
+/// bincode's integer encodings, as a reader of the message would say them.
+fn integer_type(t: &bincode::error::IntegerType) -> &'static str {
+    use bincode::error::IntegerType as T;
+    match t {
+        T::U8 => "an 8-bit unsigned integer",
+        T::U16 => "a 16-bit unsigned integer",
+        T::U32 => "a 32-bit unsigned integer",
+        T::U64 => "a 64-bit unsigned integer",
+        T::U128 => "a 128-bit unsigned integer",
+        T::Usize => "a pointer-sized unsigned integer",
+        T::I8 => "an 8-bit signed integer",
+        T::I16 => "a 16-bit signed integer",
+        T::I32 => "a 32-bit signed integer",
+        T::I64 => "a 64-bit signed integer",
+        T::I128 => "a 128-bit signed integer",
+        T::Isize => "a pointer-sized signed integer",
+        T::Reserved => "a reserved marker",
+        // `IntegerType` is `non_exhaustive`.
+        _ => "an integer of another width",
     }
 }

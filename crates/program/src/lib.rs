@@ -159,6 +159,15 @@ impl EdgeKind {
     }
 }
 
+/// Records that `path` takes `n` arguments; a second, different count
+/// makes it unknown.
+fn add_arity<'a>(seen: &mut HashMap<&'a str, Option<u32>>, path: &'a str, n: u32) {
+    let slot = seen.entry(path).or_insert(Some(n));
+    if *slot != Some(n) {
+        *slot = None;
+    }
+}
+
 pub type CallGraph = petgraph::graph::DiGraph<FnId, Edge, u32>;
 
 #[derive(Debug)]
@@ -247,8 +256,70 @@ impl Program {
         }
     }
 
-    /// Functions whose symbol equals `query`, else whose name or item path
-    /// contains it.
+    /// The number of arguments of each function item, by item path (the
+    /// key of annotations): from the bodies of its instances (a trait
+    /// method's implementations give the trait method's), and for a
+    /// function without a body from the direct calls to it. Closures,
+    /// shims and drop glue are not items an annotation can be on. A path
+    /// seen with two different counts (a C variadic) is left out, since no
+    /// single arity holds for it.
+    pub fn arities(&self) -> HashMap<String, u32> {
+        let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+        for (_, _, inst) in self.bodies() {
+            let (kmir::InstanceKind::Item, Some(body)) = (&inst.kind, &inst.body) else {
+                continue;
+            };
+            add_arity(&mut seen, &inst.item_path, body.arg_count);
+            if let Some(t) = &inst.trait_item {
+                add_arity(&mut seen, t, body.arg_count);
+            }
+        }
+        for (f, n) in self.called_arities() {
+            let f = self.function(f);
+            if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
+                add_arity(&mut seen, &f.item_path, n);
+            }
+        }
+        seen.into_iter()
+            .filter_map(|(path, n)| Some((path.to_string(), n?)))
+            .collect()
+    }
+
+    /// The number of arguments of each C function the program calls, by
+    /// link name, from the calls (the dumps have no C prototypes). A
+    /// variadic called with different counts is left out.
+    pub fn foreign_arities(&self) -> HashMap<String, u32> {
+        let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+        for (f, n) in self.called_arities() {
+            let f = self.function(f);
+            if f.kind == FnKind::Foreign {
+                add_arity(&mut seen, &f.symbol, n);
+            }
+        }
+        seen.into_iter()
+            .filter_map(|(name, n)| Some((name.to_string(), n?)))
+            .collect()
+    }
+
+    /// Every direct call's callee with its number of arguments.
+    fn called_arities(&self) -> impl Iterator<Item = (FnId, u32)> + '_ {
+        self.bodies()
+            .filter_map(|(_, _, inst)| inst.body.as_ref())
+            .flat_map(|body| &body.blocks)
+            .filter_map(|block| match &block.terminator.kind {
+                kmir::TerminatorKind::Call {
+                    callee: kmir::Callee::Direct { symbol },
+                    args,
+                    ..
+                } => Some((self.lookup(symbol)?, args.len() as u32)),
+                _ => None,
+            })
+    }
+
+    /// Functions whose symbol equals `query`, else whose name equals it,
+    /// else whose item path's last segment equals it (`go` is `b::go`, not
+    /// also its closure `b::go::{closure#0}`, whose last segment is the
+    /// closure's), else whose name or item path contains it.
     pub fn find(&self, query: &str) -> Vec<FnId> {
         if let Some(id) = self.lookup(query) {
             return vec![id];
@@ -259,6 +330,18 @@ impl Program {
             .collect();
         if !exact.is_empty() {
             return exact;
+        }
+        let last_segment: Vec<FnId> = (0..self.functions.len() as u32)
+            .map(FnId)
+            .filter(|id| {
+                let path = &self.function(*id).item_path;
+                // A trait impl's method is `<T as Trait>::m`: the segment
+                // after the last `::` is still the method's name.
+                path.rsplit("::").next() == Some(query)
+            })
+            .collect();
+        if !last_segment.is_empty() {
+            return last_segment;
         }
         (0..self.functions.len() as u32)
             .map(FnId)

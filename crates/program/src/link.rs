@@ -76,15 +76,111 @@ impl std::fmt::Display for LinkProblem {
     }
 }
 
-/// Rank of a copy of an instance: higher is better.
-fn rank(inst: &kmir::Instance) -> (bool, bool, bool) {
+/// Rank of a copy of an instance in the dump of crate `krate`: higher is
+/// better. The body's quality first; then the copy of the crate that
+/// defines the item (the first segment of its item path), which names it
+/// canonically where another crate's copy may not (a doctest crate's copy
+/// of `kernel::f` is named `doctests_…::rust_doctest_…::kernel::f`).
+/// Among equal ranks the crate that sorts first wins (see [`link`]).
+fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
     let elaborated = inst.body.as_ref().is_some_and(|b| b.drop_elaborated);
-    (inst.body.is_some(), elaborated, inst.codegenned)
+    let defining = inst.item_path.split("::").next() == Some(krate);
+    (inst.body.is_some(), elaborated, inst.codegenned, defining)
 }
 
-/// Links the dumps (expected in a deterministic order, e.g. sorted by path).
+/// Names as every dump would print them. A crate compiled around other
+/// crates' code (rustdoc's merged doctests, anything with an `extern crate`
+/// inside a module) prints an upstream item through its own module:
+/// `doctests_kernel_generated::rust_doctest_…::kernel::f` for `kernel::f`,
+/// also inside generic arguments (`kernel::Lock::<doctests_…::kernel::X>`).
+/// The canonical path starts at the upstream crate's name, so a path that
+/// starts with the printing crate and later reaches a segment naming
+/// another crate of the program (or the item's own crate) is cut to start
+/// there.
+struct Canonical<'a> {
+    /// Crate names: the linked crates, the crates of upstream externals and
+    /// the standard library's.
+    crates: BTreeSet<&'a str>,
+}
+
+impl<'a> Canonical<'a> {
+    fn new(crates: &'a [LinkedCrate]) -> Self {
+        let mut names: BTreeSet<&str> = ["core", "alloc", "std", "compiler_builtins"].into();
+        for c in crates {
+            names.insert(&c.dump.header.crate_name);
+            for e in &c.dump.externals {
+                if let kmir::ExternalKind::Upstream { krate } = &e.kind {
+                    names.insert(krate);
+                }
+            }
+        }
+        Canonical { crates: names }
+    }
+
+    /// `name`, printed by `dump_crate`, for an item of `item_path`.
+    fn name(&self, name: &str, item_path: &str, dump_crate: &str) -> String {
+        let item_crate = item_path.split("::").next().unwrap_or_default();
+        let is_crate =
+            |seg: &str| seg != dump_crate && (seg == item_crate || self.crates.contains(seg));
+        let prefix = format!("{dump_crate}::");
+        let mut out = String::with_capacity(name.len());
+        let mut rest = name;
+        while let Some(at) = rest.find(&prefix) {
+            // Only a path that starts here: not `my_dump_crate::` inside a
+            // longer identifier.
+            let boundary = rest[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            out.push_str(&rest[..at]);
+            let path = &rest[at..];
+            // The segments of the path (identifiers joined by `::`), and
+            // the offset of the first that names another crate.
+            let mut cut = None;
+            let mut offset = prefix.len();
+            if boundary {
+                while let Some(len) = path[offset..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|&len| len > 0 && path[offset + len..].starts_with("::"))
+                {
+                    if is_crate(&path[offset..offset + len]) {
+                        cut = Some(offset);
+                        break;
+                    }
+                    offset += len + 2;
+                }
+            }
+            match cut {
+                Some(offset) => rest = &path[offset..],
+                None => {
+                    out.push_str(&prefix);
+                    rest = &path[prefix.len()..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Links the dumps. The result does not depend on the order of `crates`:
+/// they are sorted by crate name, crate id and path first, so crate
+/// indices, which copy of a duplicated dump or instance is kept, and every
+/// "first wins" rule downstream are the same for any order of the inputs.
 pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     let mut problems = Vec::new();
+    crates.sort_by(|a, b| {
+        (
+            &a.dump.header.crate_name,
+            a.dump.header.stable_crate_id,
+            &a.path,
+        )
+            .cmp(&(
+                &b.dump.header.crate_name,
+                b.dump.header.stable_crate_id,
+                &b.path,
+            ))
+    });
 
     // 1. One dump per crate.
     let mut seen: HashMap<(String, u64), usize> = HashMap::new();
@@ -172,8 +268,12 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             let candidate = (ci as u32, ii as u32);
             match best.get(inst.symbol.as_str()) {
                 Some(&(bc, bi)) => {
-                    let current = &crates[bc as usize].dump.instances[bi as usize];
-                    if rank(inst) > rank(current) {
+                    let other = &crates[bc as usize];
+                    let current = &other.dump.instances[bi as usize];
+                    // Strictly better only: on a tie the earlier crate stays.
+                    if rank(inst, &c.dump.header.crate_name)
+                        > rank(current, &other.dump.header.crate_name)
+                    {
                         best.insert(&inst.symbol, candidate);
                     }
                 }
@@ -184,6 +284,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         }
     }
 
+    let canonical = Canonical::new(&crates);
     let mut functions = Vec::with_capacity(best.len());
     let mut by_symbol = HashMap::with_capacity(best.len());
     for (&symbol, &(ci, ii)) in &best {
@@ -198,16 +299,17 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             FnKind::Shim
         };
         by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+        let dump_crate = &crates[ci as usize].dump.header.crate_name;
         functions.push(Function {
             symbol: symbol.to_string(),
-            name: inst.name.clone(),
+            name: canonical.name(&inst.name, &inst.item_path, dump_crate),
             item_path: inst.item_path.clone(),
             kind,
         });
     }
 
     // 3. Externals: referenced, no body anywhere.
-    let mut externals: BTreeMap<&str, &kmir::External> = BTreeMap::new();
+    let mut externals: BTreeMap<&str, (String, &kmir::External)> = BTreeMap::new();
     for c in &crates {
         for e in &c.dump.externals {
             if by_symbol.contains_key(&e.symbol) {
@@ -215,23 +317,24 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             }
             // Many crates declare the same C function (every doctest crate
             // re-declares the kernel's bindings): name it by the shortest
-            // path, `kernel::bindings::…` rather than a doctest's copy.
-            let key = |x: &kmir::External| (x.name.len(), x.name.clone());
+            // canonical path, `kernel::bindings::…` rather than a doctest's
+            // copy, then by the text so that no order decides.
+            let name = canonical.name(&e.name, &e.item_path, &c.dump.header.crate_name);
             externals
                 .entry(e.symbol.as_str())
                 .and_modify(|cur| {
-                    if key(e) < key(cur) {
-                        *cur = e;
+                    if (name.len(), &name) < (cur.0.len(), &cur.0) {
+                        *cur = (name.clone(), e);
                     }
                 })
-                .or_insert(e);
+                .or_insert((name, e));
         }
     }
-    for (symbol, e) in externals {
+    for (symbol, (name, e)) in externals {
         by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
         functions.push(Function {
             symbol: symbol.to_string(),
-            name: e.name.clone(),
+            name,
             item_path: e.item_path.clone(),
             kind: match &e.kind {
                 kmir::ExternalKind::Foreign => FnKind::Foreign,
@@ -542,5 +645,55 @@ fn dyn_principal<'a>(dump: &'a kmir::CrateDump, inst: &kmir::Instance) -> Option
     match &dump.ty(ty)?.kind {
         kmir::TyKind::Dynamic { traits } => traits.first().map(String::as_str),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_printed_through_another_crate_are_canonical() {
+        let c = Canonical {
+            crates: ["core", "kernel", "doctests", "drv"].into(),
+        };
+        let d = "doctests";
+        // The path of an upstream item, and the same inside generic args.
+        assert_eq!(
+            c.name("doctests::rust_doctest_x::kernel::f", "kernel::f", d),
+            "kernel::f"
+        );
+        assert_eq!(
+            c.name(
+                "doctests::t::kernel::Lock::<i32, doctests::t::kernel::B>::lock",
+                "kernel::Lock::lock",
+                d
+            ),
+            "kernel::Lock::<i32, kernel::B>::lock"
+        );
+        assert_eq!(
+            c.name(
+                "<doctests::t::kernel::X as doctests::t::core::Tr>::m",
+                "",
+                d
+            ),
+            "<kernel::X as core::Tr>::m"
+        );
+        // The crate's own items, and a crate name inside an identifier.
+        assert_eq!(
+            c.name("doctests::t::f", "doctests::t::f", d),
+            "doctests::t::f"
+        );
+        assert_eq!(
+            c.name(
+                "doctests::t::f::<mydoctests::kernel::X>",
+                "doctests::t::f",
+                d
+            ),
+            "doctests::t::f::<mydoctests::kernel::X>"
+        );
+        // The item's own crate counts even when it is not linked.
+        assert_eq!(c.name("drv::m::up::g", "up::g", "drv"), "up::g");
+        assert_eq!(c.name("kernel::f", "kernel::f", "kernel"), "kernel::f");
     }
 }

@@ -336,6 +336,19 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// Where an entry names an argument (`lock = { arg = 0, … }`): kept so that
+/// the index can be checked once the program says how many arguments the C
+/// function takes ([`Spec::check_arity`]); the file alone cannot know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ArgSite {
+    /// The key as a user would write it: `lock.arg`, `callbacks.arg`, ….
+    pub key: &'static str,
+    pub arg: u32,
+    pub origin: String,
+    pub line: usize,
+    pub col: usize,
+}
+
 /// A glob entry (`clk_*`).
 #[derive(Clone, Debug)]
 struct Pattern {
@@ -353,9 +366,14 @@ pub struct Spec {
     patterns: Vec<Pattern>,
     /// Ops-table fields C calls through: (struct name, field) → contract.
     fields: HashMap<(String, String), Contract>,
+    /// Entry name (or glob) → where it names arguments.
+    arg_sites: HashMap<String, Vec<ArgSite>>,
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
+
+/// How the built-in files are named in errors (`<builtin>/kernel.toml`).
+pub const BUILTIN_ORIGIN: &str = "<builtin>/";
 
 impl Spec {
     /// The built-in kernel spec (`kernel.toml`). A unit test proves that it
@@ -364,9 +382,14 @@ impl Spec {
     /// `kernel.toml` over `kernel-harvested.toml` (the lock annotations of
     /// the kernel's own headers): a hand-written entry wins.
     pub fn builtin_kernel() -> Spec {
-        let mut spec =
-            Spec::parse(HARVESTED_TOML, "<builtin>/kernel-harvested.toml").unwrap_or_default();
-        spec.extend(Spec::parse(KERNEL_TOML, "<builtin>/kernel.toml").unwrap_or_default());
+        let mut spec = Spec::parse(
+            HARVESTED_TOML,
+            &format!("{BUILTIN_ORIGIN}kernel-harvested.toml"),
+        )
+        .unwrap_or_default();
+        spec.extend(
+            Spec::parse(KERNEL_TOML, &format!("{BUILTIN_ORIGIN}kernel.toml")).unwrap_or_default(),
+        );
         spec
     }
 
@@ -379,8 +402,11 @@ impl Spec {
     pub fn parse(text: &str, origin: &str) -> Result<Spec, SpecError> {
         let parsed = raw::parse(text, origin)?;
         let mut spec = Spec::default();
-        for (name, fn_spec) in parsed.functions {
-            spec.insert(name, fn_spec);
+        for (name, fn_spec, sites) in parsed.functions {
+            spec.insert(name.clone(), fn_spec);
+            if !sites.is_empty() {
+                spec.arg_sites.insert(name, sites);
+            }
         }
         spec.fields.extend(parsed.fields);
         Ok(spec)
@@ -408,6 +434,8 @@ impl Spec {
 
     /// Adds or replaces one entry (`name` may be a glob).
     pub fn insert(&mut self, name: String, fn_spec: FnSpec) {
+        // The replaced entry's positions are not this one's.
+        self.arg_sites.remove(&name);
         if name.contains('*') {
             self.patterns.retain(|p| p.glob != name);
             self.patterns.push(Pattern {
@@ -434,6 +462,54 @@ impl Spec {
         for pattern in other.patterns {
             self.insert(pattern.glob, pattern.spec);
         }
+        self.arg_sites.extend(other.arg_sites);
+    }
+
+    /// Checks every argument index an entry names (`lock.arg`,
+    /// `sleeps_if_flag.arg`, `sleeps_if_zero`, `callbacks.arg`) against the
+    /// arity of the C functions it applies to, given as (link name, number
+    /// of arguments): an index past the last argument would silently never
+    /// match. The spec file alone cannot know the arity (it has no C
+    /// prototypes); the program's calls do. One error per offending key,
+    /// in file order.
+    pub fn check_arity<'a>(
+        &self,
+        arities: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Vec<SpecError> {
+        // (origin, line, col) → error: a glob matching several functions
+        // reports its key once, naming the first function by name.
+        let mut errors: std::collections::BTreeMap<(String, usize, usize), SpecError> =
+            std::collections::BTreeMap::new();
+        let mut arities: Vec<(&str, u32)> = arities.into_iter().collect();
+        arities.sort_unstable();
+        for (link_name, arity) in arities {
+            let Some((entry, _)) = self.lookup_entry(link_name) else {
+                continue;
+            };
+            for site in self.arg_sites.get(entry).into_iter().flatten() {
+                if site.arg < arity {
+                    continue;
+                }
+                let takes = match arity {
+                    0 => "takes no arguments".to_string(),
+                    1 => "takes 1 argument".to_string(),
+                    n => format!("takes {n} arguments"),
+                };
+                errors
+                    .entry((site.origin.clone(), site.line, site.col))
+                    .or_insert_with(|| SpecError {
+                        origin: site.origin.clone(),
+                        line: site.line,
+                        col: site.col,
+                        message: format!(
+                            "function `{entry}`: `{} = {}` names argument {} (0-based), but \
+                             `{link_name}` {takes}",
+                            site.key, site.arg, site.arg
+                        ),
+                    });
+            }
+        }
+        errors.into_values().collect()
     }
 
     /// Looks up a C function by link name: exact name, then with a

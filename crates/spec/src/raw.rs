@@ -8,7 +8,9 @@ use annotations::ExpectRange;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::{Callback, FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecError, TrySuccess};
+use crate::{
+    ArgSite, Callback, FlagCondition, FnSpec, LockEffect, LockKind, LockOp, SpecError, TrySuccess,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,7 +37,8 @@ struct RawContract {
 
 /// What a spec file says.
 pub(crate) struct Parsed {
-    pub functions: Vec<(String, FnSpec)>,
+    /// Each entry with where it names arguments.
+    pub functions: Vec<(String, FnSpec, Vec<ArgSite>)>,
     pub fields: Vec<((String, String), crate::Contract)>,
 }
 
@@ -45,7 +48,7 @@ struct RawFn {
     adjust: Option<Spanned<i32>>,
     expect: Option<Spanned<String>>,
     sleeps_if_flag: Option<Spanned<RawFlag>>,
-    sleeps_if_zero: Option<u32>,
+    sleeps_if_zero: Option<Spanned<u32>>,
     lock: Option<Spanned<RawLock>>,
     #[serde(default)]
     last_reference_test: bool,
@@ -60,7 +63,7 @@ struct RawFn {
     expecting = "a table `{ arg = N, context = \"1..\", role = \"…\" }`"
 )]
 struct RawCallback {
-    arg: u32,
+    arg: Spanned<u32>,
     context: Spanned<String>,
     adjust: Option<Vec<i32>>,
     #[serde(default)]
@@ -71,7 +74,7 @@ struct RawCallback {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table `{ arg = N, mask = M }`")]
 struct RawFlag {
-    arg: u32,
+    arg: Spanned<u32>,
     mask: u64,
     expect: Option<Spanned<String>>,
 }
@@ -83,7 +86,7 @@ struct RawFlag {
 )]
 struct RawLock {
     op: RawOp,
-    arg: Option<u32>,
+    arg: Option<Spanned<u32>>,
     kind: Spanned<String>,
     success: Option<RawSuccess>,
 }
@@ -239,7 +242,9 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         let name = name.into_inner();
         validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
         let raw = raw.into_inner();
-        functions.push((name.clone(), convert(&ctx, &name, raw)?));
+        let mut sites = Vec::new();
+        let spec = convert(&ctx, &name, raw, &mut sites)?;
+        functions.push((name, spec, sites));
     }
     let mut fields = Vec::with_capacity(file.fields.len());
     for (key, raw) in file.fields {
@@ -331,10 +336,32 @@ fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
+impl Ctx<'_> {
+    /// Where `key` names argument `arg`, for [`crate::Spec::check_arity`].
+    fn site(&self, key: &'static str, arg: &Spanned<u32>) -> ArgSite {
+        let (line, col) = line_col(self.text, arg.span().start);
+        ArgSite {
+            key,
+            arg: *arg.get_ref(),
+            origin: self.origin.to_string(),
+            line,
+            col,
+        }
+    }
+}
+
+fn convert(
+    ctx: &Ctx<'_>,
+    name: &str,
+    raw: RawFn,
+    sites: &mut Vec<ArgSite>,
+) -> Result<FnSpec, SpecError> {
+    if let Some(n) = &raw.sleeps_if_zero {
+        sites.push(ctx.site("sleeps_if_zero", n));
+    }
     let mut spec = FnSpec {
         note: raw.note,
-        sleeps_if_zero: raw.sleeps_if_zero,
+        sleeps_if_zero: raw.sleeps_if_zero.map(|n| *n.get_ref()),
         last_reference_test: raw.last_reference_test,
         ..FnSpec::default()
     };
@@ -380,8 +407,9 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
             hardirq: cb.hardirq,
             role: cb.role,
         };
+        sites.push(ctx.site("callbacks.arg", &cb.arg));
         spec.callbacks.push(Callback {
-            arg: cb.arg,
+            arg: *cb.arg.get_ref(),
             contract: contract(ctx, &format!("function `{name}`"), raw, span)?,
         });
     }
@@ -415,8 +443,9 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
                 range
             }
         };
+        sites.push(ctx.site("sleeps_if_flag.arg", &flag.arg));
         spec.sleeps_if_flag = Some(FlagCondition {
-            arg: flag.arg,
+            arg: *flag.arg.get_ref(),
             mask: flag.mask,
             expect_if_set,
         });
@@ -437,7 +466,7 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
         let fail = |message: String| {
             Err(ctx.error(Some(span.clone()), format!("function `{name}`: {message}")))
         };
-        match (kind.is_global(), lock.arg) {
+        match (kind.is_global(), &lock.arg) {
             (true, Some(_)) => {
                 return fail(format!(
                     "lock kind `{kind}` is a global context and takes no `arg`"
@@ -463,9 +492,12 @@ fn convert(ctx: &Ctx<'_>, name: &str, raw: RawFn) -> Result<FnSpec, SpecError> {
                 return fail("`success` is only meaningful with op `try_acquire`".into());
             }
         };
+        if let Some(arg) = &lock.arg {
+            sites.push(ctx.site("lock.arg", arg));
+        }
         spec.lock = Some(LockEffect {
             op,
-            arg: lock.arg,
+            arg: lock.arg.map(|a| *a.get_ref()),
             kind,
         });
     }

@@ -946,3 +946,87 @@ fn error_field_unknown_key() {
         "[field]\n\"blk_mq_ops.complete\" = { arg = 1, context = \"1..\", role = \"x\" }\n"
     ));
 }
+
+/// The errors of `check_arity` for `text` given the arities.
+fn arity_errors(text: &str, arities: &[(&str, u32)]) -> String {
+    let spec = Spec::parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+    spec.check_arity(arities.iter().copied())
+        .iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn error_arg_past_arity() {
+    let text = "[fn]\n\
+        spin_lock = { lock = { op = \"acquire\", arg = 99, kind = \"spin\" } }\n\
+        kmalloc = { sleeps_if_flag = { arg = 77, mask = 0x400 } }\n\
+        call_rcu = { callbacks = [{ arg = 33, context = \"1..\", role = \"RCU callback\" }] }\n\
+        vrealloc = { sleeps_if_zero = 5 }\n\
+        \"clk_*\" = { lock = { op = \"acquire\", arg = 1, kind = \"spin\" } }\n\
+        fine = { lock = { op = \"acquire\", arg = 0, kind = \"spin\" } }\n";
+    insta::assert_snapshot!(arity_errors(
+        text,
+        &[
+            ("spin_lock", 1),
+            ("kmalloc", 1),
+            ("call_rcu", 1),
+            ("vrealloc", 3),
+            // A glob reports its key once, at the first function by name.
+            ("clk_enable", 1),
+            ("clk_disable", 0),
+            ("fine", 1),
+            // Not in the spec, and in range: nothing.
+            ("other", 0),
+        ]
+    ));
+    // A function the program does not call (arity unknown) is not checked,
+    // and neither is one that takes enough arguments.
+    assert_eq!(arity_errors(text, &[("kmalloc", 78), ("fine", 0x7)]), "");
+}
+
+/// A later file's entry replaces the earlier one together with its
+/// positions; the built-in spec's argument indices fit the kernel's.
+#[test]
+fn arity_positions_follow_the_entry() {
+    let mut spec = Spec::parse(
+        "[fn]\nspin_lock = { lock = { op = \"acquire\", arg = 3, kind = \"spin\" } }\n",
+        "a.toml",
+    )
+    .unwrap();
+    spec.extend(
+        Spec::parse(
+            "\n\n[fn]\nspin_lock = { lock = { op = \"acquire\", arg = 2, kind = \"spin\" } }\n",
+            "b.toml",
+        )
+        .unwrap(),
+    );
+    let errors: Vec<String> = spec
+        .check_arity([("spin_lock", 1)])
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "b.toml:4:46: function `spin_lock`: `lock.arg = 2` names argument 2 (0-based), \
+          but `spin_lock` takes 1 argument"
+        ]
+    );
+    spec.extend(
+        Spec::parse(
+            "[fn]\nspin_lock = { lock = { op = \"acquire\", arg = 0, kind = \"spin\" } }\n",
+            "c.toml",
+        )
+        .unwrap(),
+    );
+    assert!(spec.check_arity([("spin_lock", 1)]).is_empty());
+}
+
+#[test]
+fn error_expect_bound_overflows() {
+    insta::assert_snapshot!(parse_err(
+        "[fn]\nmsleep = { expect = \"0..=99999999999999999999\" }\n"
+    ));
+}

@@ -21,13 +21,20 @@ impl Rng {
 }
 
 #[test]
-fn every_truncation_is_reported_as_truncated_or_not_a_dump() {
+fn every_truncation_is_reported_as_empty_or_truncated() {
     let bytes = real_dump_bytes();
     assert!(kmir::decode(&bytes).is_ok());
     for len in 0..bytes.len() {
         match kmir::decode(&bytes[..len]) {
-            Err(Problem::NotADump) => assert!(len < 8, "length {len}"),
+            Err(Problem::Empty) => assert_eq!(len, 0),
+            // The magic is a prefix of every dump, so a cut-off one is
+            // never "not a dump".
+            Err(Problem::TruncatedPrefix { actual }) => {
+                assert!(len > 0 && len < kmir::codec::PREFIX_LEN, "length {len}");
+                assert_eq!(actual, len as u64);
+            }
             Err(Problem::Truncated { expected, actual }) => {
+                assert!(len >= kmir::codec::PREFIX_LEN, "length {len}");
                 assert_eq!(actual, len as u64);
                 assert!(expected > actual);
             }
@@ -47,6 +54,7 @@ fn bit_flips_are_caught_by_the_checksum_or_the_header_checks() {
         match kmir::decode(&damaged) {
             Err(
                 Problem::NotADump
+                | Problem::TruncatedPrefix { .. }
                 | Problem::Version { .. }
                 | Problem::Truncated { .. }
                 | Problem::Corrupt { .. }
@@ -87,6 +95,25 @@ fn huge_length_prefix_is_rejected_without_allocating() {
         Err(Problem::Corrupt { offset, reason }) => {
             assert_eq!(offset, 9, "{reason}");
             assert!(reason.contains("claims more data"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// bincode's varint marker for a `u128` where a length (a `u64`) is read:
+/// its own text is `InvalidIntegerType { expected: U64, found: U128 }`.
+#[test]
+fn u128_length_marker_is_worded() {
+    let mut payload = vec![0xFEu8];
+    payload.extend_from_slice(&[1u8; 16]);
+    match kmir::decode_payload(&payload) {
+        Err(Problem::Corrupt { offset, reason }) => {
+            assert_eq!(offset, 1, "{reason}");
+            assert_eq!(
+                reason,
+                "an integer is encoded as a 128-bit unsigned integer, where a 64-bit unsigned \
+                 integer was expected"
+            );
         }
         other => panic!("{other:?}"),
     }
