@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustc_driver::{Callbacks, Compilation};
 use rustc_interface::interface;
 use rustc_middle::ty::TyCtxt;
-use rustc_session::config::{CrateType, Input};
+use rustc_session::config::CrateType;
 
 /// Where dumps go; unset means "behave as plain rustc".
 pub const OUT_VAR: &str = "KANALYZE_OUT";
@@ -42,7 +42,7 @@ fn is_wrapped_rustc(arg: &str) -> bool {
 }
 
 pub fn run(args: Vec<String>) -> i32 {
-    let mut callbacks = ExtractCallbacks::from_env(&args);
+    let mut callbacks = ExtractCallbacks::from_env();
     let code = rustc_driver::catch_with_exit_code(|| {
         rustc_driver::run_compiler(&args, &mut callbacks);
     });
@@ -57,68 +57,33 @@ pub fn run(args: Vec<String>) -> i32 {
 pub struct ExtractCallbacks {
     out_dir: Option<PathBuf>,
     strict: bool,
-    /// `-Zcrate-attr=…` values we add so that `#[klint::…]` and
-    /// `#[kanalyze::…]` attributes compile without the crate registering them.
-    register_feature: bool,
-    register_klint: bool,
-    register_kanalyze: bool,
 }
 
 impl ExtractCallbacks {
-    fn from_env(args: &[String]) -> Self {
+    fn from_env() -> Self {
         let out_dir = std::env::var_os(OUT_VAR)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         let strict = std::env::var(STRICT_VAR)
             .map(|v| matches!(v.as_str(), "1" | "true" | "yes"))
             .unwrap_or(false);
-        // The kernel's klint patch passes these itself; registering a tool
-        // twice is an error, so only add what the command line lacks.
-        let joined = args.join(" ");
-        ExtractCallbacks {
-            out_dir,
-            strict,
-            register_feature: !joined.contains("feature(register_tool)"),
-            register_klint: !joined.contains("register_tool(klint)"),
-            register_kanalyze: !joined.contains("register_tool(kanalyze)"),
-        }
-    }
-}
-
-/// Reads the crate root to see whether it registers the tools itself.
-fn root_source(input: &Input) -> String {
-    match input {
-        Input::File(path) => std::fs::read_to_string(path).unwrap_or_default(),
-        Input::Str { input, .. } => input.clone(),
+        ExtractCallbacks { out_dir, strict }
     }
 }
 
 impl Callbacks for ExtractCallbacks {
     fn config(&mut self, config: &mut interface::Config) {
-        let source = root_source(&config.input);
-        let mentions = |needle: &str| source.contains(needle);
-        let unstable = &mut config.opts.unstable_opts;
-        let mut attrs = Vec::new();
-        if self.register_feature && !mentions("feature(register_tool)") {
-            attrs.push("feature(register_tool)".to_string());
-        }
-        if self.register_klint && !mentions("register_tool(klint)") {
-            attrs.push("register_tool(klint)".to_string());
-        }
-        if self.register_kanalyze && !mentions("register_tool(kanalyze)") {
-            attrs.push("register_tool(kanalyze)".to_string());
-        }
-        if !attrs.is_empty() {
-            if let Some(allowed) = &mut unstable.allow_features
-                && !allowed.iter().any(|f| f == "register_tool")
-            {
-                allowed.push("register_tool".to_string());
+        // Tool registration is a query override, so it applies whether or
+        // not we dump (without `KANALYZE_OUT` kextract still compiles
+        // klint-annotated code that plain rustc would need flags for).
+        config.override_queries = Some(if self.out_dir.is_some() {
+            |sess, providers| {
+                crate::tools::override_queries(sess, providers);
+                crate::stash::override_queries(sess, providers);
             }
-            unstable.crate_attr.extend(attrs);
-        }
-        if self.out_dir.is_some() {
-            config.override_queries = Some(crate::stash::override_queries);
-        }
+        } else {
+            crate::tools::override_queries
+        });
     }
 
     fn after_analysis<'tcx>(

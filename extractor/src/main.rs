@@ -30,6 +30,7 @@ extern crate rustc_span;
 mod driver;
 mod extract;
 mod stash;
+mod tools;
 mod translate;
 
 use std::process::ExitCode;

@@ -289,3 +289,145 @@ fn same_name_different_metadata_and_concurrent_writers() {
         kmir::read_file(&dumps.join(f)).unwrap();
     }
 }
+
+/// Uses both tool namespaces, as kernel code annotated for klint and
+/// kanalyze does.
+const BOTH_TOOLS: &str = "
+#[klint::preempt_count(adjust = 0)]
+pub fn f() {}
+#[kanalyze::acquires(0)]
+pub fn g(_l: &u8) {}
+";
+
+/// Uses only `klint`, for crates that register just that one.
+const KLINT_ONLY: &str = "
+#[klint::preempt_count(adjust = 0)]
+pub fn f() {}
+";
+
+/// One spelling of tool registration: the crate root, kextract's extra
+/// arguments, the body, and what plain rustc additionally needs to compile
+/// the same crate (the registrations kextract provides by itself).
+struct Registration {
+    name: &'static str,
+    header: &'static str,
+    args: &'static [&'static str],
+    body: &'static str,
+    plain_needs: &'static [&'static str],
+}
+
+const REGISTRATIONS: &[Registration] = &[
+    Registration {
+        name: "both tools in one attribute",
+        header: "#![feature(register_tool)]\n#![register_tool(klint, kanalyze)]\n",
+        args: &[],
+        body: BOTH_TOOLS,
+        plain_needs: &[],
+    },
+    Registration {
+        name: "spaces inside the parentheses",
+        header: "#![feature( register_tool )]\n#![register_tool( klint )]\n",
+        args: &[],
+        body: BOTH_TOOLS,
+        plain_needs: &["-Zcrate-attr=register_tool(kanalyze)"],
+    },
+    Registration {
+        name: "a comment that mentions the registration",
+        header: "// the kernel passes register_tool(klint) and feature(register_tool)\n",
+        args: &[],
+        body: BOTH_TOOLS,
+        plain_needs: &[
+            "-Zcrate-attr=feature(register_tool)",
+            "-Zcrate-attr=register_tool(klint)",
+            "-Zcrate-attr=register_tool(kanalyze)",
+        ],
+    },
+    Registration {
+        name: "both tools in one -Zcrate-attr",
+        header: "",
+        args: &[
+            "-Zcrate-attr=feature(register_tool)",
+            "-Zcrate-attr=register_tool(klint,kanalyze)",
+        ],
+        body: BOTH_TOOLS,
+        plain_needs: &[],
+    },
+    Registration {
+        name: "the kernel's flags",
+        header: "",
+        args: &[
+            "-Zcrate-attr=feature(register_tool)",
+            "-Zcrate-attr=register_tool(klint)",
+        ],
+        body: BOTH_TOOLS,
+        plain_needs: &["-Zcrate-attr=register_tool(kanalyze)"],
+    },
+    Registration {
+        name: "the feature among others, one tool in the source, one on the command line",
+        header: "#![feature(rustc_attrs, register_tool)]\n#![register_tool(kanalyze)]\n",
+        args: &["-Zcrate-attr=register_tool(klint)"],
+        body: BOTH_TOOLS,
+        plain_needs: &[],
+    },
+    Registration {
+        name: "registration under cfg_attr",
+        header: "#![cfg_attr(all(), feature(register_tool), register_tool(klint))]\n",
+        args: &[],
+        body: BOTH_TOOLS,
+        plain_needs: &["-Zcrate-attr=register_tool(kanalyze)"],
+    },
+    Registration {
+        name: "a registration without the feature is rustc's error",
+        header: "#![register_tool(klint)]\n",
+        args: &[],
+        body: KLINT_ONLY,
+        plain_needs: &[],
+    },
+    Registration {
+        name: "a tool registered twice by the crate is rustc's error",
+        header: "#![feature(register_tool)]\n#![register_tool(klint, klint)]\n",
+        args: &[],
+        body: KLINT_ONLY,
+        plain_needs: &[],
+    },
+];
+
+#[test]
+fn tool_registration_behaves_like_rustc_for_every_spelling() {
+    let rustc = nightly_rustc();
+    for case in REGISTRATIONS {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_in = |sub: &str, program: &Path, extra: &[&str], out: Option<&Path>| {
+            let dir = tmp.path().join(sub);
+            std::fs::create_dir_all(&dir).unwrap();
+            // The same relative file name everywhere, so diagnostics match.
+            std::fs::write(dir.join("reg.rs"), format!("{}{}", case.header, case.body)).unwrap();
+            let mut args = vec!["reg.rs", "--crate-type=lib", "--edition=2024"];
+            args.extend_from_slice(case.args);
+            args.extend_from_slice(extra);
+            let env: Vec<(&str, &Path)> = out.map(|o| ("KANALYZE_OUT", o)).into_iter().collect();
+            run(program, &dir, &args, &env)
+        };
+        let plain = run_in("plain", &rustc, case.plain_needs, None);
+        let dumps = tmp.path().join("dumps");
+        for (label, out) in [
+            ("without KANALYZE_OUT", None),
+            ("with KANALYZE_OUT", Some(&*dumps)),
+        ] {
+            let ours = run_in(label, kextract(), &[], out);
+            let context = format!(
+                "{} ({label}):\nrustc: {:?}\n{}\nkextract: {:?}\n{}",
+                case.name,
+                plain.status,
+                String::from_utf8_lossy(&plain.stderr),
+                ours.status,
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            assert_eq!(ours.status.code(), plain.status.code(), "{context}");
+            assert_eq!(ours.stdout, plain.stdout, "{context}");
+            assert_eq!(ours.stderr, plain.stderr, "{context}");
+        }
+        let expected = usize::from(plain.status.success());
+        assert_eq!(kmir_files(&dumps).len(), expected, "{}", case.name);
+    }
+}
