@@ -151,40 +151,122 @@ fn skip_reason(tcx: TyCtxt<'_>, crate_name: &str) -> Option<&'static str> {
 
 /// Runs the extraction; a panic inside it (an unexpected compiler state)
 /// becomes an error message instead of an ICE of the whole compilation.
+///
+/// A compiler bug (`bug!`, an ICE) is a diagnostic first and a panic second:
+/// rustc prints it and counts it as an error of the session before it
+/// unwinds, so catching the panic alone would still fail the build. While
+/// extraction runs, [`swallow_bugs`] therefore keeps bug-level diagnostics
+/// away from the diagnostic context (nothing printed, nothing counted) and
+/// keeps their text for our own message. Every other diagnostic — an error
+/// or lint of a query that codegen would run anyway — goes through as usual.
 fn extract_guarded(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
+    // The mono item collection is the compiler's own work that codegen needs
+    // too (its errors and lints are the build's): run it outside the guard.
+    let _ = tcx.collect_and_partition_mono_items(());
     let previous_hook = panic::take_hook();
-    let message = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
-    let sink = message.clone();
+    let location = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let sink = location.clone();
     panic::set_hook(Box::new(move |info| {
-        let text = if let Some(s) = info.payload().downcast_ref::<&str>() {
-            s.to_string()
-        } else if let Some(s) = info.payload().downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "unknown panic".to_string()
-        };
-        let location = info
-            .location()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
-        if let Ok(mut slot) = sink.lock() {
-            *slot = Some(format!("{text}{location}"));
+        // The payload is examined after unwinding; only the hook sees where.
+        if let (Some(l), Ok(mut slot)) = (info.location(), sink.lock()) {
+            *slot = Some(l.to_string());
         }
     }));
+    if let Ok(mut bugs) = BUGS.lock() {
+        bugs.clear();
+    }
+    let previous_track = rustc_errors::TRACK_DIAGNOSTIC.swap(&(swallow_bugs as _));
+    if let Ok(mut slot) = PREVIOUS_TRACK.lock() {
+        *slot = Some(previous_track);
+    }
+    crate::extract::clear_current_item();
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         rustc_public::rustc_internal::run(tcx, || crate::extract::extract_crate(tcx))
     }));
+    rustc_errors::TRACK_DIAGNOSTIC.swap(previous_track);
     panic::set_hook(previous_hook);
     match result {
         Ok(Ok(Ok(dump))) => Ok(dump),
         Ok(Ok(Err(e))) => Err(e),
         Ok(Err(e)) => Err(format!("rustc_public could not run: {e:?}")),
-        Err(_) => {
-            let detail = message.lock().ok().and_then(|m| m.clone());
-            Err(format!(
-                "internal error while reading the compiler's MIR: {}",
-                detail.unwrap_or_else(|| "panic".into())
-            ))
+        Err(payload) => {
+            let what = describe_panic(payload.as_ref());
+            // A compiler bug's text already says where it was raised.
+            let at = location
+                .lock()
+                .ok()
+                .and_then(|l| l.clone())
+                .filter(|_| !payload.is::<rustc_errors::ExplicitBug>())
+                .map(|l| format!(" (panicked at {l})"))
+                .unwrap_or_default();
+            let item = crate::extract::current_item(tcx)
+                .map(|i| format!(" while translating {i}"))
+                .unwrap_or_default();
+            Err(format!("internal error{item}: {what}{at}"))
         }
+    }
+}
+
+type TrackDiagnostic = fn(
+    rustc_errors::DiagInner,
+    &mut dyn FnMut(rustc_errors::DiagInner) -> Option<rustc_errors::ErrorGuaranteed>,
+) -> Option<rustc_errors::ErrorGuaranteed>;
+
+/// The diagnostic tracker that was installed before extraction (rustc's,
+/// for incremental replay); [`swallow_bugs`] hands everything else to it.
+static PREVIOUS_TRACK: std::sync::Mutex<Option<&'static TrackDiagnostic>> =
+    std::sync::Mutex::new(None);
+/// The text of the compiler bugs swallowed during the current extraction.
+static BUGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// `TRACK_DIAGNOSTIC` during extraction: a bug-level diagnostic is recorded
+/// and dropped — not passed to `emit`, so it is neither printed nor counted —
+/// after which the compiler unwinds with `ExplicitBug` as usual and
+/// `extract_guarded` catches it.
+fn swallow_bugs(
+    diag: rustc_errors::DiagInner,
+    emit: &mut dyn FnMut(rustc_errors::DiagInner) -> Option<rustc_errors::ErrorGuaranteed>,
+) -> Option<rustc_errors::ErrorGuaranteed> {
+    if diag.level() == rustc_errors::Level::Bug {
+        let text: Vec<String> = diag
+            .messages
+            .iter()
+            .map(|(m, _)| match m {
+                rustc_errors::DiagMessage::Str(s) | rustc_errors::DiagMessage::Inline(s) => {
+                    s.to_string()
+                }
+            })
+            .collect();
+        if let Ok(mut bugs) = BUGS.lock() {
+            bugs.push(text.join(" "));
+        }
+        return None;
+    }
+    let previous = PREVIOUS_TRACK.lock().ok().and_then(|p| *p);
+    match previous {
+        Some(track) => track(diag, emit),
+        // Only installed after the previous tracker was stored; emitting
+        // directly is what rustc's default tracker does.
+        None => emit(diag),
+    }
+}
+
+/// What a caught panic was, from its payload.
+fn describe_panic(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panic: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panic: {s}")
+    } else if payload.is::<rustc_errors::ExplicitBug>() {
+        let bugs = BUGS.lock().map(|b| b.join("; ")).unwrap_or_default();
+        if bugs.is_empty() {
+            "the compiler reported a bug (ICE)".to_string()
+        } else {
+            format!("the compiler reported a bug (ICE): {bugs}")
+        }
+    } else if payload.is::<rustc_span::fatal_error::FatalErrorMarker>() {
+        "the compiler raised a fatal error (reported above)".to_string()
+    } else {
+        "a panic whose payload is neither a message nor a compiler error marker".to_string()
     }
 }

@@ -18,6 +18,7 @@
 
 extern crate rustc_abi;
 extern crate rustc_driver;
+extern crate rustc_errors;
 extern crate rustc_hir;
 extern crate rustc_hir_pretty;
 extern crate rustc_interface;

@@ -431,3 +431,109 @@ fn tool_registration_behaves_like_rustc_for_every_spelling() {
         assert_eq!(kmir_files(&dumps).len(), expected, "{}", case.name);
     }
 }
+
+#[test]
+fn nested_statics_are_dumped_without_touching_the_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dumps = tmp.path().join("dumps");
+    let src = fixtures_dir()
+        .join("extract/nested_static.rs")
+        .display()
+        .to_string();
+    let args = [src.as_str(), "--crate-type=lib", "--edition=2021"];
+    let plain = run(&nightly_rustc(), tmp.path(), &args, &[]);
+    assert!(plain.status.success());
+    // Strict: any extraction failure would fail the build.
+    let mut cmd = clean_command(kextract().to_str().unwrap());
+    let out = cmd
+        .current_dir(tmp.path())
+        .args(args)
+        .env("KANALYZE_OUT", &dumps)
+        .env("KANALYZE_STRICT", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(out.stderr, plain.stderr, "{err}");
+    let files = kmir_files(&dumps);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let dump = kmir::read_file(&dumps.join(&files[0])).unwrap();
+    let describe = |s: &kmir::StaticItem| {
+        format!(
+            "{} : {} fns {:?}",
+            s.path, dump.types[s.ty as usize].display, s.fn_ptrs
+        )
+    };
+    let statics: Vec<String> = dump.statics.iter().map(describe).collect();
+    let items = dump
+        .statics
+        .iter()
+        .find(|s| s.path == "nested_static::ITEMS")
+        .unwrap_or_else(|| panic!("no ITEMS in {statics:#?}"));
+    assert_eq!(
+        dump.types[items.ty as usize].display, "&[nested_static::Item<'_>]",
+        "{statics:#?}"
+    );
+    // The function pointer lives in the nested memory, and is still the
+    // parent's (as it was when such memory was not a static of its own).
+    assert_eq!(items.fn_ptrs.len(), 1, "{statics:#?}");
+    let nested = dump
+        .statics
+        .iter()
+        .find(|s| s.path.starts_with("nested_static::ITEMS::"))
+        .unwrap_or_else(|| panic!("no nested static in {statics:#?}"));
+    assert_eq!(
+        dump.types[nested.ty as usize].display, "[nested_static::Item<'_>; 4]",
+        "{statics:#?}"
+    );
+    assert_eq!(nested.fn_ptrs, items.fn_ptrs, "{statics:#?}");
+}
+
+#[test]
+fn a_compiler_bug_during_extraction_is_kept_out_of_the_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dumps = tmp.path().join("dumps");
+    let src = lockapi();
+    let kx = |strict: bool| {
+        let mut cmd = clean_command(kextract().to_str().unwrap());
+        cmd.current_dir(tmp.path())
+            .args([&src, "--crate-type=lib", "--edition=2024"])
+            .env("KANALYZE_OUT", &dumps)
+            // A real `bug!` raised through the compiler's diagnostic context
+            // while `lockapi::sleep` is translated.
+            .env("KEXTRACT_INJECT_BUG", "lockapi::sleep");
+        if strict {
+            cmd.env("KANALYZE_STRICT", "1");
+        }
+        cmd.output().unwrap()
+    };
+    let out = kx(false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(tmp.path().join("liblockapi.rlib").exists(), "{err}");
+    assert!(!err.contains("internal compiler error"), "{err}");
+    assert!(!err.contains("aborting"), "{err}");
+    assert!(
+        err.starts_with(
+            "warning: kextract: extraction of crate `lockapi` failed, no dump written: \
+             internal error while translating function `lockapi::sleep` (symbol `_R"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "the compiler reported a bug (ICE): KEXTRACT_INJECT_BUG: injected compiler bug at `lockapi::sleep`\n"
+        ),
+        "{err}"
+    );
+    assert!(kmir_files(&dumps).is_empty());
+
+    let out = kx(true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: kextract: extraction of crate `lockapi` failed: internal error while translating function `lockapi::sleep`"),
+        "{err}"
+    );
+    assert!(!err.contains("internal compiler error"), "{err}");
+}
