@@ -101,8 +101,20 @@ impl Callbacks for ExtractCallbacks {
             }
             return Compilation::Continue;
         }
+        if let Some(problem) = crate::out_dir::unusable(&out_dir) {
+            self.report(tcx, &crate_name, &problem);
+            return Compilation::Continue;
+        }
         match extract_guarded(tcx) {
             Ok(dump) => {
+                for name in crate::out_dir::remove_stale_temporaries(&out_dir) {
+                    if std::env::var_os("KANALYZE_VERBOSE").is_some() {
+                        eprintln!(
+                            "kextract: removed `{name}`, left in `{}` by a writer that died",
+                            out_dir.display()
+                        );
+                    }
+                }
                 let path = out_dir.join(dump.file_name());
                 if let Err(e) = kmir::write_file(&dump, &path) {
                     self.report(

@@ -30,6 +30,7 @@ extern crate rustc_span;
 
 mod driver;
 mod extract;
+mod out_dir;
 mod stash;
 mod tools;
 mod translate;

@@ -173,6 +173,13 @@ fn failed_extraction_warns_but_compiles_unless_strict() {
         err.contains("warning: kextract: extraction of crate `lockapi` failed, no dump written"),
         "{err}"
     );
+    assert!(
+        err.contains(&format!(
+            "no dump written: `{}` (KANALYZE_OUT) is not a directory\n",
+            blocker.display()
+        )),
+        "{err}"
+    );
     assert!(tmp.path().join("liblockapi.rlib").exists());
 
     let mut cmd = clean_command(kextract().to_str().unwrap());
@@ -536,4 +543,45 @@ fn a_compiler_bug_during_extraction_is_kept_out_of_the_build() {
         "{err}"
     );
     assert!(!err.contains("internal compiler error"), "{err}");
+}
+
+#[test]
+fn temporaries_of_dead_writers_are_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dumps = tmp.path().join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    // A pid that is certainly gone: a child we waited for.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let alive = std::process::id();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let make = |name: &str, old: bool| {
+        let path = dumps.join(name);
+        let f = std::fs::File::create(&path).unwrap();
+        if old {
+            f.set_modified(hour_ago).unwrap();
+        }
+        path
+    };
+    let stale = make(&format!(".lockapi-00000000deadbeef.kmir.{dead}.tmp"), true);
+    let fresh = make(&format!(".other-0000000000000001.kmir.{dead}.tmp"), false);
+    let live = make(&format!(".other-0000000000000002.kmir.{alive}.tmp"), true);
+    let unrelated = make(&format!(".notes.txt.{dead}.tmp"), true);
+    let src = lockapi();
+    let out = run(
+        kextract(),
+        tmp.path(),
+        &[&src, "--crate-type=lib", "--edition=2024"],
+        &[("KANALYZE_OUT", &dumps)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stale.exists(), "{:?}", kmir_files(&dumps));
+    assert!(fresh.exists(), "a recent temporary may still be renamed");
+    assert!(live.exists(), "a live writer's temporary is its own");
+    assert!(unrelated.exists(), "only temporary dumps are ours");
 }
