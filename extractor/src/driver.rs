@@ -13,6 +13,11 @@ use rustc_session::config::CrateType;
 pub const OUT_VAR: &str = "KANALYZE_OUT";
 /// `1`/`true`: a failed extraction fails the compilation.
 pub const STRICT_VAR: &str = "KANALYZE_STRICT";
+/// Set by `cargo kextract` when the build has an explicit `--target`: cargo
+/// then passes `--target` to every unit of the program and none to the units
+/// it builds for the host only (build scripts, proc macros and their
+/// dependencies, such as `syn`), which therefore are not dumped.
+pub const HOST_UNITS_VAR: &str = "KEXTRACT_SKIP_HOST_UNITS";
 
 /// Turns our argv into rustc's argv.
 ///
@@ -44,6 +49,9 @@ fn is_wrapped_rustc(arg: &str) -> bool {
 pub fn run(args: Vec<String>) -> i32 {
     let mut callbacks = ExtractCallbacks::from_env();
     let code = rustc_driver::catch_with_exit_code(|| {
+        if callbacks.out_dir.is_some() && std::env::var_os(HOST_UNITS_VAR).is_some() {
+            callbacks.host_unit = !has_target(&args);
+        }
         rustc_driver::run_compiler(&args, &mut callbacks);
     });
     // `ExitCode` is opaque; rustc only ever exits with success or failure.
@@ -57,6 +65,17 @@ pub fn run(args: Vec<String>) -> i32 {
 pub struct ExtractCallbacks {
     out_dir: Option<PathBuf>,
     strict: bool,
+    /// A unit cargo builds for the host only (see [`HOST_UNITS_VAR`]).
+    host_unit: bool,
+}
+
+/// Whether the command line (with `@file` arguments expanded as rustc
+/// expands them: cargo uses them for long command lines) names a target.
+fn has_target(args: &[String]) -> bool {
+    let early = rustc_session::EarlyDiagCtxt::new(Default::default());
+    rustc_driver::args::arg_expand_all(&early, args)
+        .iter()
+        .any(|a| a == "--target" || a.starts_with("--target="))
 }
 
 impl ExtractCallbacks {
@@ -67,7 +86,11 @@ impl ExtractCallbacks {
         let strict = std::env::var(STRICT_VAR)
             .map(|v| matches!(v.as_str(), "1" | "true" | "yes"))
             .unwrap_or(false);
-        ExtractCallbacks { out_dir, strict }
+        ExtractCallbacks {
+            out_dir,
+            strict,
+            host_unit: false,
+        }
     }
 }
 
@@ -95,7 +118,10 @@ impl Callbacks for ExtractCallbacks {
             return Compilation::Continue;
         };
         let crate_name = tcx.crate_name(rustc_span::def_id::LOCAL_CRATE).to_string();
-        if let Some(reason) = skip_reason(tcx, &crate_name) {
+        let host_only = self
+            .host_unit
+            .then_some("it is built for the host only (a build script, a proc macro or one of their dependencies)");
+        if let Some(reason) = host_only.or_else(|| skip_reason(tcx, &crate_name)) {
             if std::env::var_os("KANALYZE_VERBOSE").is_some() {
                 eprintln!("kextract: not dumping crate `{crate_name}`: {reason}");
             }

@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use test_harness::{clean_command, fixtures_dir, kextract};
+use test_harness::{clean_command, fixtures_dir, kextract, nightly_rustc};
 
 #[test]
 #[ignore = "builds ~55 crates from crates.io twice (minutes); run explicitly"]
@@ -26,11 +26,15 @@ fn corpus_extracts_every_crate() {
     let out = work.join("kmir");
     let cargo_kextract = kextract().with_file_name("cargo-kextract");
 
-    // Plain build with the same nightly, for the time ratio.
+    // Plain build with the same nightly, for the time ratio; for the host
+    // as an explicit target, as `cargo kextract` builds (crates used both by
+    // proc macros and by the program are then compiled twice in both).
+    let host = host_triple();
     let t = Instant::now();
     let status = clean_command("cargo")
         .current_dir(&corpus)
         .args(["+nightly-2026-05-20", "build", "--release", "--quiet"])
+        .args(["--target", &host])
         .env("CARGO_TARGET_DIR", &plain_target)
         .status()
         .unwrap();
@@ -88,4 +92,16 @@ fn corpus_extracts_every_crate() {
     );
     println!("decode all dumps (1 thread): {:.2}s", decode.as_secs_f64());
     assert!(crates >= 40, "only {crates} crates dumped");
+}
+
+fn host_triple() -> String {
+    let out = clean_command(nightly_rustc().to_str().unwrap())
+        .arg("-vV")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
 }
