@@ -787,7 +787,12 @@ impl<'tcx> Translator<'tcx> {
                     // else. Real statics are not followed (they are items of
                     // their own, and the only way to form a cycle).
                     let internal = rustc_internal::internal(self.tcx, def.def_id());
-                    if is_nested_static(self.tcx, internal) && self.nested_seen.insert(internal) {
+                    // Local only: an upstream nested static is its own
+                    // crate's, walked (and typed) when that crate is dumped.
+                    if internal.is_local()
+                        && is_nested_static(self.tcx, internal)
+                        && self.nested_seen.insert(internal)
+                    {
                         let pointee = leaf.and_then(|l| pointee(l.ty));
                         if let Some(p) = pointee {
                             self.nested_tys.entry(internal).or_insert(p);
