@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustc_driver::{Callbacks, Compilation};
 use rustc_interface::interface;
 use rustc_middle::ty::TyCtxt;
-use rustc_session::config::CrateType;
+use rustc_session::config::{CrateType, Input, OutputType};
 
 /// Where dumps go; unset means "behave as plain rustc".
 pub const OUT_VAR: &str = "KANALYZE_OUT";
@@ -183,6 +183,17 @@ fn skip_reason(tcx: TyCtxt<'_>, crate_name: &str) -> Option<&'static str> {
     }
     if !tcx.sess.opts.output_types.should_codegen() {
         return Some("nothing is codegenned (metadata-only or check build)");
+    }
+    // Build scripts probe the compiler by feeding it a test program on
+    // standard input and reading back IR or assembly (autocfg does this,
+    // inheriting RUSTC_WRAPPER and KANALYZE_OUT): such a probe is no crate of
+    // the program, and neither writes an object nor links.
+    let linked = tcx.sess.opts.output_types.contains_key(&OutputType::Object)
+        || tcx.sess.opts.output_types.contains_key(&OutputType::Exe);
+    if matches!(tcx.sess.io.input, Input::Str { .. }) && !linked {
+        return Some(
+            "it is a compiler probe (read from standard input, neither an object nor linked)",
+        );
     }
     None
 }

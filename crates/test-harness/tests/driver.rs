@@ -585,3 +585,45 @@ fn temporaries_of_dead_writers_are_removed() {
     assert!(live.exists(), "a live writer's temporary is its own");
     assert!(unrelated.exists(), "only temporary dumps are ours");
 }
+
+#[test]
+fn compiler_probes_on_stdin_are_not_dumped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dumps = tmp.path().join("dumps");
+    let compile = |name: &str, emit: &str| {
+        let mut cmd = clean_command(kextract().to_str().unwrap());
+        let mut child = cmd
+            .current_dir(tmp.path())
+            .args(["--crate-name", name, "--crate-type=lib", "--edition=2021"])
+            .arg(format!("--emit={emit}"))
+            .args(["--out-dir", tmp.path().to_str().unwrap(), "-"])
+            .env("KANALYZE_OUT", &dumps)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"pub fn probe() -> u32 { 1 }\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // What autocfg does from a build script, inheriting KANALYZE_OUT.
+    compile("autocfg_0123_0", "llvm-ir");
+    assert!(kmir_files(&dumps).is_empty(), "{:?}", kmir_files(&dumps));
+    // A crate read from stdin that is linked is still a crate.
+    compile("from_stdin", "link");
+    let files = kmir_files(&dumps);
+    assert!(
+        files.len() == 1 && files[0].starts_with("from_stdin-"),
+        "{files:?}"
+    );
+}
