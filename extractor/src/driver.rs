@@ -7,12 +7,17 @@ use std::path::{Path, PathBuf};
 use rustc_driver::{Callbacks, Compilation};
 use rustc_interface::interface;
 use rustc_middle::ty::TyCtxt;
-use rustc_session::config::{CrateType, Input};
+use rustc_session::config::{CrateType, Input, OutputType};
 
 /// Where dumps go; unset means "behave as plain rustc".
 pub const OUT_VAR: &str = "KANALYZE_OUT";
 /// `1`/`true`: a failed extraction fails the compilation.
 pub const STRICT_VAR: &str = "KANALYZE_STRICT";
+/// Set by `cargo kextract` when the build has an explicit `--target`: cargo
+/// then passes `--target` to every unit of the program and none to the units
+/// it builds for the host only (build scripts, proc macros and their
+/// dependencies, such as `syn`), which therefore are not dumped.
+pub const HOST_UNITS_VAR: &str = "KEXTRACT_SKIP_HOST_UNITS";
 
 /// Turns our argv into rustc's argv.
 ///
@@ -42,8 +47,11 @@ fn is_wrapped_rustc(arg: &str) -> bool {
 }
 
 pub fn run(args: Vec<String>) -> i32 {
-    let mut callbacks = ExtractCallbacks::from_env(&args);
+    let mut callbacks = ExtractCallbacks::from_env();
     let code = rustc_driver::catch_with_exit_code(|| {
+        if callbacks.out_dir.is_some() && std::env::var_os(HOST_UNITS_VAR).is_some() {
+            callbacks.host_unit = !has_target(&args);
+        }
         rustc_driver::run_compiler(&args, &mut callbacks);
     });
     // `ExitCode` is opaque; rustc only ever exits with success or failure.
@@ -57,68 +65,48 @@ pub fn run(args: Vec<String>) -> i32 {
 pub struct ExtractCallbacks {
     out_dir: Option<PathBuf>,
     strict: bool,
-    /// `-Zcrate-attr=…` values we add so that `#[klint::…]` and
-    /// `#[kanalyze::…]` attributes compile without the crate registering them.
-    register_feature: bool,
-    register_klint: bool,
-    register_kanalyze: bool,
+    /// A unit cargo builds for the host only (see [`HOST_UNITS_VAR`]).
+    host_unit: bool,
+}
+
+/// Whether the command line (with `@file` arguments expanded as rustc
+/// expands them: cargo uses them for long command lines) names a target.
+fn has_target(args: &[String]) -> bool {
+    let early = rustc_session::EarlyDiagCtxt::new(Default::default());
+    rustc_driver::args::arg_expand_all(&early, args)
+        .iter()
+        .any(|a| a == "--target" || a.starts_with("--target="))
 }
 
 impl ExtractCallbacks {
-    fn from_env(args: &[String]) -> Self {
+    fn from_env() -> Self {
         let out_dir = std::env::var_os(OUT_VAR)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         let strict = std::env::var(STRICT_VAR)
             .map(|v| matches!(v.as_str(), "1" | "true" | "yes"))
             .unwrap_or(false);
-        // The kernel's klint patch passes these itself; registering a tool
-        // twice is an error, so only add what the command line lacks.
-        let joined = args.join(" ");
         ExtractCallbacks {
             out_dir,
             strict,
-            register_feature: !joined.contains("feature(register_tool)"),
-            register_klint: !joined.contains("register_tool(klint)"),
-            register_kanalyze: !joined.contains("register_tool(kanalyze)"),
+            host_unit: false,
         }
-    }
-}
-
-/// Reads the crate root to see whether it registers the tools itself.
-fn root_source(input: &Input) -> String {
-    match input {
-        Input::File(path) => std::fs::read_to_string(path).unwrap_or_default(),
-        Input::Str { input, .. } => input.clone(),
     }
 }
 
 impl Callbacks for ExtractCallbacks {
     fn config(&mut self, config: &mut interface::Config) {
-        let source = root_source(&config.input);
-        let mentions = |needle: &str| source.contains(needle);
-        let unstable = &mut config.opts.unstable_opts;
-        let mut attrs = Vec::new();
-        if self.register_feature && !mentions("feature(register_tool)") {
-            attrs.push("feature(register_tool)".to_string());
-        }
-        if self.register_klint && !mentions("register_tool(klint)") {
-            attrs.push("register_tool(klint)".to_string());
-        }
-        if self.register_kanalyze && !mentions("register_tool(kanalyze)") {
-            attrs.push("register_tool(kanalyze)".to_string());
-        }
-        if !attrs.is_empty() {
-            if let Some(allowed) = &mut unstable.allow_features
-                && !allowed.iter().any(|f| f == "register_tool")
-            {
-                allowed.push("register_tool".to_string());
+        // Tool registration is a query override, so it applies whether or
+        // not we dump (without `KANALYZE_OUT` kextract still compiles
+        // klint-annotated code that plain rustc would need flags for).
+        config.override_queries = Some(if self.out_dir.is_some() {
+            |sess, providers| {
+                crate::tools::override_queries(sess, providers);
+                crate::stash::override_queries(sess, providers);
             }
-            unstable.crate_attr.extend(attrs);
-        }
-        if self.out_dir.is_some() {
-            config.override_queries = Some(crate::stash::override_queries);
-        }
+        } else {
+            crate::tools::override_queries
+        });
     }
 
     fn after_analysis<'tcx>(
@@ -130,14 +118,29 @@ impl Callbacks for ExtractCallbacks {
             return Compilation::Continue;
         };
         let crate_name = tcx.crate_name(rustc_span::def_id::LOCAL_CRATE).to_string();
-        if let Some(reason) = skip_reason(tcx, &crate_name) {
+        let host_only = self
+            .host_unit
+            .then_some("it is built for the host only (a build script, a proc macro or one of their dependencies)");
+        if let Some(reason) = host_only.or_else(|| skip_reason(tcx, &crate_name)) {
             if std::env::var_os("KANALYZE_VERBOSE").is_some() {
                 eprintln!("kextract: not dumping crate `{crate_name}`: {reason}");
             }
             return Compilation::Continue;
         }
+        if let Some(problem) = crate::out_dir::unusable(&out_dir) {
+            self.report(tcx, &crate_name, &problem);
+            return Compilation::Continue;
+        }
         match extract_guarded(tcx) {
             Ok(dump) => {
+                for name in crate::out_dir::remove_stale_temporaries(&out_dir) {
+                    if std::env::var_os("KANALYZE_VERBOSE").is_some() {
+                        eprintln!(
+                            "kextract: removed `{name}`, left in `{}` by a writer that died",
+                            out_dir.display()
+                        );
+                    }
+                }
                 let path = out_dir.join(dump.file_name());
                 if let Err(e) = kmir::write_file(&dump, &path) {
                     self.report(
@@ -181,45 +184,138 @@ fn skip_reason(tcx: TyCtxt<'_>, crate_name: &str) -> Option<&'static str> {
     if !tcx.sess.opts.output_types.should_codegen() {
         return Some("nothing is codegenned (metadata-only or check build)");
     }
+    // Build scripts probe the compiler by feeding it a test program on
+    // standard input and reading back IR or assembly (autocfg does this,
+    // inheriting RUSTC_WRAPPER and KANALYZE_OUT): such a probe is no crate of
+    // the program, and neither writes an object nor links.
+    let linked = tcx.sess.opts.output_types.contains_key(&OutputType::Object)
+        || tcx.sess.opts.output_types.contains_key(&OutputType::Exe);
+    if matches!(tcx.sess.io.input, Input::Str { .. }) && !linked {
+        return Some(
+            "it is a compiler probe (read from standard input, neither an object nor linked)",
+        );
+    }
     None
 }
 
 /// Runs the extraction; a panic inside it (an unexpected compiler state)
 /// becomes an error message instead of an ICE of the whole compilation.
+///
+/// A compiler bug (`bug!`, an ICE) is a diagnostic first and a panic second:
+/// rustc prints it and counts it as an error of the session before it
+/// unwinds, so catching the panic alone would still fail the build. While
+/// extraction runs, [`swallow_bugs`] therefore keeps bug-level diagnostics
+/// away from the diagnostic context (nothing printed, nothing counted) and
+/// keeps their text for our own message. Every other diagnostic — an error
+/// or lint of a query that codegen would run anyway — goes through as usual.
 fn extract_guarded(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
+    // The mono item collection is the compiler's own work that codegen needs
+    // too (its errors and lints are the build's): run it outside the guard.
+    let _ = tcx.collect_and_partition_mono_items(());
     let previous_hook = panic::take_hook();
-    let message = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
-    let sink = message.clone();
+    let location = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let sink = location.clone();
     panic::set_hook(Box::new(move |info| {
-        let text = if let Some(s) = info.payload().downcast_ref::<&str>() {
-            s.to_string()
-        } else if let Some(s) = info.payload().downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "unknown panic".to_string()
-        };
-        let location = info
-            .location()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
-        if let Ok(mut slot) = sink.lock() {
-            *slot = Some(format!("{text}{location}"));
+        // The payload is examined after unwinding; only the hook sees where.
+        if let (Some(l), Ok(mut slot)) = (info.location(), sink.lock()) {
+            *slot = Some(l.to_string());
         }
     }));
+    if let Ok(mut bugs) = BUGS.lock() {
+        bugs.clear();
+    }
+    let previous_track = rustc_errors::TRACK_DIAGNOSTIC.swap(&(swallow_bugs as _));
+    if let Ok(mut slot) = PREVIOUS_TRACK.lock() {
+        *slot = Some(previous_track);
+    }
+    crate::extract::clear_current_item();
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         rustc_public::rustc_internal::run(tcx, || crate::extract::extract_crate(tcx))
     }));
+    rustc_errors::TRACK_DIAGNOSTIC.swap(previous_track);
     panic::set_hook(previous_hook);
     match result {
         Ok(Ok(Ok(dump))) => Ok(dump),
         Ok(Ok(Err(e))) => Err(e),
         Ok(Err(e)) => Err(format!("rustc_public could not run: {e:?}")),
-        Err(_) => {
-            let detail = message.lock().ok().and_then(|m| m.clone());
-            Err(format!(
-                "internal error while reading the compiler's MIR: {}",
-                detail.unwrap_or_else(|| "panic".into())
-            ))
+        Err(payload) => {
+            let what = describe_panic(payload.as_ref());
+            // A compiler bug's text already says where it was raised.
+            let at = location
+                .lock()
+                .ok()
+                .and_then(|l| l.clone())
+                .filter(|_| !payload.is::<rustc_errors::ExplicitBug>())
+                .map(|l| format!(" (panicked at {l})"))
+                .unwrap_or_default();
+            let item = crate::extract::current_item(tcx)
+                .map(|i| format!(" while translating {i}"))
+                .unwrap_or_default();
+            Err(format!("internal error{item}: {what}{at}"))
         }
+    }
+}
+
+type TrackDiagnostic = fn(
+    rustc_errors::DiagInner,
+    &mut dyn FnMut(rustc_errors::DiagInner) -> Option<rustc_errors::ErrorGuaranteed>,
+) -> Option<rustc_errors::ErrorGuaranteed>;
+
+/// The diagnostic tracker that was installed before extraction (rustc's,
+/// for incremental replay); [`swallow_bugs`] hands everything else to it.
+static PREVIOUS_TRACK: std::sync::Mutex<Option<&'static TrackDiagnostic>> =
+    std::sync::Mutex::new(None);
+/// The text of the compiler bugs swallowed during the current extraction.
+static BUGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// `TRACK_DIAGNOSTIC` during extraction: a bug-level diagnostic is recorded
+/// and dropped — not passed to `emit`, so it is neither printed nor counted —
+/// after which the compiler unwinds with `ExplicitBug` as usual and
+/// `extract_guarded` catches it.
+fn swallow_bugs(
+    diag: rustc_errors::DiagInner,
+    emit: &mut dyn FnMut(rustc_errors::DiagInner) -> Option<rustc_errors::ErrorGuaranteed>,
+) -> Option<rustc_errors::ErrorGuaranteed> {
+    if diag.level() == rustc_errors::Level::Bug {
+        let text: Vec<String> = diag
+            .messages
+            .iter()
+            .map(|(m, _)| match m {
+                rustc_errors::DiagMessage::Str(s) | rustc_errors::DiagMessage::Inline(s) => {
+                    s.to_string()
+                }
+            })
+            .collect();
+        if let Ok(mut bugs) = BUGS.lock() {
+            bugs.push(text.join(" "));
+        }
+        return None;
+    }
+    let previous = PREVIOUS_TRACK.lock().ok().and_then(|p| *p);
+    match previous {
+        Some(track) => track(diag, emit),
+        // Only installed after the previous tracker was stored; emitting
+        // directly is what rustc's default tracker does.
+        None => emit(diag),
+    }
+}
+
+/// What a caught panic was, from its payload.
+fn describe_panic(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panic: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panic: {s}")
+    } else if payload.is::<rustc_errors::ExplicitBug>() {
+        let bugs = BUGS.lock().map(|b| b.join("; ")).unwrap_or_default();
+        if bugs.is_empty() {
+            "the compiler reported a bug (ICE)".to_string()
+        } else {
+            format!("the compiler reported a bug (ICE): {bugs}")
+        }
+    } else if payload.is::<rustc_span::fatal_error::FatalErrorMarker>() {
+        "the compiler raised a fatal error (reported above)".to_string()
+    } else {
+        "a panic whose payload is neither a message nor a compiler error marker".to_string()
     }
 }

@@ -1,23 +1,70 @@
 //! One crate's dump: which instances, statics and items go in, and the header.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rustc_hir::def::DefKind;
 use rustc_middle::mono::MonoItem;
 use rustc_middle::ty::{self, TyCtxt};
-use rustc_span::def_id::LOCAL_CRATE;
+use rustc_span::def_id::{DefId, LOCAL_CRATE};
 
-use crate::translate::Translator;
+use crate::translate::{Translator, def_path};
 
 /// Bound on the instances added beyond codegen's mono items; the compiler's
 /// own recursion limit keeps real programs far below it.
 const MAX_EXTRA_INSTANCES: usize = 200_000;
+
+/// Set to a definition path, extraction raises a real compiler bug (`bug!`)
+/// when it reaches that item: the end-to-end tests use it to check that a
+/// compiler bug during extraction leaves the build alone.
+pub const INJECT_BUG_VAR: &str = "KEXTRACT_INJECT_BUG";
+
+thread_local! {
+    /// The item being translated (what, which definition, its symbol), so a
+    /// failure can name it after the translator has unwound.
+    static CURRENT: RefCell<Option<(&'static str, Option<DefId>, String)>> =
+        const { RefCell::new(None) };
+}
+
+pub fn clear_current_item() {
+    CURRENT.with(|c| *c.borrow_mut() = None);
+}
+
+/// The item extraction was working on, for a failure message.
+pub fn current_item(tcx: TyCtxt<'_>) -> Option<String> {
+    CURRENT.with(|c| {
+        c.borrow().as_ref().map(|(what, def, symbol)| match def {
+            Some(def) => format!("{what} `{}` (symbol `{symbol}`)", def_path(tcx, *def)),
+            None => what.to_string(),
+        })
+    })
+}
+
+/// Records the item about to be translated; raises the injected bug there.
+fn enter(
+    tcx: TyCtxt<'_>,
+    inject: Option<&str>,
+    what: &'static str,
+    def: Option<DefId>,
+    symbol: &str,
+) {
+    CURRENT.with(|c| *c.borrow_mut() = Some((what, def, symbol.to_string())));
+    if let (Some(target), Some(def)) = (inject, def)
+        && def_path(tcx, def) == target
+    {
+        tcx.dcx().bug(format!(
+            "{INJECT_BUG_VAR}: injected compiler bug at `{target}`"
+        ));
+    }
+}
 
 /// Builds the dump of the crate being compiled. Must run inside
 /// `rustc_internal::run` (the rustc_public context).
 pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
     // Exactly the items codegen will emit: the compiler's own collector and
     // partitioner (the query result is cached, so codegen reuses it).
+    let inject = std::env::var(INJECT_BUG_VAR).ok();
+    let inject = inject.as_deref();
     let partitions = tcx.collect_and_partition_mono_items(());
     let mut fns = BTreeMap::new();
     let mut statics = BTreeMap::new();
@@ -42,6 +89,7 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
         tr.mark_defined(symbol);
     }
     for (symbol, instance) in fns {
+        enter(tcx, inject, "function", Some(instance.def_id()), &symbol);
         instances.push(tr.instance(symbol, instance, true)?);
     }
     // Small non-generic functions are cross-crate inlinable: codegen emits
@@ -68,14 +116,18 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
                 "more than {MAX_EXTRA_INSTANCES} instances reachable only through inlined calls (unbounded polymorphic recursion?)"
             ));
         }
+        enter(tcx, inject, "function", Some(instance.def_id()), &symbol);
         instances.push(tr.instance(symbol, instance, false)?);
     }
     instances.sort_by(|a, b| a.symbol.cmp(&b.symbol));
     let mut static_items = Vec::with_capacity(statics.len());
     for (symbol, def_id) in statics {
+        enter(tcx, inject, "static", Some(def_id), &symbol);
         static_items.push(tr.static_item(symbol, def_id)?);
     }
+    enter(tcx, inject, "the tool attributes", None, "");
     let items = tr.tool_attributes();
+    clear_current_item();
 
     let header = kmir::Header {
         producer: format!("kextract {}", env!("CARGO_PKG_VERSION")),

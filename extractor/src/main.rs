@@ -12,12 +12,18 @@
 //! Dumps go to the directory named by `KANALYZE_OUT`; without it kextract is
 //! plain rustc. `KANALYZE_STRICT=1` turns a failed extraction into a failed
 //! compilation (by default the compilation still succeeds and the failure is
-//! reported on stderr).
+//! reported on stderr, and a compiler bug raised while extracting is kept
+//! out of the build).
+//!
+//! `klint` and `kanalyze` are registered tools whether or not the crate
+//! registers them (`tools.rs`). Under `cargo kextract` units built for the
+//! host only are not dumped (`KEXTRACT_SKIP_HOST_UNITS`, `driver.rs`).
 
 #![feature(rustc_private)]
 
 extern crate rustc_abi;
 extern crate rustc_driver;
+extern crate rustc_errors;
 extern crate rustc_hir;
 extern crate rustc_hir_pretty;
 extern crate rustc_interface;
@@ -29,7 +35,9 @@ extern crate rustc_span;
 
 mod driver;
 mod extract;
+mod out_dir;
 mod stash;
+mod tools;
 mod translate;
 
 use std::process::ExitCode;

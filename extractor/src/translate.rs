@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use rustc_hir::def::DefKind;
 use rustc_middle::mir::visit::MutVisitor;
 use rustc_middle::ty::print::{
     with_no_trimmed_paths, with_no_visible_paths, with_resolve_crate_name,
@@ -45,6 +46,13 @@ pub struct Translator<'tcx> {
     referenced: BTreeMap<String, SymbolInfo>,
     /// Referenced instances with a body that are not (yet) in the dump.
     pending: Vec<(String, ty::Instance<'tcx>)>,
+    /// Types of nested statics (the memory a static's initializer points
+    /// to, interned by rustc as a separate static that has no type of its
+    /// own), as seen from the pointer to them in their parent's value.
+    nested_tys: HashMap<DefId, ty::Ty<'tcx>>,
+    /// Nested statics already walked by the current pointer walk, so shared
+    /// memory is walked once.
+    nested_seen: HashSet<DefId>,
 }
 
 /// Crate-qualified, untrimmed path of a definition: the key under which
@@ -72,6 +80,8 @@ impl<'tcx> Translator<'tcx> {
             defined: HashSet::new(),
             referenced: BTreeMap::new(),
             pending: Vec::new(),
+            nested_tys: HashMap::new(),
+            nested_seen: HashSet::new(),
         }
     }
 
@@ -768,7 +778,32 @@ impl<'tcx> Translator<'tcx> {
                         out.vtables.push(v);
                     }
                 }
-                GlobalAlloc::Static(def) => out.statics.push(self.canon(def)),
+                GlobalAlloc::Static(def) => {
+                    out.statics.push(self.canon(def));
+                    // A nested static is part of this value (rustc interns
+                    // the memory a static's initializer points to as one,
+                    // where a constant's would be plain memory): walk it like
+                    // memory, and remember its type, which it has nowhere
+                    // else. Real statics are not followed (they are items of
+                    // their own, and the only way to form a cycle).
+                    let internal = rustc_internal::internal(self.tcx, def.def_id());
+                    // Local only: an upstream nested static is its own
+                    // crate's, walked (and typed) when that crate is dumped.
+                    if internal.is_local()
+                        && is_nested_static(self.tcx, internal)
+                        && self.nested_seen.insert(internal)
+                    {
+                        let pointee = leaf.and_then(|l| pointee(l.ty));
+                        if let Some(p) = pointee {
+                            self.nested_tys.entry(internal).or_insert(p);
+                        }
+                        if let Ok(inner) = def.eval_initializer() {
+                            let sized =
+                                pointee.map(|p| self.sized_view(p, inner.bytes.len() as u64));
+                            self.collect_pointers(&inner, out, depth + 1, sized);
+                        }
+                    }
+                }
                 GlobalAlloc::Memory(inner) => {
                     let pointee = leaf.and_then(|l| pointee(l.ty));
                     self.collect_pointers(&inner, out, depth + 1, pointee)
@@ -1203,27 +1238,101 @@ impl<'tcx> Translator<'tcx> {
         def_id: DefId,
     ) -> Result<kmir::StaticItem, String> {
         let tcx = self.tcx;
+        // Checked before anything else is asked about the item: queries such
+        // as `type_of` or `def_span` are compiler bugs (ICEs) on kinds they
+        // do not expect, and an ICE counts as an error of the whole build.
+        let DefKind::Static { nested, .. } = tcx.def_kind(def_id) else {
+            return Err(format!(
+                "static item `{symbol}` is a {:?}, not a static",
+                tcx.def_kind(def_id)
+            ));
+        };
         let item: rustc_public::mir::mono::MonoItem =
             rustc_internal::stable(rustc_middle::mono::MonoItem::Static(def_id));
         let rustc_public::mir::mono::MonoItem::Static(def) = item else {
             bug!("a static mono item converted to something else");
         };
         let mut pointers = Pointers::default();
-        if let Ok(alloc) = def.eval_initializer() {
-            let ty = rustc_internal::internal(tcx, def.ty());
-            self.collect_pointers(&alloc, &mut pointers, 0, Some(ty));
+        self.nested_seen.clear();
+        let alloc = def.eval_initializer().ok();
+        let (ty, span) = if nested {
+            // A nested static has no type (`type_of` ICEs) and no source of
+            // its own (`def_span` ICEs): it is memory its parent points to.
+            let parent = tcx.parent(def_id);
+            let size = alloc.as_ref().map_or(0, |a| a.bytes.len() as u64);
+            (
+                self.nested_static_ty(def_id, parent, size),
+                tcx.def_span(parent),
+            )
+        } else {
+            (static_ty(tcx, def_id), tcx.def_span(def_id))
+        };
+        if let Some(alloc) = &alloc {
+            self.collect_pointers(alloc, &mut pointers, 0, Some(ty));
         }
-        let ty = self.ty(def.ty());
+        let ty = self.ty(rustc_internal::stable(ty));
         Ok(kmir::StaticItem {
             path: def_path(tcx, def_id),
             symbol,
             ty,
-            span: self.internal_span(tcx.def_span(def_id)),
+            span: self.internal_span(span),
             mutable: tcx.is_mutable_static(def_id),
             fn_ptrs: pointers.fns,
             vtables: pointers.vtables,
             fn_fields: pointers.fields,
         })
+    }
+
+    /// The type of nested static `def_id` of size `size`: what the pointer
+    /// to it in its parent's value points to, found by walking the parent's
+    /// value; bytes (`[u8; size]`) where no typed pointer leads to it (a
+    /// pointer stored as an integer, a `dyn` pointee).
+    fn nested_static_ty(&mut self, def_id: DefId, parent: DefId, size: u64) -> ty::Ty<'tcx> {
+        let tcx = self.tcx;
+        if !self.nested_tys.contains_key(&def_id)
+            && matches!(tcx.def_kind(parent), DefKind::Static { nested: false, .. })
+        {
+            let item: rustc_public::mir::mono::MonoItem =
+                rustc_internal::stable(rustc_middle::mono::MonoItem::Static(parent));
+            if let rustc_public::mir::mono::MonoItem::Static(parent_def) = item
+                && let Ok(alloc) = parent_def.eval_initializer()
+            {
+                let ty = static_ty(tcx, parent);
+                // Only for the types it records: the parent's own item
+                // collects its pointers when it is dumped.
+                self.nested_seen.clear();
+                self.collect_pointers(&alloc, &mut Pointers::default(), 0, Some(ty));
+                self.nested_seen.clear();
+            }
+        }
+        match self.nested_tys.get(&def_id) {
+            Some(&pointee) => self.sized_view(pointee, size),
+            None => ty::Ty::new_array(tcx, tcx.types.u8, size),
+        }
+    }
+
+    /// `pointee` as the sized type of an allocation of `size` bytes: a slice
+    /// or `str` becomes the array it is, a sized type stays, anything else
+    /// unsized (`dyn Trait`, a struct with an unsized tail) is bytes.
+    fn sized_view(&self, pointee: ty::Ty<'tcx>, size: u64) -> ty::Ty<'tcx> {
+        let tcx = self.tcx;
+        let bytes = || ty::Ty::new_array(tcx, tcx.types.u8, size);
+        match pointee.kind() {
+            ty::Slice(elem) => {
+                let elem_size = tcx
+                    .layout_of(TypingEnv::fully_monomorphized().as_query_input(*elem))
+                    .map(|l| l.size.bytes())
+                    .unwrap_or(0);
+                if elem_size == 0 || !size.is_multiple_of(elem_size) {
+                    bytes()
+                } else {
+                    ty::Ty::new_array(tcx, *elem, size / elem_size)
+                }
+            }
+            ty::Str => bytes(),
+            _ if pointee.is_sized(tcx, TypingEnv::fully_monomorphized()) => pointee,
+            _ => bytes(),
+        }
     }
 
     // ---------------------------------------------------------- annotations
@@ -1312,6 +1421,19 @@ struct Leaf<'tcx> {
 
 /// What a pointer of type `ty` points to, for walking nested memory: the
 /// pointee of a reference or raw pointer, also inside an `Option`.
+/// A static rustc created for memory a static's initializer points to.
+fn is_nested_static(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    matches!(tcx.def_kind(def_id), DefKind::Static { nested: true, .. })
+}
+
+/// The declared type of a (non-nested) static, normalized: types outside
+/// bodies may still hold projections (`IdArray<<D as Driver>::IdInfo, N>`).
+fn static_ty(tcx: TyCtxt<'_>, def_id: DefId) -> ty::Ty<'_> {
+    let declared = tcx.type_of(def_id).instantiate_identity();
+    tcx.try_normalize_erasing_regions(TypingEnv::fully_monomorphized(), declared)
+        .unwrap_or_else(|_| declared.skip_norm_wip())
+}
+
 fn pointee<'tcx>(ty: ty::Ty<'tcx>) -> Option<ty::Ty<'tcx>> {
     match ty.kind() {
         ty::Ref(_, t, _) | ty::RawPtr(t, _) => Some(*t),

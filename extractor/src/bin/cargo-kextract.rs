@@ -6,6 +6,15 @@
 //! it), `KANALYZE_OUT` set to the dump directory, and a separate target
 //! directory (`target/kextract` unless `CARGO_TARGET_DIR` is set) so that
 //! artefacts of ordinary builds are never reused without being extracted.
+//!
+//! Crates built only to run on the host — build scripts, proc macros and
+//! their dependencies (`syn`, `proc-macro2`, …) — are not part of the
+//! program and are not dumped. Cargo keeps them apart only when the build has
+//! an explicit target: then it passes `--target` to the program's units and
+//! nothing to the host's. So unless the user chose a target (`--target`,
+//! `CARGO_BUILD_TARGET`, `build.target` in cargo's configuration) we pass
+//! `--target <host>` — the same machine code, in `<target dir>/<host>/` — and
+//! tell kextract (`KEXTRACT_SKIP_HOST_UNITS`) to skip units without one.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -17,7 +26,14 @@ Builds the current cargo project with `cargo build ARGS…`, compiling every
 crate (dependencies included) through kextract, and writes one kanalyze dump
 per crate into DIR (default: <target dir>/kanalyze).
 
-Build scripts and proc-macro crates are compiled normally and not dumped.";
+Build scripts, proc-macro crates and crates built only for them (for the
+host) are compiled normally and not dumped. Without a target of your own
+(`--target`, CARGO_BUILD_TARGET, build.target), the build is for
+`--target <host>`, so its artefacts are under <target dir>/<host triple>/.";
+
+/// Tells kextract to skip the units cargo builds for the host (kept equal to
+/// `driver::HOST_UNITS_VAR`).
+const HOST_UNITS_VAR: &str = "KEXTRACT_SKIP_HOST_UNITS";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -81,9 +97,36 @@ fn main() -> ExitCode {
     }
 
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .arg("build")
-        .args(&rest)
+    let mut extra = Vec::new();
+    let separate_host = match chosen_target(&cargo, &rest) {
+        Ok(true) => true,
+        Ok(false) => match host_triple(&kextract) {
+            Ok(host) => {
+                extra = vec!["--target".to_string(), host];
+                true
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Err(e) => {
+            eprintln!(
+                "warning: cargo kextract: cannot tell whether the build has a target of its own ({e}); \
+                 building without an explicit target, so crates built only for proc macros and build \
+                 scripts are dumped with the program's"
+            );
+            false
+        }
+    };
+    let mut command = Command::new(&cargo);
+    command.arg("build").args(&extra).args(&rest);
+    if separate_host {
+        command.env(HOST_UNITS_VAR, "1");
+    } else {
+        command.env_remove(HOST_UNITS_VAR);
+    }
+    let status = command
         .env("RUSTC_WRAPPER", &kextract)
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env("KANALYZE_OUT", &out)
@@ -100,4 +143,65 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether the user chose a target: on the command line, or in cargo's
+/// configuration as cargo itself resolves it (files, `CARGO_BUILD_TARGET`,
+/// `--config`). `Err` when cargo cannot answer.
+fn chosen_target(cargo: &std::ffi::OsStr, args: &[String]) -> Result<bool, String> {
+    // Arguments after `--` belong to the program run by some cargo commands,
+    // never to `cargo build`'s options.
+    let options = args.iter().take_while(|a| a.as_str() != "--");
+    let mut config_args = Vec::new();
+    let mut iter = options.peekable();
+    while let Some(arg) = iter.next() {
+        if arg == "--target" || arg.starts_with("--target=") {
+            return Ok(true);
+        }
+        if arg == "--config" {
+            if let Some(value) = iter.next() {
+                config_args.push("--config".to_string());
+                config_args.push(value.clone());
+            }
+        } else if arg.starts_with("--config=") {
+            config_args.push(arg.clone());
+        }
+    }
+    // `cargo config get` is unstable; `RUSTC_BOOTSTRAP=1` lets a stable
+    // cargo answer it. It reads the configuration exactly as the build will
+    // (same directory, environment and `--config` values).
+    let output = Command::new(cargo)
+        .args(["-Zunstable-options", "config", "get", "build.target"])
+        .args(["--format", "json-value"])
+        .args(&config_args)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if output.status.success() {
+        return Ok(true);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("is not set") {
+        Ok(false)
+    } else {
+        Err(format!(
+            "`cargo config get build.target` failed: {}",
+            stderr.trim()
+        ))
+    }
+}
+
+/// The host triple of the compiler kextract is (`kextract -vV`, as cargo
+/// asks rustc).
+fn host_triple(kextract: &std::path::Path) -> Result<String, String> {
+    let output = Command::new(kextract)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("cannot run `{} -vV`: {e}", kextract.display()))?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("`{} -vV` names no host", kextract.display()))
 }
