@@ -14,6 +14,9 @@ use crate::diag::Diagnostic;
 pub struct Found {
     pub files: Vec<PathBuf>,
     pub errors: Vec<Diagnostic>,
+    /// The paths that named no readable dump (missing, unreadable, a
+    /// directory without dumps).
+    pub bad_paths: Vec<PathBuf>,
 }
 
 /// Expands `paths`: a file is taken as is (whatever its extension, since the
@@ -30,6 +33,7 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                     Diagnostic::error(format!("`{}` does not exist", path.display()))
                         .help("pass a `.kmir` dump or a directory that contains dumps"),
                 );
+                found.bad_paths.push(path.clone());
                 continue;
             }
             Err(e) => {
@@ -37,6 +41,7 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                     "cannot read `{}`: {e}",
                     path.display()
                 )));
+                found.bad_paths.push(path.clone());
                 continue;
             }
         };
@@ -54,10 +59,16 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                         found.files.push(entry.into_path());
                     }
                 }
-                Err(e) => found.errors.push(walk_error(path, &e)),
+                Err(e) => {
+                    found.errors.push(walk_error(path, &e));
+                    found
+                        .bad_paths
+                        .push(e.path().unwrap_or(path).to_path_buf());
+                }
             }
         }
         if found.files.len() == before {
+            found.bad_paths.push(path.clone());
             found.errors.push(
                 Diagnostic::error(format!(
                     "no `.{}` dumps found in `{}`",
@@ -117,6 +128,7 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
         e.emit();
     }
     summary.input_errors = found.errors.len();
+    summary.skipped.extend(found.bad_paths.iter().cloned());
     let t = std::time::Instant::now();
     let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
         .files
@@ -196,13 +208,14 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
         d.emit();
     }
     summary.duplicates = problems.len();
-    if summary.input_errors + summary.skipped.len() > 0 {
-        Diagnostic::warning(format!(
+    if !summary.skipped.is_empty() {
+        Diagnostic::error(format!(
             "{} of {} input(s) could not be used and were skipped; the analysis covers the other {} crate(s)",
-            summary.input_errors + summary.skipped.len(),
-            summary.files + summary.input_errors,
+            summary.skipped.len(),
+            summary.files + found.bad_paths.len(),
             program.crates.len()
         ))
+        .note("a finding that needs a skipped crate's functions is missing from this run, so it cannot pass: the exit status is 2 whatever is found")
         .emit();
     }
     Some((program, summary))
@@ -219,6 +232,8 @@ const IDENTICAL_EXAMPLES: usize = 3;
 pub struct LoadSummary {
     pub files: usize,
     pub input_errors: usize,
+    /// Every input that could not be used: paths that named no dump and
+    /// dumps that could not be read.
     pub skipped: Vec<PathBuf>,
     pub duplicates: usize,
     pub decode_time: std::time::Duration,

@@ -329,3 +329,48 @@ fn summary_shows_last_reference_expectations() {
     assert_eq!(code, 0);
     assert!(stdout.contains("returns a last-reference test"), "{stdout}");
 }
+
+/// A broken input never lets a run pass: a corrupt dependency dump next to
+/// good ones, or a mistyped path next to a valid one, still shows what the
+/// rest gives, but the exit status is 2 and the JSON summary names the
+/// input, whatever the findings.
+#[test]
+fn a_broken_input_fails_the_run() {
+    let out = demo();
+    let dir = out.dir.path();
+    let klock = out
+        .dump_paths()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("klock"))
+        .unwrap();
+    // With every dump readable and the finding allowed, the run passes.
+    let (code, _, stderr) = kanalyze(&["check", "kmir", "--allow", "sleep-in-atomic"], dir);
+    assert_eq!(code, 0, "{stderr}");
+
+    // A mistyped path next to the real directory.
+    let (code, stdout, stderr) = kanalyze(
+        &["check", "kmir", "kmri", "--allow", "sleep-in-atomic", "--format", "json"],
+        dir,
+    );
+    assert_eq!(code, 2, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["summary"]["skipped_inputs"], serde_json::json!(["kmri"]));
+    assert!(stderr.contains("error: `kmri` does not exist"), "{stderr}");
+    assert!(
+        stderr.contains("error: 1 of 3 input(s) could not be used and were skipped"),
+        "{stderr}"
+    );
+
+    // The dependency's dump corrupt: the driver is still analysed (its
+    // finding is printed), but the run fails.
+    let bytes = std::fs::read(&klock).unwrap();
+    std::fs::write(&klock, &bytes[..bytes.len() / 3]).unwrap();
+    let (code, stdout, stderr) = kanalyze(&["check", "kmir"], dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.contains("in 1 crate ("), "{stdout}");
+    assert!(stderr.contains("truncated"), "{stderr}");
+    assert!(
+        stderr.contains("the exit status is 2 whatever is found"),
+        "{stderr}"
+    );
+}

@@ -53,6 +53,11 @@ pub fn run(args: &CheckArgs) -> u8 {
     if super::output_failed(result) {
         return EXIT_FAILURE;
     }
+    // A run over an incomplete program cannot pass: what the skipped
+    // crates would have shown is missing.
+    if !analysed.load.skipped.is_empty() {
+        return EXIT_BAD_INPUT;
+    }
     if shown.findings.iter().any(|f| f.severity == Severity::Error) {
         EXIT_FINDINGS
     } else {
