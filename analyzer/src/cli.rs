@@ -28,6 +28,16 @@ pub enum Command {
     /// Link the dumps into one program and show its call graph: statistics,
     /// the callers or callees of a function, or a Graphviz subgraph.
     Graph(GraphArgs),
+    /// Explain a finding kind (`kanalyze --explain KIND` too); without one,
+    /// list every kind.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A finding kind, as findings name it (`sleep-in-atomic`).
+    #[arg(value_name = "KIND")]
+    pub kind: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -61,9 +61,7 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                 }
                 Err(e) => {
                     found.errors.push(walk_error(path, &e));
-                    found
-                        .bad_paths
-                        .push(e.path().unwrap_or(path).to_path_buf());
+                    found.bad_paths.push(e.path().unwrap_or(path).to_path_buf());
                 }
             }
         }

@@ -39,6 +39,7 @@ pub fn run() -> ExitCode {
         cli::Command::Summary(args) => commands::summary::run(args),
         cli::Command::Dump(args) => commands::dump::run(args),
         cli::Command::Graph(args) => commands::graph::run(args),
+        cli::Command::Explain(args) => commands::explain::run(args),
     };
     ExitCode::from(code)
 }
@@ -51,7 +52,7 @@ pub fn run() -> ExitCode {
 /// before it moved after it; anything else gets `check` in front.
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "help"];
+    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "explain", "help"];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
     // The options of `check` that take a value as the next argument.
     const TAKES_VALUE: &[&str] = &[
@@ -63,11 +64,22 @@ fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "--warn",
         "--allow",
         "--trace",
+        "--invariants",
     ];
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
         return args;
     };
     if TOP_LEVEL.contains(&first) {
+        return args;
+    }
+    // rustc's spelling: `kanalyze --explain KIND`.
+    if first == "--explain" {
+        args[1] = "explain".into();
+        return args;
+    }
+    if let Some(kind) = first.strip_prefix("--explain=") {
+        let kind = kind.to_string();
+        args.splice(1..2, ["explain".into(), kind.into()]);
         return args;
     }
     let mut i = 1;
@@ -105,6 +117,23 @@ mod tests {
             .skip(1)
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
+    }
+
+    #[test]
+    fn explain_in_rustc_spelling() {
+        assert_eq!(
+            with_default(&["--explain", "double-lock"]),
+            ["explain", "double-lock"]
+        );
+        assert_eq!(
+            with_default(&["--explain=double-lock"]),
+            ["explain", "double-lock"]
+        );
+        assert_eq!(with_default(&["explain"]), ["explain"]);
+        assert_eq!(
+            with_default(&["--invariants", "inv.toml", "d"]),
+            ["check", "--invariants", "inv.toml", "d"]
+        );
     }
 
     #[test]

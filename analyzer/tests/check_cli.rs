@@ -349,7 +349,15 @@ fn a_broken_input_fails_the_run() {
 
     // A mistyped path next to the real directory.
     let (code, stdout, stderr) = kanalyze(
-        &["check", "kmir", "kmri", "--allow", "sleep-in-atomic", "--format", "json"],
+        &[
+            "check",
+            "kmir",
+            "kmri",
+            "--allow",
+            "sleep-in-atomic",
+            "--format",
+            "json",
+        ],
         dir,
     );
     assert_eq!(code, 2, "{stderr}");
@@ -373,4 +381,33 @@ fn a_broken_input_fails_the_run() {
         stderr.contains("the exit status is 2 whatever is found"),
         "{stderr}"
     );
+}
+
+/// `kanalyze explain`: the index of every kind, one kind's explanation
+/// (also as rustc's `--explain KIND`), and an unknown kind with a
+/// suggestion.
+#[test]
+fn explain_kinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (code, index, stderr) = kanalyze(&["explain"], dir);
+    assert_eq!(code, 0, "{stderr}");
+    for kind in checks::KINDS {
+        assert!(
+            index.contains(&format!("  {} ", kind.name)),
+            "{} missing from the index:\n{index}",
+            kind.name
+        );
+    }
+    let (code, one, _) = kanalyze(&["explain", "double-lock"], dir);
+    assert_eq!(code, 0);
+    let (code2, same, _) = kanalyze(&["--explain", "double-lock"], dir);
+    let (code3, same2, _) = kanalyze(&["--explain=double-lock"], dir);
+    assert_eq!((code, &one), (code2, &same));
+    assert_eq!((code, &one), (code3, &same2));
+    insta::assert_snapshot!("explain_double_lock", one);
+    let (code, stdout, stderr) = kanalyze(&["explain", "dobule-lock"], dir);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("explain_unknown", stderr);
 }

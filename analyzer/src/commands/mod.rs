@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod dump;
+pub mod explain;
 pub mod graph;
 pub mod summary;
 

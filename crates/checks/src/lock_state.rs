@@ -18,6 +18,16 @@ use crate::text::{loc, name};
 findings::declare_kind! {
     /// A lock acquired while the same lock object is already held, here or in a
     /// callee: a self-deadlock (AA).
+    ///
+    /// "The same object" is proven, not guessed: both acquisitions name one
+    /// abstract location (`self.inner` twice), or a caller proves it. A
+    /// function that holds `self.inner` and calls code taking
+    /// `thread.process.inner` cannot tell whether the two are one lock; when
+    /// a caller passes `thread.process` as `self`, the two become one location
+    /// in the caller's terms, and the nesting is reported here as a double
+    /// lock, with the call that proves it (docs/locks.md, "Same-object
+    /// proofs"). Trylocks, read-read nesting and re-acquisition after a
+    /// callee released the lock (`CondVar::wait`) are not double locks.
     pub DOUBLE_LOCK, "double-lock", Error, "lock state",
     "a lock acquired while the same lock object is already held, here or in a callee (see docs/locks.md)"
 }
@@ -27,6 +37,12 @@ findings::declare_kind! {
     /// instances nested deliberately (parent, then child) are declared with
     /// `#[kanalyze::nested_lock(subclass = K)]`; otherwise this is a likely
     /// self-deadlock that the analysis cannot prove is on one object.
+    ///
+    /// Where a caller passes arguments that make the two locks one object,
+    /// the warning is replaced by a `double-lock` error at the same place;
+    /// what stays a warning is a nesting no caller in the program proves
+    /// (two instances are possible, and then another path nesting them the
+    /// other way round would deadlock against this one).
     pub NESTED_LOCK_CLASS, "nested-lock-class", Warning, "lock state",
     "a second lock of one class acquired while one is held; `#[kanalyze::nested_lock(subclass = K)]` declares deliberate nesting"
 }

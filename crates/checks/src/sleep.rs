@@ -27,6 +27,20 @@ findings::declare_kind! {
     /// be the last one depends on invariants the code does not state; make sure
     /// another reference outlives this point, or drop it after the lock is
     /// released.
+    ///
+    /// The analysis keeps these apart from `sleep-in-atomic` because it does
+    /// not track reference counts: an `Arc` dropped under a spinlock is a bug
+    /// only if it can be the last reference there. The chain in the notes
+    /// ends at the teardown step that needs the count (a mutex, an allocation,
+    /// a C function that sleeps).
+    ///
+    /// When a field is what makes the teardown sleep and the program empties
+    /// that field before the last reference can go (a file taken out in a
+    /// release function), declare it: `#[kanalyze::empty_at_teardown]` on the
+    /// field, or an entry of an invariants file (`--invariants FILE`,
+    /// docs/invariants.md). Declarations are trusted, checked to name real
+    /// code, and audited (`--audit-invariants`). A CI that wants these to fail
+    /// the build passes `--deny last-reference-in-atomic`.
     pub LAST_REFERENCE_IN_ATOMIC, "last-reference-in-atomic", Warning, "sleep",
     "a call or drop whose callee needs another count only if a reference it drops is the last one (an `Arc` teardown behind `refcount_dec_and_test`); see docs/preemption.md"
 }

@@ -1,0 +1,106 @@
+//! `kanalyze explain [KIND]` (also `kanalyze --explain KIND`): the long
+//! explanation of a finding kind, like `rustc --explain E0xxx`; without a
+//! kind, the index of every kind.
+
+use std::io::{self, BufWriter, Write};
+
+use crate::cli::ExplainArgs;
+use crate::diag::Diagnostic;
+use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
+
+pub fn run(args: &ExplainArgs) -> u8 {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = match &args.kind {
+        None => index(&mut out),
+        Some(name) => match checks::kind(name) {
+            Some(kind) => explain(kind, &mut out),
+            None => {
+                unknown(name).emit();
+                return EXIT_BAD_INPUT;
+            }
+        },
+    }
+    .and_then(|()| out.flush());
+    if super::output_failed(result) {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    }
+}
+
+fn index(out: &mut dyn Write) -> io::Result<()> {
+    let width = checks::KINDS
+        .iter()
+        .map(|k| k.name.len())
+        .max()
+        .unwrap_or(0);
+    writeln!(
+        out,
+        "Finding kinds (`kanalyze explain KIND` for one; levels with --deny/--warn/--allow KIND):\n"
+    )?;
+    let mut family = "";
+    for k in checks::KINDS {
+        if k.family != family {
+            family = k.family;
+            writeln!(out, "{family}:")?;
+        }
+        writeln!(
+            out,
+            "  {:width$}  {:7}  {}",
+            k.name,
+            k.severity.as_str(),
+            k.summary
+        )?;
+    }
+    Ok(())
+}
+
+fn explain(kind: &findings::Kind, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} ({} by default; family: {})\n",
+        kind.name,
+        kind.severity.as_str(),
+        kind.family
+    )?;
+    writeln!(out, "{}.\n", capitalised(kind.summary))?;
+    // The declaration's doc comment, one line per source line: rejoin it
+    // into paragraphs.
+    for paragraph in kind.explanation.split("\n\n") {
+        let text: Vec<&str> = paragraph
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        if !text.is_empty() {
+            writeln!(out, "{}\n", text.join(" "))?;
+        }
+    }
+    writeln!(
+        out,
+        "Report it as an error, a warning or not at all with `--deny {0}`, `--warn {0}` or `--allow {0}` (docs/output.md).",
+        kind.name
+    )
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+fn unknown(name: &str) -> Diagnostic {
+    let mut d = Diagnostic::error(format!("unknown finding kind `{name}`"));
+    if let Some((_, near)) = checks::KINDS
+        .iter()
+        .map(|k| (crate::pipeline::edit_distance(k.name, name), k.name))
+        .filter(|(d, _)| *d <= 3)
+        .min()
+    {
+        d = d.help(format!("did you mean `{near}`?"));
+    }
+    d.help("`kanalyze explain` lists every kind")
+}
