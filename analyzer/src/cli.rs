@@ -46,6 +46,8 @@ pub enum Format {
     Text,
     /// One JSON document: `{"version", "findings": [...], "summary"}` (docs/output.md).
     Json,
+    /// SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, VS Code).
+    Sarif,
 }
 
 #[derive(Debug, Args)]

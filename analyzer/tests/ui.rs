@@ -278,6 +278,54 @@ fn json_output_is_stable_and_complete() {
     insta::assert_snapshot!("sleep_in_atomic_json", stdout);
 }
 
+/// SARIF 2.1.0: a log the SARIF model reads back, every finding kind as a
+/// rule, and one result per finding with the JSON output's kind, level,
+/// location and stable id (as the partial fingerprint dashboards track).
+#[test]
+fn sarif_output_matches_the_json() {
+    for fixture in ["sleep_in_atomic", "locks_same_object", "calltrace"] {
+        let (code, json, _) = check(fixture, "0", "json");
+        let (code2, sarif, stderr) = check(fixture, "0", "sarif");
+        assert_eq!(code, code2, "{stderr}");
+        let log: serde_sarif::sarif::Sarif = serde_json::from_str(&sarif).unwrap();
+        assert_eq!(log.version, serde_json::json!("2.1.0"));
+        let run = &log.runs[0];
+        let rules = run.tool.driver.rules.as_ref().unwrap();
+        assert_eq!(
+            rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            checks::KINDS.iter().map(|k| k.name).collect::<Vec<_>>()
+        );
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let findings = json["findings"].as_array().unwrap();
+        let results = run.results.as_ref().unwrap();
+        assert_eq!(results.len(), findings.len(), "{fixture}");
+        for (r, f) in results.iter().zip(findings) {
+            assert_eq!(r.rule_id.as_deref(), f["kind"].as_str());
+            let index = r.rule_index.unwrap() as usize;
+            assert_eq!(rules[index].id, f["kind"].as_str().unwrap());
+            assert_eq!(
+                serde_json::to_value(r.level.as_ref().unwrap()).unwrap(),
+                f["severity"]
+            );
+            assert_eq!(
+                r.partial_fingerprints.as_ref().unwrap()[report::FINGERPRINT],
+                f["id"].as_str().unwrap()
+            );
+            let region = r.locations.as_ref().unwrap()[0]
+                .physical_location
+                .as_ref()
+                .unwrap()
+                .region
+                .as_ref()
+                .unwrap();
+            assert_eq!(region.start_line, f["span"]["line"].as_i64());
+            assert_eq!(region.start_column, f["span"]["column"].as_i64());
+            let text = r.message.text.as_deref().unwrap();
+            assert!(text.starts_with(f["message"].as_str().unwrap()), "{text}");
+        }
+    }
+}
+
 /// The output does not depend on the order of the inputs: the UI fixtures,
 /// the two-crate callback fixture and two crates that share inlined
 /// functions (`order_a`, `order_b`) linked into one program give

@@ -48,6 +48,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let result = match args.format {
         Format::Text => text(&analysed, &shown, args, &mut out),
         Format::Json => json(&analysed, &shown, &mut out),
+        Format::Sarif => sarif(&analysed, &shown, &mut out),
     }
     .and_then(|()| out.flush());
     if super::output_failed(result) {
@@ -231,6 +232,17 @@ struct JsonReport {
     version: u32,
     findings: Vec<report::JsonFinding>,
     summary: JsonSummary,
+}
+
+fn sarif(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let log = report::to_sarif(
+        &a.program,
+        &shown.findings,
+        checks::KINDS,
+        env!("CARGO_PKG_VERSION"),
+    );
+    serde_json::to_writer_pretty(&mut *out, &log).map_err(io::Error::other)?;
+    writeln!(out)
 }
 
 fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> {

@@ -2,6 +2,9 @@
 //! notes and the call trace from a root) and for machines (JSON, with a
 //! stable identity per finding).
 
+mod sarif;
+pub use sarif::{FINGERPRINT, to_sarif};
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 
