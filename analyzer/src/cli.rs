@@ -50,7 +50,7 @@ pub enum Format {
     Sarif,
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct AnalysisArgs {
     /// Spec files (TOML) describing C functions; they extend and override the
     /// built-in kernel spec.
@@ -87,20 +87,36 @@ pub struct AnalysisArgs {
     #[arg(long = "audit-invariants")]
     pub audit_invariants: bool,
 
+    /// The configuration file (default: `kanalyze.toml` in the current
+    /// directory or its nearest ancestor that has one). Flags override it.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Finding levels from the configuration file's `[levels]` (flags
+    /// override them per kind).
+    #[arg(skip)]
+    pub configured_levels: Vec<(String, crate::config::Level)>,
+
     /// Debugging aid: print the body analysis's fixed point (and call-site
     /// specialisations) on stderr for functions whose name contains TEXT.
     #[arg(long = "trace", value_name = "TEXT", hide = true)]
     pub trace: Option<String>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct CheckArgs {
     /// `.kmir` files, or directories searched recursively for them.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "print_config", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// The output format (default: the configuration file's, else text).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+
+    /// Print the effective settings (configuration file and flags) and
+    /// where each comes from, and exit.
+    #[arg(long = "print-config")]
+    pub print_config: bool,
 
     /// A previous run's `--format json` output: findings it already has
     /// (same stable id) are not reported, only counted. For a nightly batch
@@ -112,7 +128,7 @@ pub struct CheckArgs {
     pub analysis: AnalysisArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct SummaryArgs {
     /// A directory of dumps (or one dump).
     #[arg(value_name = "PATH")]

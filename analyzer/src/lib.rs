@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod diag;
 pub mod input;
 pub mod pipeline;
@@ -65,6 +66,7 @@ fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "--allow",
         "--trace",
         "--invariants",
+        "--config",
     ];
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
         return args;

@@ -350,6 +350,20 @@ struct Levels(HashMap<&'static str, Option<Severity>>);
 impl Levels {
     fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
         let mut levels: HashMap<&'static str, Option<Severity>> = HashMap::new();
+        // The configuration file's levels first; a flag for the same kind
+        // replaces its level (the configuration was checked when read).
+        for (kind, level) in &args.configured_levels {
+            if let Some(k) = checks::kind(kind) {
+                levels.insert(
+                    k.name,
+                    match level {
+                        crate::config::Level::Allow => None,
+                        crate::config::Level::Warn => Some(Severity::Warning),
+                        crate::config::Level::Deny => Some(Severity::Error),
+                    },
+                );
+            }
+        }
         let mut given: HashMap<&'static str, &'static str> = HashMap::new();
         for (flag, kinds, level) in [
             ("--deny", &args.deny, Some(Severity::Error)),

@@ -411,3 +411,83 @@ fn explain_kinds() {
     assert!(stdout.is_empty());
     insta::assert_snapshot!("explain_unknown", stderr);
 }
+
+/// `kanalyze.toml`: found in the current directory or an ancestor (or named
+/// with `--config`), its settings applied, flags overriding it, the effective
+/// settings printed with their origin, and every mistake an error into the
+/// file.
+#[test]
+fn configuration_file() {
+    let out = demo();
+    let dir = out.dir.path();
+    let sub = dir.join("work/deeper");
+    std::fs::create_dir_all(&sub).unwrap();
+    let kmir = dir.join("kmir");
+    let kmir = kmir.to_str().unwrap();
+    let write = |text: &str| std::fs::write(dir.join("kanalyze.toml"), text).unwrap();
+
+    // Found from a subdirectory; its format and levels apply.
+    write("format = \"json\"\n\n[levels]\nsleep-in-atomic = \"warn\"\n");
+    let (code, stdout, stderr) = kanalyze(&["check", kmir], &sub);
+    assert_eq!(code, 0, "the error is a warning by the file: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["findings"][0]["severity"], "warning");
+    // Flags override it.
+    let (code, stdout, _) = kanalyze(
+        &[
+            "check",
+            kmir,
+            "--format",
+            "text",
+            "--deny",
+            "sleep-in-atomic",
+        ],
+        &sub,
+    );
+    assert_eq!(code, 1);
+    assert!(stdout.starts_with("error: "), "{stdout}");
+    let (code, printed, _) = kanalyze(&["check", "--print-config", "--allow", "fn-pointer"], &sub);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!(
+        "print_config",
+        printed.replace(dir.to_str().unwrap(), "$TMP")
+    );
+
+    // Mistakes, each an error into the file (exit 2, nothing analysed).
+    std::fs::write(dir.join("extra.toml"), "").unwrap();
+    let mut errors = String::new();
+    for text in [
+        "fromat = \"json\"\n",
+        "format = \"yaml\"\n",
+        "format = 1\n",
+        "spec = \"extra.toml\"\n",
+        "spec = [\"extra.toml\", \"missing.toml\"]\n",
+        "source-root = [\"extra.toml\"]\n",
+        "[levels]\nsleep-in-atmoic = \"deny\"\n",
+        "[levels]\nsleep-in-atomic = \"error\"\n",
+        "[levels\n",
+    ] {
+        write(text);
+        let (code, stdout, stderr) = kanalyze(&["check", kmir], &sub);
+        assert_eq!(code, 2, "{text}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{text}: {stdout}");
+        errors.push_str(&format!(
+            "== {text}{}\n",
+            stderr.replace(dir.to_str().unwrap(), "$TMP")
+        ));
+    }
+    insta::assert_snapshot!("config_errors", errors);
+
+    // `--config` names another file; a missing one is an error.
+    std::fs::remove_file(dir.join("kanalyze.toml")).unwrap();
+    std::fs::write(dir.join("other.toml"), "format = \"json\"\n").unwrap();
+    let (code, stdout, _) = kanalyze(&["check", kmir, "--config", "../../other.toml"], &sub);
+    assert_eq!(code, 1);
+    assert!(stdout.starts_with('{'), "{stdout}");
+    let (code, _, stderr) = kanalyze(&["check", kmir, "--config", "nope.toml"], &sub);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read the configuration file `nope.toml`"),
+        "{stderr}"
+    );
+}

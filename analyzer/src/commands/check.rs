@@ -7,6 +7,7 @@ use findings::Severity;
 use serde::Serialize;
 
 use crate::cli::{CheckArgs, Format};
+use crate::config;
 use crate::diag::Diagnostic;
 use crate::pipeline::{Analysed, analyse};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
@@ -21,8 +22,43 @@ pub const JSON_VERSION: u32 = 1;
 const UNKNOWN_SHOWN: usize = 8;
 
 pub fn run(args: &CheckArgs) -> u8 {
+    let mut args = args.clone();
+    let config = match config::resolve(&mut args.analysis) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let (format, format_origin) = match (args.format, &config.format) {
+        (Some(f), _) => (f, "--format".to_string()),
+        (None, Some((f, o))) => (*f, o.0.clone()),
+        (None, None) => (Format::Text, "default".to_string()),
+    };
+    let baseline_path = match (&args.baseline, &config.baseline) {
+        (Some(p), _) => Some((p.clone(), "--baseline".to_string())),
+        (None, Some((p, o))) => Some((p.clone(), o.0.clone())),
+        (None, None) => None,
+    };
+    if args.print_config {
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        let result = config::print(
+            &config,
+            &args.analysis,
+            format,
+            &format_origin,
+            baseline_path
+                .as_ref()
+                .map(|(p, o)| (p.as_path(), o.as_str())),
+            &mut out,
+        );
+        return if super::output_failed(result) {
+            EXIT_FAILURE
+        } else {
+            EXIT_OK
+        };
+    }
+    let args = &args;
     // Read before the analysis: a bad baseline is a usage error, found fast.
-    let baseline = match &args.baseline {
+    let baseline = match baseline_path.as_ref().map(|(p, _)| p) {
         Some(path) => match Baseline::load(path) {
             Ok(b) => Some(b),
             Err(d) => {
@@ -45,7 +81,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let shown = Shown { findings, known };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let result = match args.format {
+    let result = match format {
         Format::Text => text(&analysed, &shown, args, &mut out),
         Format::Json => json(&analysed, &shown, &mut out),
         Format::Sarif => sarif(&analysed, &shown, &mut out),

@@ -10,6 +10,11 @@ use crate::pipeline::analyse;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 
 pub fn run(args: &SummaryArgs) -> u8 {
+    let mut args = args.clone();
+    if let Err(code) = crate::config::resolve(&mut args.analysis) {
+        return code;
+    }
+    let args = &args;
     let Some(a) = analyse(std::slice::from_ref(&args.path), &args.analysis) else {
         return EXIT_BAD_INPUT;
     };

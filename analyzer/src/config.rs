@@ -1,0 +1,385 @@
+//! `kanalyze.toml`: a team's settings checked in next to the tree, found
+//! like `clippy.toml` (the current directory, then its ancestors) or named
+//! with `--config FILE`. Flags override it.
+//!
+//! ```toml
+//! format = "json"                       # text, json or sarif
+//! spec = ["specs/board.toml"]           # relative to this file
+//! invariants = ["kernel-invariants.toml"]
+//! source-root = ["linux"]
+//! baseline = "triaged.json"
+//!
+//! [levels]                              # allow, warn or deny per finding kind
+//! last-reference-in-atomic = "deny"
+//! extern-function = "allow"
+//! ```
+//!
+//! Unknown keys, wrong types, unknown kinds and levels, and files that do not
+//! exist are errors naming the file, line and column, rendered with miette.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cli::{AnalysisArgs, Format};
+
+/// The file name searched for.
+pub const FILE_NAME: &str = "kanalyze.toml";
+
+/// A problem with a configuration file, pointing into it.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(kanalyze::config))]
+pub struct ConfigError {
+    message: String,
+    #[source_code]
+    source_code: NamedSource<String>,
+    #[label("{label}")]
+    span: Option<SourceSpan>,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawConfig {
+    format: Option<Spanned<String>>,
+    #[serde(default)]
+    spec: Vec<Spanned<String>>,
+    #[serde(default)]
+    invariants: Vec<Spanned<String>>,
+    #[serde(default)]
+    source_root: Vec<Spanned<String>>,
+    baseline: Option<Spanned<String>>,
+    #[serde(default)]
+    levels: std::collections::BTreeMap<Spanned<String>, Spanned<String>>,
+}
+
+/// The level a `[levels]` entry gives a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Allow,
+    Warn,
+    Deny,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Allow => "allow",
+            Level::Warn => "warn",
+            Level::Deny => "deny",
+        }
+    }
+}
+
+/// A setting's value and where it was given, for `--print-config`.
+#[derive(Clone, Debug)]
+pub struct Origin(pub String);
+
+/// A configuration file, read and checked.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub path: Option<PathBuf>,
+    pub format: Option<(Format, Origin)>,
+    pub specs: Vec<(PathBuf, Origin)>,
+    pub invariants: Vec<(PathBuf, Origin)>,
+    pub source_roots: Vec<(PathBuf, Origin)>,
+    pub baseline: Option<(PathBuf, Origin)>,
+    pub levels: Vec<(String, Level, Origin)>,
+}
+
+/// The configuration file to use: `explicit`, or the first `kanalyze.toml`
+/// in `start` and its ancestors; `None` if there is none.
+pub fn find(explicit: Option<&Path>, start: &Path) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.to_path_buf());
+    }
+    start
+        .ancestors()
+        .map(|d| d.join(FILE_NAME))
+        .find(|p| p.is_file())
+}
+
+/// Reads and checks the configuration file `path`.
+pub fn load(path: &Path) -> Result<Config, Box<ConfigError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Box::new(ConfigError {
+            message: format!("cannot read the configuration file `{}`: {e}", path.display()),
+            source_code: NamedSource::new(path.display().to_string(), String::new()),
+            span: None,
+            label: String::new(),
+            help: Some("`--config FILE` names the file; without it `kanalyze.toml` is looked for in the current directory and its ancestors".to_string()),
+        })
+    })?;
+    parse(path, &text)
+}
+
+const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline` and the table `[levels]` (docs/output.md, \"Configuration file\")";
+
+/// Parses the text of the configuration file `path`.
+pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
+    let err = |span: Option<Range<usize>>, message: String, label: &str, help: Option<String>| {
+        Box::new(ConfigError {
+            message,
+            source_code: NamedSource::new(path.display().to_string(), text.to_string()),
+            span: span.map(SourceSpan::from),
+            label: label.to_string(),
+            help,
+        })
+    };
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        err(
+            e.span(),
+            format!("invalid configuration file: {}", e.message().trim_end()),
+            "here",
+            Some(FORMAT_HELP.to_string()),
+        )
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let origin = |span: &Range<usize>| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        Origin(format!("{}:{line}:{col}", path.display()))
+    };
+    let mut config = Config {
+        path: Some(path.to_path_buf()),
+        ..Config::default()
+    };
+    if let Some(f) = &raw.format {
+        let format = match f.get_ref().as_str() {
+            "text" => Format::Text,
+            "json" => Format::Json,
+            "sarif" => Format::Sarif,
+            other => {
+                return Err(err(
+                    Some(f.span()),
+                    format!("unknown output format `{other}`"),
+                    "not a format",
+                    Some("the formats are `text`, `json` and `sarif`".to_string()),
+                ));
+            }
+        };
+        config.format = Some((format, origin(&f.span())));
+    }
+    // Files named by the configuration are relative to it, and must exist:
+    // a mistyped path must not silently mean "no spec".
+    let file = |v: &Spanned<String>,
+                what: &str,
+                dir_ok: bool|
+     -> Result<(PathBuf, Origin), Box<ConfigError>> {
+        let p = dir.join(v.get_ref());
+        let ok = if dir_ok { p.is_dir() } else { p.is_file() };
+        if !ok {
+            let problem = match (p.exists(), dir_ok) {
+                (false, _) => "does not exist",
+                (true, true) => "is not a directory",
+                (true, false) => "is not a file",
+            };
+            return Err(err(
+                Some(v.span()),
+                format!(
+                    "{what} `{}` {problem} (relative to `{}`)",
+                    v.get_ref(),
+                    dir.display()
+                ),
+                if dir_ok {
+                    "not a directory"
+                } else {
+                    "not a file"
+                },
+                Some(
+                    "paths in the configuration file are relative to the file's directory"
+                        .to_string(),
+                ),
+            ));
+        }
+        Ok((p, origin(&v.span())))
+    };
+    for s in &raw.spec {
+        config.specs.push(file(s, "spec file", false)?);
+    }
+    for s in &raw.invariants {
+        config.invariants.push(file(s, "invariants file", false)?);
+    }
+    for s in &raw.source_root {
+        config.source_roots.push(file(s, "source root", true)?);
+    }
+    if let Some(b) = &raw.baseline {
+        config.baseline = Some(file(b, "baseline", false)?);
+    }
+    for (kind, level) in &raw.levels {
+        let Some(known) = checks::kind(kind.get_ref()) else {
+            let near = checks::KINDS
+                .iter()
+                .map(|k| {
+                    (
+                        crate::pipeline::edit_distance(k.name, kind.get_ref()),
+                        k.name,
+                    )
+                })
+                .filter(|(d, _)| *d <= 3)
+                .min()
+                .map(|(_, n)| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            return Err(err(
+                Some(kind.span()),
+                format!("unknown finding kind `{}`", kind.get_ref()),
+                "not a finding kind",
+                Some(format!(
+                    "{near}the kinds are: {} (`kanalyze explain` lists them)",
+                    checks::KINDS
+                        .iter()
+                        .map(|k| k.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ));
+        };
+        let lvl = match level.get_ref().as_str() {
+            "allow" => Level::Allow,
+            "warn" => Level::Warn,
+            "deny" => Level::Deny,
+            other => {
+                return Err(err(
+                    Some(level.span()),
+                    format!("unknown level `{other}` for `{}`", known.name),
+                    "not a level",
+                    Some("the levels are `allow`, `warn` and `deny`".to_string()),
+                ));
+            }
+        };
+        config
+            .levels
+            .push((known.name.to_string(), lvl, origin(&level.span())));
+    }
+    Ok(config)
+}
+
+/// The configuration for a command: found and read (an error is printed,
+/// and `Err` carries the exit status), and merged under `args`.
+pub fn resolve(args: &mut AnalysisArgs) -> Result<Config, u8> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config = match find(args.config.as_deref(), &cwd) {
+        Some(path) => match load(&path) {
+            Ok(c) => c,
+            Err(e) => {
+                crate::diag::emit_miette(e.as_ref());
+                return Err(crate::EXIT_BAD_INPUT);
+            }
+        },
+        None => Config::default(),
+    };
+    merge_analysis(&config, args);
+    Ok(config)
+}
+
+/// The analysis settings with the configuration's underneath the flags':
+/// spec and invariants files and source roots of the configuration come
+/// first (a later spec file overrides an earlier one's entries), and a
+/// flag's level for a kind replaces the configuration's.
+pub fn merge_analysis(config: &Config, args: &mut AnalysisArgs) {
+    let mut specs: Vec<PathBuf> = config.specs.iter().map(|(p, _)| p.clone()).collect();
+    specs.append(&mut args.specs);
+    args.specs = specs;
+    let mut invariants: Vec<PathBuf> = config.invariants.iter().map(|(p, _)| p.clone()).collect();
+    invariants.append(&mut args.invariants);
+    args.invariants = invariants;
+    let mut roots: Vec<PathBuf> = config.source_roots.iter().map(|(p, _)| p.clone()).collect();
+    roots.append(&mut args.source_roots);
+    args.source_roots = roots;
+    let flagged = |k: &str| {
+        args.deny
+            .iter()
+            .chain(&args.warn)
+            .chain(&args.allow)
+            .any(|f| f == k)
+    };
+    let mut configured = Vec::new();
+    for (kind, level, _) in &config.levels {
+        if !flagged(kind) {
+            configured.push((kind.clone(), *level));
+        }
+    }
+    args.configured_levels = configured;
+}
+
+/// `--print-config`: every effective setting and where it came from.
+pub fn print(
+    config: &Config,
+    args: &AnalysisArgs,
+    format: Format,
+    format_origin: &str,
+    baseline: Option<(&Path, &str)>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let from = |o: Option<&Origin>| o.map_or("flag".to_string(), |o| o.0.clone());
+    match &config.path {
+        Some(p) => writeln!(out, "# configuration file: {}", p.display())?,
+        None => writeln!(
+            out,
+            "# no configuration file (`{FILE_NAME}` in the current directory or an ancestor, or --config FILE)"
+        )?,
+    }
+    let format_name = match format {
+        Format::Text => "text",
+        Format::Json => "json",
+        Format::Sarif => "sarif",
+    };
+    writeln!(out, "format = \"{format_name}\"  # {format_origin}")?;
+    let list = |name: &str,
+                values: &[PathBuf],
+                configured: &[(PathBuf, Origin)],
+                out: &mut dyn std::io::Write|
+     -> std::io::Result<()> {
+        if values.is_empty() {
+            return writeln!(out, "{name} = []  # default");
+        }
+        for v in values {
+            let o = configured.iter().find(|(p, _)| p == v).map(|(_, o)| o);
+            writeln!(out, "{name} += \"{}\"  # {}", v.display(), from(o))?;
+        }
+        Ok(())
+    };
+    list("spec", &args.specs, &config.specs, out)?;
+    list("invariants", &args.invariants, &config.invariants, out)?;
+    list("source-root", &args.source_roots, &config.source_roots, out)?;
+    match baseline {
+        Some((p, o)) => writeln!(out, "baseline = \"{}\"  # {o}", p.display())?,
+        None => writeln!(out, "baseline = none  # default")?,
+    }
+    writeln!(out, "[levels]")?;
+    for kind in checks::KINDS {
+        let flag = [
+            ("deny", &args.deny),
+            ("warn", &args.warn),
+            ("allow", &args.allow),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.iter().any(|k| k == kind.name))
+        .map(|(l, _)| l);
+        let line = match flag {
+            Some(l) => format!("{} = \"{l}\"  # --{l}", kind.name),
+            None => match config.levels.iter().find(|(k, _, _)| k == kind.name) {
+                Some((_, l, o)) => format!("{} = \"{}\"  # {}", kind.name, l.as_str(), o.0),
+                None => format!(
+                    "{} = \"{}\"  # default",
+                    kind.name,
+                    match kind.severity {
+                        findings::Severity::Error => "deny",
+                        findings::Severity::Warning => "warn",
+                        // Notes (`report`) are not lint levels.
+                        findings::Severity::Note => "note",
+                    }
+                ),
+            },
+        };
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
