@@ -300,6 +300,20 @@ impl Analysed {
                 ),
                 None => ("", 0, 0),
             };
+            // The item, not the instance: the instances of one generic
+            // function give one report; two functions whose findings land
+            // in one macro body (`kunit_assert!` in two tests) give two.
+            let item = f
+                .function
+                .map(|g| {
+                    let func = self.program.function(g);
+                    if func.item_path.is_empty() {
+                        func.name.clone()
+                    } else {
+                        func.item_path.clone()
+                    }
+                })
+                .unwrap_or_default();
             (
                 file_rank(file),
                 file.to_string(),
@@ -308,11 +322,12 @@ impl Analysed {
                 f.kind,
                 f.message.clone(),
                 f.subject.clone(),
+                item,
             )
         };
-        // Findings at one place with one text (a macro's body, reached from
-        // several expansions) are one report; which instance it names must
-        // not depend on the order the analysis met them, so the smallest
+        // Findings of one item at one place with one text (its generic
+        // instances) are one report; which instance it names must not
+        // depend on the order the analysis met them, so the smallest
         // instance name is kept.
         let instance = |f: &Finding| {
             f.function

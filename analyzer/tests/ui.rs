@@ -93,6 +93,7 @@ ui!(
     invariants_misplaced,
     locks_same_object,
     annotation_arity,
+    macro_sites,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
