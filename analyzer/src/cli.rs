@@ -124,6 +124,12 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
 
+    /// A triage file (docs/output.md, "Triage"): verdicts on findings by
+    /// stable id. Findings judged `not-a-bug` or `intended` are not shown
+    /// while their text is unchanged; a changed one is shown again.
+    #[arg(long, value_name = "FILE")]
+    pub triage: Option<PathBuf>,
+
     #[command(flatten)]
     pub analysis: AnalysisArgs,
 }

@@ -55,6 +55,7 @@ struct RawConfig {
     #[serde(default)]
     source_root: Vec<Spanned<String>>,
     baseline: Option<Spanned<String>>,
+    triage: Option<Spanned<String>>,
     #[serde(default)]
     levels: std::collections::BTreeMap<Spanned<String>, Spanned<String>>,
 }
@@ -90,6 +91,7 @@ pub struct Config {
     pub invariants: Vec<(PathBuf, Origin)>,
     pub source_roots: Vec<(PathBuf, Origin)>,
     pub baseline: Option<(PathBuf, Origin)>,
+    pub triage: Option<(PathBuf, Origin)>,
     pub levels: Vec<(String, Level, Origin)>,
 }
 
@@ -119,7 +121,7 @@ pub fn load(path: &Path) -> Result<Config, Box<ConfigError>> {
     parse(path, &text)
 }
 
-const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline` and the table `[levels]` (docs/output.md, \"Configuration file\")";
+const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline`, `triage` and the table `[levels]` (docs/output.md, \"Configuration file\")";
 
 /// Parses the text of the configuration file `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
@@ -212,6 +214,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
     }
     if let Some(b) = &raw.baseline {
         config.baseline = Some(file(b, "baseline", false)?);
+    }
+    if let Some(t) = &raw.triage {
+        config.triage = Some(file(t, "triage file", false)?);
     }
     for (kind, level) in &raw.levels {
         let Some(known) = checks::kind(kind.get_ref()) else {
@@ -316,6 +321,7 @@ pub fn print(
     format: Format,
     format_origin: &str,
     baseline: Option<(&Path, &str)>,
+    triage: Option<(&Path, &str)>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let from = |o: Option<&Origin>| o.map_or("flag".to_string(), |o| o.0.clone());
@@ -352,6 +358,10 @@ pub fn print(
     match baseline {
         Some((p, o)) => writeln!(out, "baseline = \"{}\"  # {o}", p.display())?,
         None => writeln!(out, "baseline = none  # default")?,
+    }
+    match triage {
+        Some((p, o)) => writeln!(out, "triage = \"{}\"  # {o}", p.display())?,
+        None => writeln!(out, "triage = none  # default")?,
     }
     writeln!(out, "[levels]")?;
     for kind in checks::KINDS {

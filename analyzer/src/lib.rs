@@ -11,6 +11,7 @@ pub mod diag;
 pub mod input;
 pub mod pipeline;
 pub mod print;
+pub mod triage;
 
 use std::process::ExitCode;
 
@@ -67,6 +68,7 @@ fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "--trace",
         "--invariants",
         "--config",
+        "--triage",
     ];
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
         return args;

@@ -491,3 +491,99 @@ fn configuration_file() {
         "{stderr}"
     );
 }
+
+/// `--triage FILE`: a finding judged `not-a-bug` is not shown while its text
+/// is the one judged; judged `bug`, it stays with the verdict; with another
+/// text recorded, it is shown to be re-examined; an entry that matches
+/// nothing is counted; mistakes are errors into the file.
+#[test]
+fn triage_file() {
+    let out = demo();
+    let dir = out.dir.path();
+    let (_, json, _) = kanalyze(&["check", "kmir", "--format", "json"], dir);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let f = &v["findings"][0];
+    let id = f["id"].as_str().unwrap();
+    let text = f["text_fingerprint"].as_str().unwrap();
+    assert!(text.starts_with("KT") && text.len() == 18, "{text}");
+    let entry = |id: &str, text: &str, verdict: &str| {
+        format!(
+            "[[finding]]\nid = \"{id}\"\ntext = \"{text}\"\nverdict = \"{verdict}\"\nreason = \"the sleep is in a test helper\"\nby = \"A. Maintainer\"\ndate = \"2026-12-04\"\n"
+        )
+    };
+    let run = |triage: &str| {
+        std::fs::write(dir.join("triage.toml"), triage).unwrap();
+        kanalyze(&["check", "kmir", "--triage", "triage.toml"], dir)
+    };
+
+    let (code, stdout, stderr) = run(&entry(id, text, "not-a-bug"));
+    assert_eq!(code, 0, "the one error is judged not a bug: {stderr}");
+    assert!(
+        stdout.contains("no errors or warnings in 2 crates")
+            && stdout.contains("1 judged findings not shown"),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(&entry(id, text, "bug"));
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains(
+            "= note: triaged as `bug` by A. Maintainer on 2026-12-04: the sleep is in a test helper"
+        ),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(&entry(id, "KT0000000000000000", "not-a-bug"));
+    assert_eq!(code, 1, "a changed finding is shown again");
+    assert!(stdout.contains("re-examine it"), "{stdout}");
+    assert!(
+        stdout.contains("1 changed since judged (re-examine)"),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(&format!(
+        "{}\n{}",
+        entry(id, text, "intended"),
+        entry("KA0123456789abcdef", text, "not-a-bug")
+    ));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("1 triage entry match nothing (fixed, or renamed): KA0123456789abcdef"),
+        "{stdout}"
+    );
+    let (_, json, _) = kanalyze(
+        &[
+            "check",
+            "kmir",
+            "--triage",
+            "triage.toml",
+            "--format",
+            "json",
+        ],
+        dir,
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["triage"]["hidden"], 1);
+    assert_eq!(v["summary"]["triage"]["stale"][0], "KA0123456789abcdef");
+
+    let mut errors = String::new();
+    for bad in [
+        entry("KA12", text, "bug"),
+        entry(id, "d00d", "bug"),
+        entry(id, text, "wontfix"),
+        entry(id, text, "bug").replace("A. Maintainer", " "),
+        format!("{}{}", entry(id, text, "bug"), entry(id, text, "bug")),
+        "[[findings]]\nid = \"x\"\n".to_string(),
+    ] {
+        let (code, stdout, stderr) = run(&bad);
+        assert_eq!(code, 2, "{bad}: {stdout}{stderr}");
+        errors.push_str(&format!(
+            "== {}\n{stderr}\n",
+            bad.lines().next().unwrap_or_default()
+        ));
+    }
+    insta::assert_snapshot!(
+        "triage_errors",
+        errors.replace(id, "KA[ID]").replace(text, "KT[TEXT]")
+    );
+}

@@ -37,6 +37,11 @@ pub fn run(args: &CheckArgs) -> u8 {
         (None, Some((p, o))) => Some((p.clone(), o.0.clone())),
         (None, None) => None,
     };
+    let triage_path = match (&args.triage, &config.triage) {
+        (Some(p), _) => Some((p.clone(), "--triage".to_string())),
+        (None, Some((p, o))) => Some((p.clone(), o.0.clone())),
+        (None, None) => None,
+    };
     if args.print_config {
         let stdout = io::stdout();
         let mut out = stdout.lock();
@@ -48,6 +53,7 @@ pub fn run(args: &CheckArgs) -> u8 {
             baseline_path
                 .as_ref()
                 .map(|(p, o)| (p.as_path(), o.as_str())),
+            triage_path.as_ref().map(|(p, o)| (p.as_path(), o.as_str())),
             &mut out,
         );
         return if super::output_failed(result) {
@@ -68,6 +74,16 @@ pub fn run(args: &CheckArgs) -> u8 {
         },
         None => None,
     };
+    let triage = match triage_path.as_ref().map(|(p, _)| p) {
+        Some(path) => match crate::triage::load(path) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                crate::diag::emit_miette(e.as_ref());
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
     let Some(analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
@@ -78,7 +94,18 @@ pub fn run(args: &CheckArgs) -> u8 {
         findings.retain(|f| !b.ids.contains(&report::stable_id(&analysed.program, f)));
         known = before - findings.len();
     }
-    let shown = Shown { findings, known };
+    let (findings, triaged) = match &triage {
+        Some(t) => {
+            let (f, o) = apply_triage(&analysed, findings, t);
+            (f, Some(o))
+        }
+        None => (findings.into_iter().cloned().collect(), None),
+    };
+    let shown = Shown {
+        findings,
+        known,
+        triaged,
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = match format {
@@ -102,11 +129,74 @@ pub fn run(args: &CheckArgs) -> u8 {
     }
 }
 
-/// The findings to report, after the baseline.
-struct Shown<'a> {
-    findings: Vec<&'a findings::Finding>,
+/// The findings to report, after the baseline and the triage.
+struct Shown {
+    findings: Vec<findings::Finding>,
     /// Findings left out because the baseline has them.
     known: usize,
+    triaged: Option<crate::triage::Outcome>,
+}
+
+/// The triage's verdicts applied: judged findings whose text is unchanged
+/// are hidden (`not-a-bug`, `intended`) or kept with their verdict
+/// (`bug`); changed ones are kept with a note to re-examine them.
+fn apply_triage(
+    a: &Analysed,
+    findings: Vec<&findings::Finding>,
+    triage: &crate::triage::Triage,
+) -> (Vec<findings::Finding>, crate::triage::Outcome) {
+    use crate::triage::Verdict;
+    let mut outcome = crate::triage::Outcome::default();
+    let mut matched = std::collections::HashSet::new();
+    let mut kept = Vec::new();
+    for f in findings {
+        let id = report::stable_id(&a.program, f);
+        let Some(entry) = triage.entries.get(&id) else {
+            kept.push(f.clone());
+            continue;
+        };
+        matched.insert(id);
+        let when = entry
+            .date
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
+        let judged = format!(
+            "triaged as `{}` by {}{when}: {}",
+            entry.verdict.as_str(),
+            entry.by,
+            entry.reason
+        );
+        let now = report::text_fingerprint(f);
+        if now != entry.text {
+            outcome.reexamine += 1;
+            let mut f = f.clone();
+            f.notes.push(findings::Note::text(format!(
+                "{judged}; but what the finding says changed since ({} then, {now} now): re-examine it",
+                entry.text
+            )));
+            kept.push(f);
+            continue;
+        }
+        match entry.verdict {
+            Verdict::Bug => {
+                outcome.bugs += 1;
+                let mut f = f.clone();
+                f.notes.push(findings::Note::text(judged));
+                kept.push(f);
+            }
+            Verdict::NotABug | Verdict::Intended => outcome.hidden += 1,
+        }
+    }
+    let mut stale: Vec<String> = triage
+        .entries
+        .keys()
+        .filter(|id| !matched.contains(*id))
+        .cloned()
+        .collect();
+    stale.sort();
+    outcome.stale = stale;
+    (kept, outcome)
 }
 
 /// The stable ids of a previous run's findings.
@@ -155,7 +245,7 @@ impl Baseline {
     }
 }
 
-fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
+fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> io::Result<()> {
     let mut sources = report::Sources::default();
     sources.roots = args.analysis.source_roots.clone();
     if let Ok(cwd) = std::env::current_dir() {
@@ -178,6 +268,9 @@ fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) 
             shown.known,
             if shown.known == 1 { "" } else { "s" }
         ));
+    }
+    if let Some(t) = &shown.triaged {
+        line.push_str(&triage_text(t));
     }
     if !a.invariants.is_empty() {
         line.push_str(&invariants_text(a));
@@ -203,6 +296,26 @@ fn text(a: &Analysed, shown: &Shown<'_>, args: &CheckArgs, out: &mut dyn Write) 
         ));
     }
     writeln!(out, "{line}")
+}
+
+/// "; 52 judged not shown, 1 judged a bug, 2 changed since judged (re-examine), 3 triage entries match nothing".
+fn triage_text(t: &crate::triage::Outcome) -> String {
+    let mut parts = vec![format!("{} judged findings not shown", t.hidden)];
+    if t.bugs > 0 {
+        parts.push(format!("{} judged a bug", t.bugs));
+    }
+    if t.reexamine > 0 {
+        parts.push(format!("{} changed since judged (re-examine)", t.reexamine));
+    }
+    if !t.stale.is_empty() {
+        parts.push(format!(
+            "{} triage entr{} match nothing (fixed, or renamed): {}",
+            t.stale.len(),
+            if t.stale.len() == 1 { "y" } else { "ies" },
+            t.stale.join(", ")
+        ));
+    }
+    format!("; {}", parts.join(", "))
 }
 
 /// "; 2 declared invariants trusted, applied in 3 drop glues (they
@@ -255,6 +368,9 @@ struct JsonSummary {
     /// Findings left out because the `--baseline` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     baselined: Option<usize>,
+    /// What the `--triage` file did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    triage: Option<crate::triage::Outcome>,
     /// The declared invariants the run trusted (docs/invariants.md).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     invariants: Vec<crate::pipeline::InvariantUse>,
@@ -270,10 +386,11 @@ struct JsonReport {
     summary: JsonSummary,
 }
 
-fn sarif(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
+fn sarif(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
+    let findings: Vec<&findings::Finding> = shown.findings.iter().collect();
     let log = report::to_sarif(
         &a.program,
-        &shown.findings,
+        &findings,
         checks::KINDS,
         env!("CARGO_PKG_VERSION"),
     );
@@ -281,7 +398,7 @@ fn sarif(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()>
     writeln!(out)
 }
 
-fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> {
+fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
     let findings = &shown.findings;
     let count = |s| findings.iter().filter(|f| f.severity == s).count();
     let doc = JsonReport {
@@ -304,6 +421,7 @@ fn json(a: &Analysed, shown: &Shown<'_>, out: &mut dyn Write) -> io::Result<()> 
                 .collect(),
             baselined: (shown.known > 0).then_some(shown.known),
             callbacks_checked: a.preempt.locks.callbacks,
+            triage: shown.triaged.clone(),
             invariants: a.invariants.clone(),
             removed_by_invariants: a.removed_by_invariants,
         },

@@ -112,6 +112,26 @@ pub fn stable_id(program: &Program, finding: &Finding) -> String {
     format!("KA{:016x}", h)
 }
 
+/// A fingerprint of what a finding says (message, label, notes), with
+/// closures' directories left out like the id: a triage verdict is about
+/// this text, and a finding whose text changed is looked at again.
+pub fn text_fingerprint(finding: &Finding) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |s: &str| {
+        for b in without_directories(s).bytes().chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(finding.kind);
+    eat(&finding.message);
+    eat(finding.label.as_deref().unwrap_or(""));
+    for n in &finding.notes {
+        eat(&n.text);
+    }
+    format!("KT{:016x}", h)
+}
+
 /// Closure names carry the path of their file (`{closure@/src/x.rs:4:9}`):
 /// an identity must not depend on where the tree is checked out, so only
 /// the file name is kept.
@@ -377,6 +397,8 @@ pub struct JsonFrame {
 #[derive(Serialize)]
 pub struct JsonFinding {
     pub id: String,
+    /// What the finding says, as a fingerprint (`text_fingerprint`).
+    pub text_fingerprint: String,
     pub kind: &'static str,
     pub severity: &'static str,
     pub message: String,
@@ -407,6 +429,7 @@ pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
         .unwrap_or_default();
     JsonFinding {
         id: stable_id(program, finding),
+        text_fingerprint: text_fingerprint(finding),
         kind: finding.kind,
         severity: finding.severity.as_str(),
         message: finding.message.clone(),

@@ -1,0 +1,222 @@
+//! The triage record: verdicts on findings, kept next to the tree
+//! (`--triage FILE`, or `triage = "…"` in `kanalyze.toml`), so that a nightly
+//! batch shows only what nobody has looked at, and a finding whose text
+//! changed since it was judged is looked at again.
+//!
+//! ```toml
+//! [[finding]]
+//! id = "KAd30163f880c99011"       # the finding's stable id (JSON `id`)
+//! text = "KT0f3a…"                # its text when judged (JSON `text_fingerprint`)
+//! verdict = "not-a-bug"           # bug, not-a-bug or intended
+//! reason = "the list holds another reference (freeze.rs:381)"
+//! by = "A. Maintainer"
+//! date = "2026-12-04"             # optional
+//! ```
+//!
+//! A finding judged `not-a-bug` or `intended` is not shown while its text is
+//! the one judged; one judged `bug` stays, with the verdict as a note; one
+//! whose text changed is shown with the old verdict and "re-examine". Entries
+//! that match no finding any more are counted (fixed, or renamed).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::path::Path;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A problem with a triage file, pointing into it.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(kanalyze::triage))]
+pub struct TriageError {
+    message: String,
+    #[source_code]
+    source_code: NamedSource<String>,
+    #[label("{label}")]
+    span: Option<SourceSpan>,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Bug,
+    NotABug,
+    Intended,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Bug => "bug",
+            Verdict::NotABug => "not-a-bug",
+            Verdict::Intended => "intended",
+        }
+    }
+}
+
+/// One judged finding.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub id: String,
+    pub text: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub by: String,
+    pub date: Option<String>,
+}
+
+/// A triage file, read and checked.
+#[derive(Debug, Default)]
+pub struct Triage {
+    pub entries: HashMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    finding: Vec<Spanned<RawEntry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ id = \"KA…\", text = \"KT…\", verdict = \"not-a-bug\", reason = \"…\", by = \"…\" }`"
+)]
+struct RawEntry {
+    id: Spanned<String>,
+    text: Spanned<String>,
+    verdict: Spanned<String>,
+    reason: Spanned<String>,
+    by: Spanned<String>,
+    date: Option<String>,
+}
+
+const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with `id`, `text`, `verdict`, `reason`, `by` and optionally `date` (docs/output.md, \"Triage\")";
+
+/// Reads and checks a triage file.
+pub fn load(path: &Path) -> Result<Triage, Box<TriageError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Box::new(TriageError {
+            message: format!("cannot read the triage file `{}`: {e}", path.display()),
+            source_code: NamedSource::new(path.display().to_string(), String::new()),
+            span: None,
+            label: String::new(),
+            help: None,
+        })
+    })?;
+    parse(path, &text)
+}
+
+fn is_hash(s: &str, prefix: &str) -> bool {
+    s.len() == prefix.len() + 16
+        && s.starts_with(prefix)
+        && s[prefix.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// Parses the text of the triage file `path`.
+pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<TriageError>> {
+    let err = |span: Option<Range<usize>>, message: String, label: &str, help: Option<String>| {
+        Box::new(TriageError {
+            message,
+            source_code: NamedSource::new(path.display().to_string(), text.to_string()),
+            span: span.map(SourceSpan::from),
+            label: label.to_string(),
+            help,
+        })
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        err(
+            e.span(),
+            format!("invalid triage file: {}", e.message().trim_end()),
+            "here",
+            Some(FORMAT_HELP.to_string()),
+        )
+    })?;
+    let mut triage = Triage::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    for entry in raw.finding {
+        let e = entry.into_inner();
+        if !is_hash(e.id.get_ref(), "KA") {
+            return Err(err(
+                Some(e.id.span()),
+                format!("`{}` is not a finding id", e.id.get_ref()),
+                "expected `KA` and 16 hex digits",
+                Some(
+                    "copy the `id` of the finding from `kanalyze check --format json`".to_string(),
+                ),
+            ));
+        }
+        if !is_hash(e.text.get_ref(), "KT") {
+            return Err(err(
+                Some(e.text.span()),
+                format!("`{}` is not a text fingerprint", e.text.get_ref()),
+                "expected `KT` and 16 hex digits",
+                Some("copy the `text_fingerprint` of the finding from `kanalyze check --format json`: it is how a changed finding is noticed".to_string()),
+            ));
+        }
+        let verdict = match e.verdict.get_ref().as_str() {
+            "bug" => Verdict::Bug,
+            "not-a-bug" => Verdict::NotABug,
+            "intended" => Verdict::Intended,
+            other => {
+                return Err(err(
+                    Some(e.verdict.span()),
+                    format!("unknown verdict `{other}`"),
+                    "not a verdict",
+                    Some("the verdicts are `bug`, `not-a-bug` and `intended`".to_string()),
+                ));
+            }
+        };
+        for (field, name) in [(&e.reason, "reason"), (&e.by, "by")] {
+            if field.get_ref().trim().is_empty() {
+                return Err(err(
+                    Some(field.span()),
+                    format!("`{name}` is empty"),
+                    "say it",
+                    Some("a verdict without its reason and author cannot be audited".to_string()),
+                ));
+            }
+        }
+        if !seen.insert(e.id.get_ref().clone()) {
+            return Err(err(
+                Some(e.id.span()),
+                format!("finding `{}` is judged twice", e.id.get_ref()),
+                "a second entry",
+                Some("keep one entry per finding".to_string()),
+            ));
+        }
+        triage.entries.insert(
+            e.id.get_ref().clone(),
+            Entry {
+                id: e.id.into_inner(),
+                text: e.text.into_inner(),
+                verdict,
+                reason: e.reason.into_inner().trim().to_string(),
+                by: e.by.into_inner().trim().to_string(),
+                date: e.date,
+            },
+        );
+    }
+    Ok(triage)
+}
+
+/// What the triage did to a run's findings.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Outcome {
+    /// Findings not shown, by verdict (`not-a-bug`, `intended`).
+    pub hidden: usize,
+    /// Findings shown with a `bug` verdict.
+    pub bugs: usize,
+    /// Findings whose text changed since they were judged: shown again.
+    pub reexamine: usize,
+    /// Entries that match no finding of this run.
+    pub stale: Vec<String>,
+}
