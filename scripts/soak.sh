@@ -76,7 +76,7 @@ done
 elapsed=$(($(date +%s) - start))
 
 rc=$(cat "$OUT/reference.text.rc")
-findings=$(tail -n 1 "$OUT/reference.text.out")
+findings=$(grep -m1 "^kanalyze: " "$OUT/reference.text.out")
 if [ "$failures" -gt 0 ]; then
     echo "soak.sh: $failures of $runs runs differ; outputs kept in $OUT" >&2
     exit 1

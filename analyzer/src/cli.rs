@@ -113,6 +113,12 @@ pub struct CheckArgs {
     #[arg(long, value_enum)]
     pub format: Option<Format>,
 
+    /// Accept a partial result: inputs that could not be used (corrupt,
+    /// missing, another target) still make the last line say so, but not
+    /// exit status 3.
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
+
     /// Print the effective settings (configuration file and flags) and
     /// where each comes from, and exit.
     #[arg(long = "print-config")]

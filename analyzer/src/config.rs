@@ -57,6 +57,8 @@ struct RawConfig {
     baseline: Option<Spanned<String>>,
     triage: Option<Spanned<String>>,
     #[serde(default)]
+    allow_partial: bool,
+    #[serde(default)]
     levels: std::collections::BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
@@ -92,6 +94,7 @@ pub struct Config {
     pub source_roots: Vec<(PathBuf, Origin)>,
     pub baseline: Option<(PathBuf, Origin)>,
     pub triage: Option<(PathBuf, Origin)>,
+    pub allow_partial: bool,
     pub levels: Vec<(String, Level, Origin)>,
 }
 
@@ -121,7 +124,7 @@ pub fn load(path: &Path) -> Result<Config, Box<ConfigError>> {
     parse(path, &text)
 }
 
-const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline`, `triage` and the table `[levels]` (docs/output.md, \"Configuration file\")";
+const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the table `[levels]` (docs/output.md, \"Configuration file\")";
 
 /// Parses the text of the configuration file `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
@@ -151,6 +154,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
     };
     let mut config = Config {
         path: Some(path.to_path_buf()),
+        allow_partial: raw.allow_partial,
         ..Config::default()
     };
     if let Some(f) = &raw.format {

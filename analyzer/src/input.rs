@@ -15,8 +15,15 @@ pub struct Found {
     pub files: Vec<PathBuf>,
     pub errors: Vec<Diagnostic>,
     /// The paths that named no readable dump (missing, unreadable, a
-    /// directory without dumps).
-    pub bad_paths: Vec<PathBuf>,
+    /// directory without dumps), with why.
+    pub bad_paths: Vec<Skipped>,
+}
+
+/// An input the analysis could not use, and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 /// Expands `paths`: a file is taken as is (whatever its extension, since the
@@ -25,6 +32,10 @@ pub struct Found {
 /// the file system's listing order.
 pub fn find_dumps(paths: &[PathBuf]) -> Found {
     let mut found = Found::default();
+    // A file named twice, or reached through two of the paths given (a
+    // directory and a file in it), is one input.
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut dirs_seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for path in paths {
         let meta = match std::fs::metadata(path) {
             Ok(meta) => meta,
@@ -33,7 +44,10 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                     Diagnostic::error(format!("`{}` does not exist", path.display()))
                         .help("pass a `.kmir` dump or a directory that contains dumps"),
                 );
-                found.bad_paths.push(path.clone());
+                found.bad_paths.push(Skipped {
+                    path: path.clone(),
+                    reason: "does not exist".to_string(),
+                });
                 continue;
             }
             Err(e) => {
@@ -41,32 +55,46 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
                     "cannot read `{}`: {e}",
                     path.display()
                 )));
-                found.bad_paths.push(path.clone());
+                found.bad_paths.push(Skipped {
+                    path: path.clone(),
+                    reason: format!("cannot be read: {e}"),
+                });
                 continue;
             }
         };
         if !meta.is_dir() {
-            found.files.push(path.clone());
+            push_once(&mut found.files, &mut seen, path);
             continue;
         }
-        let before = found.files.len();
+        // A directory named twice is searched once.
+        if !dirs_seen.insert(canonical(path)) {
+            continue;
+        }
+        let mut dumps_here = 0;
         // Symlinks are not followed: a kernel build tree links back into the
         // source tree, and following links could loop or find dumps twice.
         for entry in WalkDir::new(path).sort_by_file_name() {
             match entry {
                 Ok(entry) => {
                     if !entry.file_type().is_dir() && is_dump_name(entry.path()) {
-                        found.files.push(entry.into_path());
+                        dumps_here += 1;
+                        push_once(&mut found.files, &mut seen, entry.path());
                     }
                 }
                 Err(e) => {
                     found.errors.push(walk_error(path, &e));
-                    found.bad_paths.push(e.path().unwrap_or(path).to_path_buf());
+                    found.bad_paths.push(Skipped {
+                        path: e.path().unwrap_or(path).to_path_buf(),
+                        reason: format!("cannot be read: {e}"),
+                    });
                 }
             }
         }
-        if found.files.len() == before {
-            found.bad_paths.push(path.clone());
+        if dumps_here == 0 {
+            found.bad_paths.push(Skipped {
+                path: path.clone(),
+                reason: "no dumps in it".to_string(),
+            });
             found.errors.push(
                 Diagnostic::error(format!(
                     "no `.{}` dumps found in `{}`",
@@ -81,6 +109,18 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
         }
     }
     found
+}
+
+/// The path with symlinks and `..` resolved, where it can be.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Adds `path` to `files` unless the same file is already there.
+fn push_once(files: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>, path: &Path) {
+    if seen.insert(canonical(path)) {
+        files.push(path.to_path_buf());
+    }
 }
 
 fn is_dump_name(path: &Path) -> bool {
@@ -127,6 +167,7 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     }
     summary.input_errors = found.errors.len();
     summary.skipped.extend(found.bad_paths.iter().cloned());
+    let named = found.files.len() + found.bad_paths.len();
     let t = std::time::Instant::now();
     let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
         .files
@@ -146,11 +187,12 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
                 })
             }
             Err(e) => {
-                crate::diag::load_error(&e)
-                    .as_warning()
+                let d = crate::diag::load_error(&e);
+                let reason = d.message.clone();
+                d.as_warning()
                     .note("this crate is left out; the others are analysed without it")
                     .emit();
-                summary.skipped.push(path);
+                summary.skipped.push(Skipped { path, reason });
             }
         }
     }
@@ -192,12 +234,29 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     }
     for p in &problems {
         let d = match p {
-            program::LinkProblem::IdenticalDuplicate { .. } if identical.len() > IDENTICAL_LISTED => {
+            program::LinkProblem::IdenticalDuplicate { .. }
+                if identical.len() > IDENTICAL_LISTED =>
+            {
                 continue;
             }
             program::LinkProblem::IdenticalDuplicate { .. } => Diagnostic::warning(p.to_string()),
-            program::LinkProblem::OtherTarget { .. } => Diagnostic::warning(p.to_string())
-                .note("a build's host tools and proc-macro dependencies are compiled by the same RUSTC, so their dumps land in the same directory"),
+            program::LinkProblem::OtherTarget {
+                target,
+                program_target,
+                paths,
+                ..
+            } => {
+                for path in paths {
+                    summary.skipped.push(Skipped {
+                        path: path.clone(),
+                        reason: format!(
+                            "built for target `{target}`; the program is built for `{program_target}`"
+                        ),
+                    });
+                }
+                Diagnostic::warning(p.to_string())
+                    .note("a build's host tools and proc-macro dependencies are compiled by the same RUSTC, so their dumps land in the same directory")
+            }
             program::LinkProblem::ConflictingDuplicate { .. } => Diagnostic::warning(p.to_string())
                 .help(
                     "remove stale dumps from the directory, or point kanalyze at one build's dumps",
@@ -207,13 +266,12 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     }
     summary.duplicates = problems.len();
     if !summary.skipped.is_empty() {
-        Diagnostic::error(format!(
-            "{} of {} input(s) could not be used and were skipped; the analysis covers the other {} crate(s)",
+        Diagnostic::warning(format!(
+            "{} of {named} input(s) could not be used and were skipped; the analysis covers the other {} crate(s)",
             summary.skipped.len(),
-            summary.files + found.bad_paths.len(),
             program.crates.len()
         ))
-        .note("a finding that needs a skipped crate's functions is missing from this run, so it cannot pass: the exit status is 2 whatever is found")
+        .note("a finding that needs a skipped crate's functions is missing from this run: `check` reports the result as partial (exit status 3 unless `--allow-partial`)")
         .emit();
     }
     Some((program, summary))
@@ -230,9 +288,9 @@ const IDENTICAL_EXAMPLES: usize = 3;
 pub struct LoadSummary {
     pub files: usize,
     pub input_errors: usize,
-    /// Every input that could not be used: paths that named no dump and
-    /// dumps that could not be read.
-    pub skipped: Vec<PathBuf>,
+    /// Every input that could not be used, with why: paths that named no
+    /// dump, dumps that could not be read, dumps of another target.
+    pub skipped: Vec<Skipped>,
     pub duplicates: usize,
     pub decode_time: std::time::Duration,
     pub link_time: std::time::Duration,

@@ -360,26 +360,64 @@ fn a_broken_input_fails_the_run() {
         ],
         dir,
     );
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 3, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["summary"]["skipped_inputs"], serde_json::json!(["kmri"]));
+    assert_eq!(
+        v["summary"]["skipped_inputs"],
+        serde_json::json!([{"path": "kmri", "reason": "does not exist"}])
+    );
+    assert_eq!(v["summary"]["partial"], true);
     assert!(stderr.contains("error: `kmri` does not exist"), "{stderr}");
     assert!(
-        stderr.contains("error: 1 of 3 input(s) could not be used and were skipped"),
+        stderr.contains("warning: 1 of 3 input(s) could not be used and were skipped"),
         "{stderr}"
     );
+    // `--allow-partial` accepts it; the last line still says so.
+    let (code, stdout, _) = kanalyze(
+        &[
+            "check",
+            "kmir",
+            "kmri",
+            "--allow-partial",
+            "--allow",
+            "sleep-in-atomic",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout.lines().last().unwrap_or_default().starts_with(
+            "kanalyze: partial result: 1 input could not be used: `kmri` (does not exist)"
+        ),
+        "{stdout}"
+    );
+    // A path named twice, or a file and its directory, is one input.
+    let (code, stdout, stderr) = kanalyze(
+        &[
+            "check",
+            "kmir",
+            "kmir",
+            "kmir/../kmir",
+            "--allow",
+            "sleep-in-atomic",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("in 2 crates"), "{stdout}");
+    assert!(!stderr.contains("identical"), "{stderr}");
 
     // The dependency's dump corrupt: the driver is still analysed (its
     // finding is printed), but the run fails.
     let bytes = std::fs::read(&klock).unwrap();
     std::fs::write(&klock, &bytes[..bytes.len() / 3]).unwrap();
     let (code, stdout, stderr) = kanalyze(&["check", "kmir"], dir);
-    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert_eq!(code, 3, "{stdout}{stderr}");
     assert!(stdout.contains("in 1 crate ("), "{stdout}");
     assert!(stderr.contains("truncated"), "{stderr}");
     assert!(
-        stderr.contains("the exit status is 2 whatever is found"),
-        "{stderr}"
+        stdout.contains("kanalyze: partial result: 1 input could not be used: `kmir/klock-"),
+        "{stdout}"
     );
 }
 

@@ -256,7 +256,7 @@ fn json_output_is_stable_and_complete() {
     let (code, stdout, _) = check("sleep_in_atomic", "0", "json");
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     let findings = v["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
     for f in findings {

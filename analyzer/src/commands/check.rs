@@ -15,8 +15,16 @@ use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 /// Exit status when an error-level finding was reported.
 pub const EXIT_FINDINGS: u8 = 1;
 
-/// Bumped when the JSON output changes incompatibly (docs/output.md).
-pub const JSON_VERSION: u32 = 1;
+/// Bumped when the JSON output changes incompatibly (docs/output.md): 2
+/// made `summary.skipped_inputs` objects with a reason.
+pub const JSON_VERSION: u32 = 2;
+
+/// JSON output versions a baseline may have: the findings (what a baseline
+/// reads) have not changed since version 1.
+const BASELINE_VERSIONS: &[u64] = &[1, 2];
+
+/// Exit status when inputs were skipped and `--allow-partial` was not given.
+pub const EXIT_PARTIAL: u8 = 3;
 
 /// How many unknown C functions the summary names.
 const UNKNOWN_SHOWN: usize = 8;
@@ -62,6 +70,7 @@ pub fn run(args: &CheckArgs) -> u8 {
             EXIT_OK
         };
     }
+    let allow_partial = args.allow_partial || config.allow_partial;
     let args = &args;
     // Read before the analysis: a bad baseline is a usage error, found fast.
     let baseline = match baseline_path.as_ref().map(|(p, _)| p) {
@@ -119,8 +128,8 @@ pub fn run(args: &CheckArgs) -> u8 {
     }
     // A run over an incomplete program cannot pass: what the skipped
     // crates would have shown is missing.
-    if !analysed.load.skipped.is_empty() {
-        return EXIT_BAD_INPUT;
+    if !analysed.load.skipped.is_empty() && !allow_partial {
+        return EXIT_PARTIAL;
     }
     if shown.findings.iter().any(|f| f.severity == Severity::Error) {
         EXIT_FINDINGS
@@ -214,10 +223,10 @@ impl Baseline {
                 .help("a baseline is the output of `kanalyze check --format json`")
         })?;
         match doc.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(JSON_VERSION) => {}
+            Some(v) if BASELINE_VERSIONS.contains(&v) => {}
             Some(v) => {
                 return Err(Diagnostic::error(format!(
-                    "the baseline `{shown}` is JSON output version {v}, this kanalyze writes and reads version {JSON_VERSION}"
+                    "the baseline `{shown}` is JSON output version {v}; this kanalyze writes version {JSON_VERSION} and reads baselines of versions 1 and 2"
                 ))
                 .help("regenerate it with this kanalyze: `kanalyze check --format json DIR > FILE`"));
             }
@@ -295,7 +304,31 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             }
         ));
     }
-    writeln!(out, "{line}")
+    writeln!(out, "{line}")?;
+    // The last line says when the result is partial: a nightly batch that
+    // keeps only the tail of the log must see it.
+    let skipped = &a.load.skipped;
+    if !skipped.is_empty() {
+        let named: Vec<String> = skipped
+            .iter()
+            .take(3)
+            .map(|s| format!("`{}` ({})", s.path.display(), s.reason))
+            .collect();
+        let more = skipped.len().saturating_sub(3);
+        writeln!(
+            out,
+            "kanalyze: partial result: {} input{} could not be used: {}{}",
+            skipped.len(),
+            if skipped.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
 }
 
 /// "; 52 judged not shown, 1 judged a bug, 2 changed since judged (re-examine), 3 triage entries match nothing".
@@ -362,7 +395,10 @@ struct JsonSummary {
     errors: usize,
     warnings: usize,
     unknown_c_functions: Vec<String>,
-    skipped_inputs: Vec<String>,
+    /// Every input that could not be used, with why.
+    skipped_inputs: Vec<JsonSkipped>,
+    /// Inputs were skipped: findings that needed them are missing.
+    partial: bool,
     /// Rust functions handed to C APIs whose spec has a callback contract.
     callbacks_checked: usize,
     /// Findings left out because the `--baseline` has them.
@@ -377,6 +413,12 @@ struct JsonSummary {
     /// With `--audit-invariants`: findings all invariants together remove.
     #[serde(skip_serializing_if = "Option::is_none")]
     removed_by_invariants: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct JsonSkipped {
+    path: String,
+    reason: String,
 }
 
 #[derive(Serialize)]
@@ -417,8 +459,12 @@ fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
                 .load
                 .skipped
                 .iter()
-                .map(|p| p.display().to_string())
+                .map(|s| JsonSkipped {
+                    path: s.path.display().to_string(),
+                    reason: s.reason.clone(),
+                })
                 .collect(),
+            partial: !a.load.skipped.is_empty(),
             baselined: (shown.known > 0).then_some(shown.known),
             callbacks_checked: a.preempt.locks.callbacks,
             triage: shown.triaged.clone(),

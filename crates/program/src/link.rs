@@ -35,6 +35,8 @@ pub enum LinkProblem {
         target: String,
         program_target: String,
         crates: Vec<String>,
+        /// The dumps left out, in the order of `crates`.
+        paths: Vec<std::path::PathBuf>,
     },
 }
 
@@ -56,6 +58,7 @@ impl std::fmt::Display for LinkProblem {
                 target,
                 program_target,
                 crates,
+                ..
             } => write!(
                 f,
                 "{} crate(s) built for target `{target}` are left out of the program, which is built for `{program_target}`: {}",
@@ -235,22 +238,23 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
             .map(|(t, _)| t.to_string())
             .unwrap_or_default();
-        let mut others: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut others: BTreeMap<String, Vec<(String, std::path::PathBuf)>> = BTreeMap::new();
         for c in &crates {
             if c.dump.header.target != program_target {
                 others
                     .entry(c.dump.header.target.clone())
                     .or_default()
-                    .push(c.dump.header.crate_name.clone());
+                    .push((c.dump.header.crate_name.clone(), c.path.clone()));
             }
         }
         crates.retain(|c| c.dump.header.target == program_target);
-        for (target, mut names) in others {
-            names.sort();
+        for (target, mut left) in others {
+            left.sort();
             problems.push(LinkProblem::OtherTarget {
                 target,
                 program_target: program_target.clone(),
-                crates: names,
+                crates: left.iter().map(|(n, _)| n.clone()).collect(),
+                paths: left.into_iter().map(|(_, p)| p).collect(),
             });
         }
     }

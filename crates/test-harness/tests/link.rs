@@ -215,6 +215,12 @@ fn crates_of_another_target_are_left_out() {
         .header
         .target
         .clone();
+    let host = crates
+        .iter()
+        .find(|c| c.dump.header.crate_name == "twocrate_a")
+        .unwrap()
+        .path
+        .clone();
     let (p, problems) = program::link(crates);
     assert_eq!(p.stats.crates, 2);
     assert_eq!(
@@ -222,7 +228,8 @@ fn crates_of_another_target_are_left_out() {
         [program::LinkProblem::OtherTarget {
             target: "host-tools".into(),
             program_target: real,
-            crates: vec!["twocrate_a".into()]
+            crates: vec!["twocrate_a".into()],
+            paths: vec![host],
         }]
     );
 }
