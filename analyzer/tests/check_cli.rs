@@ -539,6 +539,7 @@ fn triage_file() {
     let out = demo();
     let dir = out.dir.path();
     let (_, json, _) = kanalyze(&["check", "kmir", "--format", "json"], dir);
+    std::fs::write(dir.join("base.json"), &json).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let f = &v["findings"][0];
     let id = f["id"].as_str().unwrap();
@@ -603,6 +604,39 @@ fn triage_file() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["summary"]["triage"]["hidden"], 1);
     assert_eq!(v["summary"]["triage"]["stale"][0], "KA0123456789abcdef");
+
+    // In SARIF the judged finding is there, suppressed with its verdict;
+    // with a baseline that has it, it is `unchanged`.
+    let (_, sarif, _) = kanalyze(
+        &[
+            "check",
+            "kmir",
+            "--triage",
+            "triage.toml",
+            "--format",
+            "sarif",
+        ],
+        dir,
+    );
+    let log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    let r = &log["runs"][0]["results"][0];
+    assert_eq!(r["partialFingerprints"]["kanalyzeId/v1"], id);
+    assert_eq!(r["suppressions"][0]["kind"], "external");
+    assert_eq!(r["suppressions"][0]["properties"]["verdict"], "intended");
+    let (code, sarif, _) = kanalyze(
+        &[
+            "check",
+            "kmir",
+            "--baseline",
+            "base.json",
+            "--format",
+            "sarif",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0);
+    let log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    assert_eq!(log["runs"][0]["results"][0]["baselineState"], "unchanged");
 
     let mut errors = String::new();
     for bad in [

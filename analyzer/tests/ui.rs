@@ -279,15 +279,69 @@ fn json_output_is_stable_and_complete() {
     insta::assert_snapshot!("sleep_in_atomic_json", stdout);
 }
 
+/// The official SARIF 2.1.0 schema, as the `serde-sarif` crate ships it
+/// (found through `cargo metadata`, so no copy lives in this repository).
+fn sarif_schema() -> jsonschema::Validator {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let meta = Command::new(cargo)
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let meta: serde_json::Value = serde_json::from_slice(&meta.stdout).unwrap();
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "serde-sarif")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("serde-sarif is a dependency");
+    let schema = std::path::Path::new(manifest)
+        .parent()
+        .unwrap()
+        .join("src/schema.json");
+    let mut schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+    // The official schema's `language` patterns are not valid regexes (a
+    // stray `]`), which the validator rejects when it checks the schema;
+    // they are corrected here, the rest is used as published.
+    fn fix(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) if s == "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$" => {
+                *s = "^[a-zA-Z]{2}$|^[a-zA-Z]{2}-[a-zA-Z]{2}$".to_string();
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(fix),
+            serde_json::Value::Object(o) => o.values_mut().for_each(fix),
+            _ => {}
+        }
+    }
+    fix(&mut schema);
+    jsonschema::validator_for(&schema).unwrap()
+}
+
 /// SARIF 2.1.0: a log the SARIF model reads back, every finding kind as a
 /// rule, and one result per finding with the JSON output's kind, level,
 /// location and stable id (as the partial fingerprint dashboards track).
 #[test]
 fn sarif_output_matches_the_json() {
+    // The schema check can fail: a log whose tool has no driver is not SARIF.
+    assert!(!sarif_schema().is_valid(&serde_json::json!({
+        "version": "2.1.0",
+        "runs": [{ "tool": {} }]
+    })));
     for fixture in ["sleep_in_atomic", "locks_same_object", "calltrace"] {
         let (code, json, _) = check(fixture, "0", "json");
         let (code2, sarif, stderr) = check(fixture, "0", "sarif");
         assert_eq!(code, code2, "{stderr}");
+        let raw: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+        let errors: Vec<String> = sarif_schema()
+            .iter_errors(&raw)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{fixture}: not valid SARIF 2.1.0: {errors:#?}"
+        );
         let log: serde_sarif::sarif::Sarif = serde_json::from_str(&sarif).unwrap();
         assert_eq!(log.version, serde_json::json!("2.1.0"));
         let run = &log.runs[0];

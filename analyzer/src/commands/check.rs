@@ -96,24 +96,29 @@ pub fn run(args: &CheckArgs) -> u8 {
     let Some(analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
-    let mut findings = analysed.findings();
-    let mut known = 0;
-    if let Some(b) = &baseline {
-        let before = findings.len();
-        findings.retain(|f| !b.ids.contains(&report::stable_id(&analysed.program, f)));
-        known = before - findings.len();
-    }
-    let (findings, triaged) = match &triage {
+    let all = analysed.findings();
+    let (findings, known_list): (Vec<&findings::Finding>, Vec<&findings::Finding>) = match &baseline
+    {
+        Some(b) => all
+            .into_iter()
+            .partition(|f| !b.ids.contains(&report::stable_id(&analysed.program, f))),
+        None => (all, Vec::new()),
+    };
+    let known = known_list.len();
+    let (findings, triaged, suppressed) = match &triage {
         Some(t) => {
-            let (f, o) = apply_triage(&analysed, findings, t);
-            (f, Some(o))
+            let (f, o, s) = apply_triage(&analysed, findings, t);
+            (f, Some(o), s)
         }
-        None => (findings.into_iter().cloned().collect(), None),
+        None => (findings.into_iter().cloned().collect(), None, Vec::new()),
     };
     let shown = Shown {
         findings,
         known,
         triaged,
+        baseline: baseline.is_some(),
+        known_list: known_list.into_iter().cloned().collect(),
+        suppressed,
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -144,6 +149,13 @@ struct Shown {
     /// Findings left out because the baseline has them.
     known: usize,
     triaged: Option<crate::triage::Outcome>,
+    /// A baseline was given (SARIF marks results new or unchanged).
+    baseline: bool,
+    /// The findings the baseline has (only SARIF lists them, as unchanged).
+    known_list: Vec<findings::Finding>,
+    /// The findings a triage verdict hides, with the verdict and its
+    /// justification (only SARIF lists them, as suppressed).
+    suppressed: Vec<(findings::Finding, String, String)>,
 }
 
 /// The triage's verdicts applied: judged findings whose text is unchanged
@@ -153,7 +165,12 @@ fn apply_triage(
     a: &Analysed,
     findings: Vec<&findings::Finding>,
     triage: &crate::triage::Triage,
-) -> (Vec<findings::Finding>, crate::triage::Outcome) {
+) -> (
+    Vec<findings::Finding>,
+    crate::triage::Outcome,
+    Vec<(findings::Finding, String, String)>,
+) {
+    let mut suppressed = Vec::new();
     use crate::triage::Verdict;
     let mut outcome = crate::triage::Outcome::default();
     let mut matched = std::collections::HashSet::new();
@@ -194,7 +211,10 @@ fn apply_triage(
                 f.notes.push(findings::Note::text(judged));
                 kept.push(f);
             }
-            Verdict::NotABug | Verdict::Intended => outcome.hidden += 1,
+            Verdict::NotABug | Verdict::Intended => {
+                outcome.hidden += 1;
+                suppressed.push((f.clone(), entry.verdict.as_str().to_string(), judged));
+            }
         }
     }
     let mut stale: Vec<String> = triage
@@ -205,7 +225,7 @@ fn apply_triage(
         .collect();
     stale.sort();
     outcome.stale = stale;
-    (kept, outcome)
+    (kept, outcome, suppressed)
 }
 
 /// The stable ids of a previous run's findings.
@@ -429,13 +449,35 @@ struct JsonReport {
 }
 
 fn sarif(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
-    let findings: Vec<&findings::Finding> = shown.findings.iter().collect();
-    let log = report::to_sarif(
-        &a.program,
-        &findings,
-        checks::KINDS,
-        env!("CARGO_PKG_VERSION"),
+    // Shown findings (new, when a baseline was given), then the baseline's
+    // (unchanged) and the triaged ones (suppressed): a dashboard shows the
+    // first and keeps the others' history.
+    let state = |s: &'static str| shown.baseline.then_some(s);
+    let mut items: Vec<report::SarifItem<'_>> = shown
+        .findings
+        .iter()
+        .map(|f| report::SarifItem {
+            finding: f,
+            baseline: state("new"),
+            suppression: None,
+        })
+        .collect();
+    items.extend(shown.known_list.iter().map(|f| report::SarifItem {
+        finding: f,
+        baseline: state("unchanged"),
+        suppression: None,
+    }));
+    items.extend(
+        shown
+            .suppressed
+            .iter()
+            .map(|(f, verdict, why)| report::SarifItem {
+                finding: f,
+                baseline: state("new"),
+                suppression: Some((verdict.clone(), why.clone())),
+            }),
     );
+    let log = report::to_sarif(&a.program, &items, checks::KINDS, env!("CARGO_PKG_VERSION"));
     serde_json::to_writer_pretty(&mut *out, &log).map_err(io::Error::other)?;
     writeln!(out)
 }

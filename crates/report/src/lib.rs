@@ -3,7 +3,7 @@
 //! stable identity per finding).
 
 mod sarif;
-pub use sarif::{FINGERPRINT, to_sarif};
+pub use sarif::{FINGERPRINT, SarifItem, to_sarif};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;

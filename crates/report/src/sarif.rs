@@ -19,16 +19,52 @@ use crate::{JsonSpan, to_json};
 /// The key of `partialFingerprints` holding the finding's stable id.
 pub const FINGERPRINT: &str = "kanalyzeId/v1";
 
-/// The SARIF log of `findings`; `rules` are the finding kinds (all of them,
+/// One result of the log: a finding, with what a baseline and a triage said
+/// about it.
+pub struct SarifItem<'a> {
+    pub finding: &'a Finding,
+    /// `Some("new")` / `Some("unchanged")` when a baseline was given.
+    pub baseline: Option<&'static str>,
+    /// A triage verdict that keeps it from being reported: (verdict,
+    /// justification).
+    pub suppression: Option<(String, String)>,
+}
+
+/// The SARIF log of `items`; `rules` are the finding kinds (all of them,
 /// so that a result's `ruleIndex` is stable across runs).
 pub fn to_sarif(
     program: &Program,
-    findings: &[&Finding],
+    items: &[SarifItem<'_>],
     rules: &[&Kind],
     version: &str,
 ) -> sarif::Sarif {
     let descriptors: Vec<sarif::ReportingDescriptor> = rules.iter().map(|k| rule(k)).collect();
-    let results: Vec<sarif::Result> = findings.iter().map(|f| result(program, f, rules)).collect();
+    let results: Vec<sarif::Result> = items
+        .iter()
+        .map(|item| {
+            let mut r = result(program, item.finding, rules);
+            if let Some(state) = item.baseline {
+                r.baseline_state = Some(serde_json::json!(state));
+            }
+            if let Some((verdict, why)) = &item.suppression {
+                let mut props = BTreeMap::new();
+                props.insert("verdict".to_string(), serde_json::json!(verdict));
+                r.suppressions = Some(vec![
+                    sarif::Suppression::builder()
+                        .kind(serde_json::json!("external"))
+                        .status(serde_json::json!("accepted"))
+                        .justification(why.clone())
+                        .properties(
+                            sarif::PropertyBag::builder()
+                                .additional_properties(props)
+                                .build(),
+                        )
+                        .build(),
+                ]);
+            }
+            r
+        })
+        .collect();
     let driver = sarif::ToolComponent::builder()
         .name("kanalyze")
         .full_name(format!("kanalyze {version}"))
