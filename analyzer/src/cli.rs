@@ -31,6 +31,67 @@ pub enum Command {
     /// Explain a finding kind (`kanalyze --explain KIND` too); without one,
     /// list every kind.
     Explain(ExplainArgs),
+    /// Record verdicts on findings of a run in a triage file (docs/output.md,
+    /// "Triage").
+    Triage(TriageArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerdictArg {
+    Bug,
+    NotABug,
+    Intended,
+}
+
+impl From<VerdictArg> for crate::triage::Verdict {
+    fn from(v: VerdictArg) -> Self {
+        match v {
+            VerdictArg::Bug => crate::triage::Verdict::Bug,
+            VerdictArg::NotABug => crate::triage::Verdict::NotABug,
+            VerdictArg::Intended => crate::triage::Verdict::Intended,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct TriageArgs {
+    /// `.kmir` files, or directories searched recursively for them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// The triage file to write (created if missing).
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The findings, by stable id (the JSON `id`).
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+
+    /// Every finding of this kind.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+
+    #[arg(long, value_enum)]
+    pub verdict: VerdictArg,
+
+    /// Why: the code or the discussion that decides it.
+    #[arg(long)]
+    pub reason: String,
+
+    /// Who judged it.
+    #[arg(long)]
+    pub by: String,
+
+    /// When (free text, e.g. 2026-12-04).
+    #[arg(long)]
+    pub date: Option<String>,
+
+    /// A commit, a list message.
+    #[arg(long)]
+    pub reference: Option<String>,
+
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@
 //! reason = "the list holds another reference (freeze.rs:381)"
 //! by = "A. Maintainer"
 //! date = "2026-12-04"             # optional
+//! reference = "lore.kernel.org/…" # optional: a commit, a list message
 //! ```
 //!
 //! A finding judged `not-a-bug` or `intended` is not shown while its text is
@@ -68,6 +69,8 @@ pub struct Entry {
     pub reason: String,
     pub by: String,
     pub date: Option<String>,
+    /// A commit, a list message: where the verdict was discussed.
+    pub reference: Option<String>,
 }
 
 /// A triage file, read and checked.
@@ -95,9 +98,10 @@ struct RawEntry {
     reason: Spanned<String>,
     by: Spanned<String>,
     date: Option<String>,
+    reference: Option<String>,
 }
 
-const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with `id`, `text`, `verdict`, `reason`, `by` and optionally `date` (docs/output.md, \"Triage\")";
+const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with `id`, `text`, `verdict`, `reason`, `by` and optionally `date` and `reference` (docs/output.md, \"Triage\")";
 
 /// Reads and checks a triage file.
 pub fn load(path: &Path) -> Result<Triage, Box<TriageError>> {
@@ -202,6 +206,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<TriageError>> {
                 reason: e.reason.into_inner().trim().to_string(),
                 by: e.by.into_inner().trim().to_string(),
                 date: e.date,
+                reference: e.reference,
             },
         );
     }
@@ -219,4 +224,79 @@ pub struct Outcome {
     pub reexamine: usize,
     /// Entries that match no finding of this run.
     pub stale: Vec<String>,
+}
+
+/// What `kanalyze triage` records for each selected finding.
+pub struct Verdicts<'a> {
+    pub verdict: Verdict,
+    pub reason: &'a str,
+    pub by: &'a str,
+    pub date: Option<&'a str>,
+    pub reference: Option<&'a str>,
+}
+
+/// Writes or updates the entries of `findings` (`(id, text fingerprint)`)
+/// in the triage file `text` (empty for a new file), keeping every other
+/// entry, comment and the order; returns the new text and how many entries
+/// were added and updated.
+pub fn record(
+    text: &str,
+    findings: &[(String, String)],
+    v: &Verdicts<'_>,
+) -> Result<(String, usize, usize), String> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    if !doc.contains_key("finding") {
+        doc.insert(
+            "finding",
+            toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()),
+        );
+    }
+    let entries = doc["finding"]
+        .as_array_of_tables_mut()
+        .ok_or_else(|| "`finding` is not a list of `[[finding]]` tables".to_string())?;
+    let (mut added, mut updated) = (0, 0);
+    for (id, fingerprint) in findings {
+        let existing = entries
+            .iter_mut()
+            .find(|t| t.get("id").and_then(|i| i.as_str()) == Some(id.as_str()));
+        let table = match existing {
+            Some(t) => {
+                updated += 1;
+                t
+            }
+            None => {
+                added += 1;
+                let mut t = toml_edit::Table::new();
+                t.insert("id", toml_edit::value(id.as_str()));
+                entries.push(t);
+                entries
+                    .iter_mut()
+                    .last()
+                    .ok_or_else(|| "the entry just added is missing".to_string())?
+            }
+        };
+        table.insert("text", toml_edit::value(fingerprint.as_str()));
+        table.insert("verdict", toml_edit::value(v.verdict.as_str()));
+        table.insert("reason", toml_edit::value(v.reason));
+        table.insert("by", toml_edit::value(v.by));
+        match v.date {
+            Some(d) => {
+                table.insert("date", toml_edit::value(d));
+            }
+            None => {
+                table.remove("date");
+            }
+        }
+        match v.reference {
+            Some(r) => {
+                table.insert("reference", toml_edit::value(r));
+            }
+            None => {
+                table.remove("reference");
+            }
+        }
+    }
+    Ok((doc.to_string(), added, updated))
 }

@@ -659,3 +659,53 @@ fn triage_file() {
         errors.replace(id, "KA[ID]").replace(text, "KT[TEXT]")
     );
 }
+
+/// `kanalyze triage` writes entries `check --triage` reads: a new file, an
+/// update that keeps other entries and comments, selection by kind, and
+/// unknown ids refused.
+#[test]
+fn triage_command_records_verdicts() {
+    let out = demo();
+    let dir = out.dir.path();
+    let (_, json, _) = kanalyze(&["check", "kmir", "--format", "json"], dir);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let id = v["findings"][0]["id"].as_str().unwrap().to_string();
+    let triage = |args: &[&str]| {
+        let mut all = vec!["triage", "kmir", "--file", "t.toml"];
+        all.extend_from_slice(args);
+        kanalyze(&all, dir)
+    };
+    let (code, _, stderr) = triage(&[
+        "--id", &id, "--verdict", "bug", "--reason", "real", "--by", "me",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("1 finding judged `bug` in `t.toml` (1 added, 0 updated)"), "{stderr}");
+    let (code, stdout, _) = kanalyze(&["check", "kmir", "--triage", "t.toml"], dir);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("triaged as `bug` by me: real"), "{stdout}");
+
+    // An update keeps a comment and another entry.
+    let text = std::fs::read_to_string(dir.join("t.toml")).unwrap();
+    let other = "\n# kept\n[[finding]]\nid = \"KA0123456789abcdef\"\ntext = \"KT0123456789abcdef\"\nverdict = \"bug\"\nreason = \"x\"\nby = \"y\"\n";
+    std::fs::write(dir.join("t.toml"), format!("{text}{other}")).unwrap();
+    let (code, _, stderr) = triage(&[
+        "--kind", "sleep-in-atomic", "--verdict", "intended", "--reason", "on purpose", "--by", "me",
+        "--reference", "commit 1234",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("(0 added, 1 updated)"), "{stderr}");
+    let text = std::fs::read_to_string(dir.join("t.toml")).unwrap();
+    assert!(text.contains("# kept") && text.contains("KA0123456789abcdef"), "{text}");
+    assert!(text.contains("verdict = \"intended\"") && text.contains("reference = \"commit 1234\""), "{text}");
+    let (code, stdout, _) = kanalyze(&["check", "kmir", "--triage", "t.toml"], dir);
+    assert_eq!(code, 0, "{stdout}");
+
+    let (code, _, stderr) = triage(&[
+        "--id", "KAffffffffffffffff", "--verdict", "bug", "--reason", "r", "--by", "b",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no finding of this run has the id `KAffffffffffffffff`"), "{stderr}");
+    let (code, _, stderr) = triage(&["--verdict", "bug", "--reason", "r", "--by", "b"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no findings selected"), "{stderr}");
+}

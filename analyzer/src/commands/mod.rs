@@ -6,6 +6,7 @@ pub mod dump;
 pub mod explain;
 pub mod graph;
 pub mod summary;
+pub mod triage;
 
 /// Whether writing the output failed in a way worth reporting: a closed pipe
 /// (`kanalyze … | head`) is not, the reader has all it wants. Reports the

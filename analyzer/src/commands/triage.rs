@@ -1,0 +1,125 @@
+//! `kanalyze triage DIR... --file FILE --verdict V --reason R --by WHO
+//! (--id ID... | --kind KIND...)`: records verdicts on findings of a run in
+//! a triage file, adding entries or updating them (the text fingerprint is
+//! refreshed, so an updated verdict is about what the finding says now).
+
+use crate::cli::TriageArgs;
+use crate::diag::Diagnostic;
+use crate::pipeline::analyse;
+use crate::triage::{Verdicts, record};
+use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
+
+pub fn run(args: &TriageArgs) -> u8 {
+    if args.ids.is_empty() && args.kinds.is_empty() {
+        Diagnostic::error("no findings selected")
+            .help("name them with `--id KA…` (the JSON `id`) or `--kind KIND`")
+            .emit();
+        return EXIT_BAD_INPUT;
+    }
+    for kind in &args.kinds {
+        if checks::kind(kind).is_none() {
+            Diagnostic::error(format!("unknown finding kind `{kind}`"))
+                .help("`kanalyze explain` lists every kind")
+                .emit();
+            return EXIT_BAD_INPUT;
+        }
+    }
+    for field in [&args.reason, &args.by] {
+        if field.trim().is_empty() {
+            Diagnostic::error("`--reason` and `--by` must not be empty")
+                .help("a verdict without its reason and author cannot be audited")
+                .emit();
+            return EXIT_BAD_INPUT;
+        }
+    }
+    let mut args = args.clone();
+    if let Err(code) = crate::config::resolve(&mut args.analysis) {
+        return code;
+    }
+    let Some(a) = analyse(&args.paths, &args.analysis) else {
+        return EXIT_BAD_INPUT;
+    };
+    let mut selected: Vec<(String, String)> = Vec::new();
+    let mut missing: Vec<&str> = args.ids.iter().map(String::as_str).collect();
+    for f in a.findings() {
+        let id = report::stable_id(&a.program, f);
+        let by_id = args.ids.iter().any(|i| *i == id);
+        let by_kind = args.kinds.iter().any(|k| k == f.kind);
+        if by_id || by_kind {
+            missing.retain(|m| *m != id);
+            if !selected.iter().any(|(s, _)| *s == id) {
+                selected.push((id, report::text_fingerprint(f)));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        Diagnostic::error(format!(
+            "no finding of this run has the id{} {}",
+            if missing.len() == 1 { "" } else { "s" },
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .help("ids come from `kanalyze check --format json` on the same dumps and settings")
+        .emit();
+        return EXIT_BAD_INPUT;
+    }
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            Diagnostic::error(format!(
+                "cannot read the triage file `{}`: {e}",
+                args.file.display()
+            ))
+            .emit();
+            return EXIT_BAD_INPUT;
+        }
+    };
+    // The file must be a valid triage file before and after.
+    if !text.is_empty()
+        && let Err(e) = crate::triage::parse(&args.file, &text)
+    {
+        crate::diag::emit_miette(e.as_ref());
+        return EXIT_BAD_INPUT;
+    }
+    let verdicts = Verdicts {
+        verdict: args.verdict.into(),
+        reason: args.reason.trim(),
+        by: args.by.trim(),
+        date: args.date.as_deref(),
+        reference: args.reference.as_deref(),
+    };
+    let (new_text, added, updated) = match record(&text, &selected, &verdicts) {
+        Ok(r) => r,
+        Err(e) => {
+            Diagnostic::error(format!(
+                "cannot update the triage file `{}`: {e}",
+                args.file.display()
+            ))
+            .emit();
+            return EXIT_BAD_INPUT;
+        }
+    };
+    // Written next to the file and renamed over it: a crash never leaves
+    // half a triage file.
+    let tmp = args.file.with_extension("toml.tmp");
+    if let Err(e) = std::fs::write(&tmp, &new_text).and_then(|()| std::fs::rename(&tmp, &args.file)) {
+        Diagnostic::error(format!(
+            "cannot write the triage file `{}`: {e}",
+            args.file.display()
+        ))
+        .emit();
+        return EXIT_FAILURE;
+    }
+    eprintln!(
+        "kanalyze: {} finding{} judged `{}` in `{}` ({added} added, {updated} updated)",
+        selected.len(),
+        if selected.len() == 1 { "" } else { "s" },
+        verdicts.verdict.as_str(),
+        args.file.display()
+    );
+    EXIT_OK
+}
