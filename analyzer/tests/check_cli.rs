@@ -437,6 +437,16 @@ fn explain_kinds() {
             kind.name
         );
     }
+    // Every kind explains itself with an example and a fix.
+    for kind in checks::KINDS {
+        let (code, text, _) = kanalyze(&["explain", kind.name], dir);
+        assert_eq!(code, 0);
+        assert!(
+            text.contains("\nExample:\n\n    ") && text.contains("\nFix: "),
+            "{}: {text}",
+            kind.name
+        );
+    }
     let (code, one, _) = kanalyze(&["explain", "double-lock"], dir);
     assert_eq!(code, 0);
     let (code2, same, _) = kanalyze(&["--explain", "double-lock"], dir);
@@ -676,10 +686,20 @@ fn triage_command_records_verdicts() {
         kanalyze(&all, dir)
     };
     let (code, _, stderr) = triage(&[
-        "--id", &id, "--verdict", "bug", "--reason", "real", "--by", "me",
+        "--id",
+        &id,
+        "--verdict",
+        "bug",
+        "--reason",
+        "real",
+        "--by",
+        "me",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("1 finding judged `bug` in `t.toml` (1 added, 0 updated)"), "{stderr}");
+    assert!(
+        stderr.contains("1 finding judged `bug` in `t.toml` (1 added, 0 updated)"),
+        "{stderr}"
+    );
     let (code, stdout, _) = kanalyze(&["check", "kmir", "--triage", "t.toml"], dir);
     assert_eq!(code, 1);
     assert!(stdout.contains("triaged as `bug` by me: real"), "{stdout}");
@@ -689,22 +709,46 @@ fn triage_command_records_verdicts() {
     let other = "\n# kept\n[[finding]]\nid = \"KA0123456789abcdef\"\ntext = \"KT0123456789abcdef\"\nverdict = \"bug\"\nreason = \"x\"\nby = \"y\"\n";
     std::fs::write(dir.join("t.toml"), format!("{text}{other}")).unwrap();
     let (code, _, stderr) = triage(&[
-        "--kind", "sleep-in-atomic", "--verdict", "intended", "--reason", "on purpose", "--by", "me",
-        "--reference", "commit 1234",
+        "--kind",
+        "sleep-in-atomic",
+        "--verdict",
+        "intended",
+        "--reason",
+        "on purpose",
+        "--by",
+        "me",
+        "--reference",
+        "commit 1234",
     ]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("(0 added, 1 updated)"), "{stderr}");
     let text = std::fs::read_to_string(dir.join("t.toml")).unwrap();
-    assert!(text.contains("# kept") && text.contains("KA0123456789abcdef"), "{text}");
-    assert!(text.contains("verdict = \"intended\"") && text.contains("reference = \"commit 1234\""), "{text}");
+    assert!(
+        text.contains("# kept") && text.contains("KA0123456789abcdef"),
+        "{text}"
+    );
+    assert!(
+        text.contains("verdict = \"intended\"") && text.contains("reference = \"commit 1234\""),
+        "{text}"
+    );
     let (code, stdout, _) = kanalyze(&["check", "kmir", "--triage", "t.toml"], dir);
     assert_eq!(code, 0, "{stdout}");
 
     let (code, _, stderr) = triage(&[
-        "--id", "KAffffffffffffffff", "--verdict", "bug", "--reason", "r", "--by", "b",
+        "--id",
+        "KAffffffffffffffff",
+        "--verdict",
+        "bug",
+        "--reason",
+        "r",
+        "--by",
+        "b",
     ]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("no finding of this run has the id `KAffffffffffffffff`"), "{stderr}");
+    assert!(
+        stderr.contains("no finding of this run has the id `KAffffffffffffffff`"),
+        "{stderr}"
+    );
     let (code, _, stderr) = triage(&["--verdict", "bug", "--reason", "r", "--by", "b"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no findings selected"), "{stderr}");

@@ -66,11 +66,24 @@ fn explain(kind: &findings::Kind, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out, "{}.\n", capitalised(kind.summary))?;
     // The declaration's doc comment, one line per source line: rejoin it
-    // into paragraphs.
+    // into paragraphs; a fenced block (an example) keeps its lines,
+    // indented.
     for paragraph in kind.explanation.split("\n\n") {
-        let text: Vec<&str> = paragraph
-            .lines()
-            .map(str::trim)
+        let lines: Vec<&str> = paragraph.lines().collect();
+        if lines
+            .first()
+            .is_some_and(|l| l.trim_start().starts_with("```"))
+        {
+            for l in lines.iter().filter(|l| !l.trim_start().starts_with("```")) {
+                // Doc comments keep the space after `///`.
+                writeln!(out, "    {}", l.strip_prefix(' ').unwrap_or(l))?;
+            }
+            writeln!(out)?;
+            continue;
+        }
+        let text: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim())
             .filter(|l| !l.is_empty())
             .collect();
         if !text.is_empty() {

@@ -43,7 +43,7 @@ pub fn run(args: &TriageArgs) -> u8 {
     let mut missing: Vec<&str> = args.ids.iter().map(String::as_str).collect();
     for f in a.findings() {
         let id = report::stable_id(&a.program, f);
-        let by_id = args.ids.iter().any(|i| *i == id);
+        let by_id = args.ids.contains(&id);
         let by_kind = args.kinds.iter().any(|k| k == f.kind);
         if by_id || by_kind {
             missing.retain(|m| *m != id);
@@ -106,7 +106,8 @@ pub fn run(args: &TriageArgs) -> u8 {
     // Written next to the file and renamed over it: a crash never leaves
     // half a triage file.
     let tmp = args.file.with_extension("toml.tmp");
-    if let Err(e) = std::fs::write(&tmp, &new_text).and_then(|()| std::fs::rename(&tmp, &args.file)) {
+    if let Err(e) = std::fs::write(&tmp, &new_text).and_then(|()| std::fs::rename(&tmp, &args.file))
+    {
         Diagnostic::error(format!(
             "cannot write the triage file `{}`: {e}",
             args.file.display()

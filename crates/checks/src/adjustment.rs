@@ -15,6 +15,17 @@ findings::declare_kind! {
     /// some paths only, or taken in a loop. klint reports the same; annotate the
     /// function with `#[klint::preempt_count(adjust = N, unchecked)]` if it is
     /// deliberate.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn maybe_lock(l: &SpinLock<u32>, keep: bool) {
+    ///     let g = l.lock();
+    ///     if keep { core::mem::forget(g) }   // error: returns with count 1 or 0
+    /// }
+    /// ```
+    ///
+    /// Fix: make every path leave the count the same, or split the function; declare a deliberate effect with `#[klint::preempt_count(adjust = …)]`.
     pub CANNOT_INFER_ADJUSTMENT, "cannot-infer-adjustment", Error, "adjustment",
     "paths reach a return with different preemption counts (a lock released on some paths only, or taken in a loop)"
 }
@@ -23,6 +34,17 @@ findings::declare_kind! {
     /// A recursive function whose adjustment has no fixed point, e.g. one that
     /// takes a lock per recursion level. The summary is given up, and callers
     /// are not checked against it.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn walk(l: &SpinLock<u32>, n: u32) {
+    ///     core::mem::forget(l.lock());   // one more each level
+    ///     if n > 0 { walk(l, n - 1) }    // error: no fixed adjustment
+    /// }
+    /// ```
+    ///
+    /// Fix: take the lock once, outside the recursion.
     pub RECURSION, "recursion", Error, "adjustment",
     "a recursive function whose adjustment has no fixed point (e.g. takes a lock per level)"
 }

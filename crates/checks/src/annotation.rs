@@ -11,6 +11,15 @@ use crate::{Checks, krate_index};
 findings::declare_kind! {
     /// A `#[klint::preempt_count]` annotation (on the function, or on the trait
     /// method it implements) disagrees with what its body does.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// #[klint::preempt_count(expect = 0..)]   // "any context"
+    /// fn log(&self) { self.mutex.lock(); }    // error: the body may sleep
+    /// ```
+    ///
+    /// Fix: make the annotation say what the body does, or change the body.
     pub ANNOTATION_MISMATCH, "annotation-mismatch", Error, "annotations",
     "a `#[klint::preempt_count]` annotation (on the function or the trait method it implements) disagrees with the body"
 }
@@ -18,6 +27,15 @@ findings::declare_kind! {
 findings::declare_kind! {
     /// A malformed `klint::` or `kanalyze::` attribute (klint's messages), or an
     /// ignored duplicate. The annotation is not used.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// #[klint::preempt_count(adjust = one)]   // error: an integer expected
+    /// fn f() {}
+    /// ```
+    ///
+    /// Fix: follow the usage in the help (docs/preemption.md lists the attributes).
     pub BAD_ANNOTATION, "bad-annotation", Error, "annotations",
     "a malformed `klint::`/`kanalyze::` attribute (klint's messages), or an ignored duplicate"
 }
@@ -25,6 +43,15 @@ findings::declare_kind! {
 findings::declare_kind! {
     /// `#[klint::report_preempt_count]` asks for the inferred summary of the
     /// instance: its adjustment and expectation.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// #[klint::report_preempt_count]
+    /// fn f() { ... }   // a note with the inferred adjustment and expectation
+    /// ```
+    ///
+    /// Fix: nothing to fix: it is a question, answered.
     pub REPORT, "report", Note, "annotations",
     "`#[klint::report_preempt_count]`: the inferred summary of the instance"
 }

@@ -27,6 +27,17 @@ findings::declare_kind! {
     /// A function handed to a C API (IRQ handler, RCU callback, timer, `list_lru`
     /// walk, ops table field, ...) cannot run in the context the API's spec entry
     /// says it is called in, e.g. it may sleep but is called in hard-IRQ context.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn queue_rq(data: &QueueData, rq: ARef<Request<Self>>, _last: bool) -> Result {
+    ///     fsleep(Delta::from_micros(10));   // error: blk-mq may call queue_rq in atomic context
+    ///     ...
+    /// }
+    /// ```
+    ///
+    /// Fix: do only what the C API's contract allows in the callback (`udelay` instead of `fsleep`), or defer the work (a workqueue).
     pub CALLBACK_CONTEXT, "callback-context", Error, "callbacks",
     "a function handed to a C API (IRQ handler, RCU callback, `list_lru` isolate callback, …) cannot run in the context the API's spec entry says it is called in"
 }
@@ -35,6 +46,17 @@ findings::declare_kind! {
     /// A callback handed to a C API changes the preemption count in a way the
     /// API's contract does not allow (it returns with a lock held, or releases
     /// one it was not given).
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn handle(&self) -> IrqReturn {
+    ///     core::mem::forget(self.lock.lock());   // error: returns with preemption disabled
+    ///     IrqReturn::Handled
+    /// }
+    /// ```
+    ///
+    /// Fix: release in the callback everything it takes.
     pub CALLBACK_ADJUSTMENT, "callback-adjustment", Error, "callbacks",
     "such a callback changes the count in a way the API does not allow"
 }

@@ -13,6 +13,15 @@ findings::declare_kind! {
     /// Dropping an array drops its elements one after another: an element drop
     /// that moves the count leaves the last element at a count its drop does not
     /// allow.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let guards: [LockOnDrop; 2] = ...;   // each drop releases a lock
+    /// drop(guards);                       // error if the count does not allow it
+    /// ```
+    ///
+    /// Fix: drop the elements where each one's expectation is met.
     pub ARRAY_DROP, "array-drop", Error, "drops",
     "dropping an array whose last element runs at a count its drop does not allow"
 }
@@ -20,6 +29,15 @@ findings::declare_kind! {
 findings::declare_kind! {
     /// A slice has a length unknown statically: dropping it cannot be summarised
     /// when dropping one element changes the preemption count.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let guards: Box<[LockOnDrop]> = ...;
+    /// drop(guards);   // error: the adjustment depends on the slice's length
+    /// ```
+    ///
+    /// Fix: use a fixed-size array, or drop the elements one by one.
     pub SLICE_DROP, "slice-drop", Error, "drops",
     "dropping a slice whose element's drop changes the count"
 }

@@ -13,6 +13,15 @@ findings::declare_kind! {
     /// A function exported to C with a C ABI must have adjustment 0 and accept
     /// any context (klint's rule), or match its spec entry. Callbacks registered
     /// with a C API are held to that API's contract instead.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// #[no_mangle]
+    /// pub extern "C" fn my_callback() { msleep(1); }   // error: C may call it anywhere
+    /// ```
+    ///
+    /// Fix: give the C function that calls it a spec entry with its context (`--spec`), or make it not sleep.
     pub EXTERN_FUNCTION, "extern-function", Error, "exported functions",
     "a function exported to C with a C ABI does not have adjustment 0 / any-context expectation (klint's rule), or its spec entry; callbacks registered with a C API are held to the API's contract instead"
 }

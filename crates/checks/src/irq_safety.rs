@@ -20,6 +20,15 @@ findings::declare_kind! {
     /// interrupts enabled: the interrupt can arrive while the lock is held on the
     /// same CPU, and its handler then spins forever. Take it with the `_irqsave`
     /// variant outside the handler.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn handler(&self) { let _g = self.stats.lock(); }   // in hard-IRQ context
+    /// pub fn read(&self) -> u32 { *self.stats.lock() }    // error: interrupts enabled here
+    /// ```
+    ///
+    /// Fix: take the lock with interrupts off everywhere (`SpinLockIrq`, `lock_irqsave`).
     pub IRQ_UNSAFE_LOCK, "irq-unsafe-lock", Error, "IRQ safety",
     "a spinning lock class taken in hard-IRQ context and elsewhere with interrupts enabled"
 }

@@ -18,6 +18,15 @@ findings::declare_kind! {
     /// A cycle in the whole-program lock-order graph (ABBA): two paths take the
     /// same locks in different orders, and can deadlock against each other. The
     /// notes give the acquisition path of each edge.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn f(p: &Proc) { let _a = p.refs.lock(); let _b = p.inner.lock(); }
+    /// fn g(p: &Proc) { let _b = p.inner.lock(); let _a = p.refs.lock(); }   // error
+    /// ```
+    ///
+    /// Fix: take the two locks in one order everywhere.
     pub LOCK_ORDER_INVERSION, "lock-order-inversion", Error, "lock order",
     "a cycle in the whole-program lock-order graph, with the acquisition path of each edge"
 }

@@ -28,6 +28,15 @@ findings::declare_kind! {
     /// lock, with the call that proves it (docs/locks.md, "Same-object
     /// proofs"). Trylocks, read-read nesting and re-acquisition after a
     /// callee released the lock (`CondVar::wait`) are not double locks.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let a = self.inner.lock();
+    /// let n = self.inner.lock().len();   // error: the same lock, still held
+    /// ```
+    ///
+    /// Fix: use the guard you hold (`a.len()`), or drop it first.
     pub DOUBLE_LOCK, "double-lock", Error, "lock state",
     "a lock acquired while the same lock object is already held, here or in a callee (see docs/locks.md)"
 }
@@ -43,6 +52,15 @@ findings::declare_kind! {
     /// what stays a warning is a nesting no caller in the program proves
     /// (two instances are possible, and then another path nesting them the
     /// other way round would deadlock against this one).
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let a = parent.inner.lock();
+    /// let b = child.inner.lock();   // warning: two locks of class `Node.inner`
+    /// ```
+    ///
+    /// Fix: declare an order with `#[kanalyze::nested_lock(subclass = 1)]` if the nesting is parent-then-child by design; otherwise take one at a time.
     pub NESTED_LOCK_CLASS, "nested-lock-class", Warning, "lock state",
     "a second lock of one class acquired while one is held; `#[kanalyze::nested_lock(subclass = K)]` declares deliberate nesting"
 }
@@ -51,6 +69,17 @@ findings::declare_kind! {
     /// A safe function returns holding a lock it acquired, and no guard in its
     /// return value owns it. Declare it with `#[kanalyze::acquires(..)]` if the
     /// caller is meant to release it.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// pub fn exit(&self) {
+    ///     let g = self.inner.lock();
+    ///     core::mem::forget(g);   // error: returns with the lock held
+    /// }
+    /// ```
+    ///
+    /// Fix: drop the guard; if the caller is meant to release the lock, declare `#[kanalyze::acquires(0)]`.
     pub LOCK_LEAK, "lock-leak", Error, "lock state",
     "a safe function returns holding a lock it acquired and no guard in its return value owns"
 }
@@ -59,6 +88,16 @@ findings::declare_kind! {
     /// A safe function releases a lock it did not acquire and no guard passed to
     /// it owns. Declare `#[kanalyze::releases(..)]` or `must_hold` if that is its
     /// contract.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// pub fn done(l: &SpinLock<u32>) {
+    ///     unsafe { l.unlock_raw() }   // error: not acquired here, no guard passed
+    /// }
+    /// ```
+    ///
+    /// Fix: release through the guard that acquired it; if callers hold the lock by contract, make the function `unsafe` or declare `#[kanalyze::releases(0)]`.
     pub UNBALANCED_UNLOCK, "unbalanced-unlock", Error, "lock state",
     "a safe function releases a lock it did not acquire and no guard passed to it owns"
 }

@@ -18,6 +18,15 @@ use analysis::annotation_of;
 findings::declare_kind! {
     /// A `dyn A` to `dyn B` cast where `B`'s `drop_preempt_count` allows drops
     /// that `A`'s forbids (klint's check).
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let a: &dyn Sleeper = &x;
+    /// let b: &dyn Quiet = a;   // error: Quiet's drop_preempt_count allows less
+    /// ```
+    ///
+    /// Fix: upcast only to traits whose annotation admits the source's drops.
     pub TRAIT_UPCAST, "trait-upcast", Error, "pointers and vtables",
     "a `dyn A` → `dyn B` cast where `B`'s `drop_preempt_count` allows drops `A` forbids (klint's check)"
 }
@@ -26,6 +35,15 @@ findings::declare_kind! {
     /// A function that changes the count, or needs atomic context, is turned into
     /// a fn pointer: callers through the pointer assume klint's default
     /// (adjustment 0, may sleep) and cannot be checked against it.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let f: fn() = take_lock_and_return;   // warning: callers cannot see the adjustment
+    /// f();
+    /// ```
+    ///
+    /// Fix: call the function directly, or annotate it so that the pointer's users know.
     pub FN_POINTER, "fn-pointer", Warning, "pointers and vtables",
     "a function that changes the count, or needs atomic context, is turned into a fn pointer (klint's check)"
 }
@@ -33,6 +51,14 @@ findings::declare_kind! {
 findings::declare_kind! {
     /// A vtable is built from a method or drop glue that does not match the
     /// trait's annotation or klint's default (adjustment 0, may sleep).
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let w: &dyn Work = &Sleepy;   // warning: Sleepy::run may sleep, the trait says any context
+    /// ```
+    ///
+    /// Fix: annotate the trait method with what its implementations need, or do not make such a type into that trait object.
     pub VTABLE, "vtable", Warning, "pointers and vtables",
     "a vtable is built from a method or drop glue that does not match the trait's annotation or klint's default (adjust 0, may sleep)"
 }

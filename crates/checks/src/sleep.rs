@@ -16,6 +16,15 @@ findings::declare_kind! {
     /// raised and the chain of calls that makes the callee expect what it
     /// expects. Release the lock first, move the sleeping work out of the atomic
     /// section, or use a non-sleeping variant (e.g. `GFP_ATOMIC`).
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let guard = dev.state.lock();   // a SpinLock: preemption is off
+    /// msleep(10);                      // error: msleep may sleep
+    /// ```
+    ///
+    /// Fix: release the lock before sleeping (`drop(guard)`), or use the non-sleeping variant (`udelay`, `GFP_ATOMIC`).
     pub SLEEP_IN_ATOMIC, "sleep-in-atomic", Error, "sleep",
     "a call or drop whose callee's expectation (e.g. \"may sleep\": count 0) cannot be met at that point"
 }
@@ -41,6 +50,15 @@ findings::declare_kind! {
     /// docs/invariants.md). Declarations are trusted, checked to name real
     /// code, and audited (`--audit-invariants`). A CI that wants these to fail
     /// the build passes `--deny last-reference-in-atomic`.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// let mut cur = reg.current.lock();   // SpinLock<Option<Arc<Device>>>
+    /// drop(cur.take());                   // warning: Device::drop takes a mutex
+    /// ```
+    ///
+    /// Fix: take the value out under the lock and drop it after: `let old = reg.current.lock().take(); drop(old);`.
     pub LAST_REFERENCE_IN_ATOMIC, "last-reference-in-atomic", Warning, "sleep",
     "a call or drop whose callee needs another count only if a reference it drops is the last one (an `Arc` teardown behind `refcount_dec_and_test`); see docs/preemption.md"
 }
