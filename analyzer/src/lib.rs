@@ -42,6 +42,7 @@ pub fn run() -> ExitCode {
         cli::Command::Dump(args) => commands::dump::run(args),
         cli::Command::Graph(args) => commands::graph::run(args),
         cli::Command::Explain(args) => commands::explain::run(args),
+        cli::Command::Report(args) => commands::report::run(args),
     };
     ExitCode::from(code)
 }
@@ -54,7 +55,9 @@ pub fn run() -> ExitCode {
 /// before it moved after it; anything else gets `check` in front.
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "explain", "help"];
+    const COMMANDS: &[&str] = &[
+        "check", "summary", "dump", "graph", "explain", "report", "help",
+    ];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
     // The options of `check` that take a value as the next argument.
     const TAKES_VALUE: &[&str] = &[
