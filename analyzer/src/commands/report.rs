@@ -57,8 +57,12 @@ pub fn run(args: &ReportArgs) -> u8 {
         sources.roots.push(cwd);
     }
     let inputs: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+    let crates = a.program.crates.len();
     let mut facts = vec![
-        ("crates".to_string(), a.program.crates.len().to_string()),
+        (
+            if crates == 1 { "crate" } else { "crates" }.to_string(),
+            crates.to_string(),
+        ),
         (
             "function bodies analysed".to_string(),
             a.program.stats.bodies.to_string(),

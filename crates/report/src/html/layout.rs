@@ -38,7 +38,7 @@ pub struct GraphEdge {
     pub dashed: bool,
 }
 
-const CHAR_W: f64 = 7.0;
+const CHAR_W: f64 = 7.4;
 const NODE_H: f64 = 26.0;
 const LAYER_GAP: f64 = 30.0;
 const NODE_GAP: f64 = 44.0;
@@ -47,39 +47,64 @@ const PAD: f64 = 10.0;
 /// kernel instance names run to hundreds of characters.
 pub const MAX_CHARS: usize = 64;
 
-/// `a::B::<very long generics>::c` → `a::B::<…>::c`, then the tail, so the
-/// box names the item.
+/// `a::B::<very long generics>::c` → `a::B::<X<…>>::c`, then
+/// `a::B::<…>::c`, then the tail, so the box names the item.
 pub fn short_name(name: &str) -> String {
     if name.chars().count() <= MAX_CHARS {
         return name.to_string();
     }
     let mut out = String::new();
-    let mut depth = 0usize;
-    for c in name.chars() {
-        match c {
-            '<' => {
-                if depth == 0 {
-                    out.push_str("<…");
-                }
-                depth += 1;
-            }
-            '>' if depth > 0 => {
-                depth -= 1;
-                if depth == 0 {
-                    out.push('>');
-                }
-            }
-            _ if depth == 0 => out.push(c),
-            _ => {}
+    for keep in [1, 0] {
+        out = without_generics(name, keep);
+        if out.chars().count() <= MAX_CHARS {
+            return out;
         }
     }
     let n = out.chars().count();
-    if n <= MAX_CHARS {
-        out
-    } else {
-        let tail: String = out.chars().skip(n - (MAX_CHARS - 1)).collect();
-        format!("…{tail}")
+    let tail: String = out.chars().skip(n - (MAX_CHARS - 1)).collect();
+    format!("…{tail}")
+}
+
+/// `name` with generic arguments nested deeper than `keep` levels
+/// replaced by `…`. A leading `<T as Trait>` is a qualified path, not
+/// generics: its brackets stay and do not count as a level.
+fn without_generics(name: &str, keep: usize) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    // Inside a leading `<T as Trait>`, until its closing `>`.
+    let mut qualified = name.starts_with('<');
+    let mut prev = None;
+    for (i, c) in name.chars().enumerate() {
+        let arrow = prev == Some('-');
+        prev = Some(c);
+        match c {
+            // `->` in a fn pointer type is not a bracket.
+            '>' if arrow && depth <= keep => out.push(c),
+            '>' if arrow => {}
+            '<' if i == 0 && qualified => out.push(c),
+            '<' => {
+                depth += 1;
+                if depth <= keep {
+                    out.push(c);
+                } else if depth == keep + 1 {
+                    out.push_str("<…");
+                }
+            }
+            '>' if depth == 0 && qualified => {
+                qualified = false;
+                out.push(c);
+            }
+            '>' if depth > 0 => {
+                if depth <= keep + 1 {
+                    out.push(c);
+                }
+                depth -= 1;
+            }
+            _ if depth <= keep => out.push(c),
+            _ => {}
+        }
     }
+    out
 }
 
 /// The arrowhead every graph's edges use, defined once per page (an id
@@ -89,7 +114,7 @@ pub const DEFS: &str = r#"<svg width="0" height="0" style="position:absolute" ar
 /// The SVG of the graph, sized to its content.
 pub fn svg(nodes: &[Node], edges: &[GraphEdge]) -> String {
     let layers = nodes.iter().map(|n| n.layer + 1).max().unwrap_or(0);
-    let width_of = |n: &Node| n.text.chars().count() as f64 * CHAR_W + 16.0;
+    let width_of = |n: &Node| n.text.chars().count() as f64 * CHAR_W + 18.0;
     // Each layer's width, then every node's box, each layer centred.
     let mut row_width = vec![0.0f64; layers];
     for n in nodes {
@@ -181,6 +206,22 @@ mod tests {
         assert_eq!(short_name("a::b"), "a::b");
         let long = format!("k::Lock::<{}>::lock", "x".repeat(80));
         assert_eq!(short_name(&long), "k::Lock::<…>::lock");
+        let nested = format!(
+            "core::ptr::drop_glue::<core::option::Option<{}>>",
+            "y".repeat(60)
+        );
+        assert_eq!(
+            short_name(&nested),
+            "core::ptr::drop_glue::<core::option::Option<…>>"
+        );
+        let qualified =
+            "<rust_binder::transaction::Transaction as rust_binder::DeliverToRead>::do_work";
+        assert!(short_name(qualified).ends_with("rust_binder::DeliverToRead>::do_work"));
+        assert!(short_name(qualified).starts_with('…'));
+        let generic_self = format!("<a::B<{}> as c::D>::f", "z".repeat(70));
+        assert_eq!(short_name(&generic_self), "<a::B<…> as c::D>::f");
+        let fn_ptr = format!("m::call::<fn(u32) -> u32, {}>::go", "w".repeat(70));
+        assert_eq!(short_name(&fn_ptr), "m::call::<…>::go");
         let longer = format!("{}::f", "m".repeat(100));
         let s = short_name(&longer);
         assert!(s.starts_with('…') && s.ends_with("::f"));

@@ -31,6 +31,9 @@ const MAX_SUMMARIES: usize = 3000;
 const MAX_SPAN_LINES: usize = 6;
 /// How far the reason chain of a summary is followed.
 const MAX_REASON_STEPS: usize = 24;
+/// How many steps of a reason chain are named before the last one (the
+/// rest are reached by following the links).
+const REASON_HEAD: usize = 3;
 
 /// One finding of the page, with whether the baseline already had it.
 pub struct Entry<'a> {
@@ -183,8 +186,17 @@ fn crate_of(program: &Program, f: &Finding) -> String {
         .unwrap_or_else(|| "(none)".into())
 }
 
-fn loc_text(l: &Located) -> String {
-    format!("{}:{}:{}", l.path, l.line, l.column)
+/// `file:line:col`, the file relative to the source root it was found
+/// under: kernel dumps name files by absolute paths into the build tree,
+/// whose prefix says nothing and would take half of every line.
+fn loc_text(sources: &Sources, l: &Located) -> String {
+    let path = std::path::Path::new(&l.path);
+    let shown = sources
+        .roots
+        .iter()
+        .find_map(|r| path.strip_prefix(r).ok())
+        .map_or(l.path.clone(), |p| p.display().to_string());
+    format!("{shown}:{}:{}", l.line, l.column)
 }
 
 /// A few lines of source around a location with the span marked, or just
@@ -199,8 +211,9 @@ fn snippet(
         return String::new();
     };
     let mut out = format!(
-        r#"<div class="snippet"><div class="path">{}</div>"#,
-        esc(&loc_text(&at))
+        r#"<div class="snippet"><div class="path" title="{}">{}</div>"#,
+        esc(&at.path),
+        esc(&loc_text(sources, &at))
     );
     if let Some(text) = sources.get(&at.path) {
         let lines: Vec<&str> = text.lines().collect();
@@ -390,7 +403,7 @@ fn finding_html(
     let at = f
         .primary
         .and_then(|l| locate(program, l))
-        .map(|l| loc_text(&l))
+        .map(|l| loc_text(sources, &l))
         .unwrap_or_default();
     let _ = write!(
         out,
@@ -433,7 +446,7 @@ fn finding_html(
             let place = l
                 .loc
                 .and_then(|x| locate(program, x))
-                .map(|x| loc_text(&x))
+                .map(|x| loc_text(sources, &x))
                 .unwrap_or_default();
             let _ = write!(
                 out,
@@ -610,34 +623,78 @@ fn summary_html(
         }
     }
     out.push_str("</table>");
-    // The reason chain: follow `why` down to where the expectation comes
-    // from (an annotation, a spec entry, a default).
-    let mut steps = vec![f];
-    let mut seen = BTreeSet::from([f]);
-    while steps.len() < MAX_REASON_STEPS {
-        let Some(next) = steps.last().and_then(|g| all.get(g)).and_then(|ls| {
-            ls.iter()
-                .find(|l| l.key == Some("why"))
-                .and_then(|l| l.link)
-        }) else {
-            break;
-        };
-        if !seen.insert(next) {
-            break;
+    // The reason chains: follow `why` down to where the expectation comes
+    // from (an annotation, a spec entry, a default); and `why last`, the
+    // expectation if a dropped reference is the last one, whose callee may
+    // inherit it through its own `why last` or through its plain `why`
+    // (the teardown runs at the count the callee expects).
+    let link = |g: &FnId, key: &str| {
+        all.get(g)
+            .and_then(|ls| ls.iter().find(|l| l.key == Some(key)))
+            .and_then(|l| l.link)
+    };
+    let chains: [(&str, &[&str]); 2] = [
+        ("expects this because", &["why"]),
+        (
+            "if a reference it drops is the last one, expects that because",
+            &["why last", "why"],
+        ),
+    ];
+    for (i, (title, keys)) in chains.iter().enumerate() {
+        let mut steps = vec![f];
+        let mut seen = BTreeSet::from([f]);
+        // Whether the chain reached a function without a reason, whose
+        // `from` then says where the expectation comes from; a chain cut
+        // by the bound or a cycle says it goes on instead.
+        let mut ended = false;
+        while steps.len() < MAX_REASON_STEPS {
+            // The first step takes the chain's own key; below it, the
+            // callee's reason in the order of `keys`.
+            let Some(at) = steps.last() else { break };
+            let next = if steps.len() == 1 {
+                link(at, keys[0])
+            } else {
+                keys.iter().find_map(|k| link(at, k))
+            };
+            let Some(next) = next else {
+                ended = true;
+                break;
+            };
+            if !seen.insert(next) {
+                break;
+            }
+            steps.push(next);
         }
-        steps.push(next);
-    }
-    if steps.len() > 1 {
-        out.push_str(r#"<p class="reasons">expects this because: "#);
+        if steps.len() < 2 {
+            continue;
+        }
+        let _ = write!(
+            out,
+            r#"<p class="reasons{}">{title}: "#,
+            if i == 1 { " last" } else { "" }
+        );
+        // The head of the chain and where it ends; the middle is one
+        // click away through the summaries it links.
+        let skipped = steps.len().saturating_sub(REASON_HEAD + 1);
         for (i, g) in steps.iter().enumerate() {
+            if skipped > 0 && (REASON_HEAD..steps.len() - 1).contains(&i) {
+                if i == REASON_HEAD {
+                    let _ = write!(out, " → … {skipped} more");
+                }
+                continue;
+            }
             if i > 0 {
                 out.push_str(" → ");
             }
-            out.push_str(&fn_link(
-                *g,
-                &program.function(*g).name,
-                all.contains_key(g),
-            ));
+            // Short names: the chains repeat long instance names in
+            // every summary they pass through, which would double the
+            // page; the link leads to the full one.
+            let short = esc(&layout::short_name(&program.function(*g).name));
+            if all.contains_key(g) {
+                let _ = write!(out, r##"<a href="#s-{}"><code>{short}</code></a>"##, g.0);
+            } else {
+                let _ = write!(out, "<code>{short}</code>");
+            }
         }
         let from = steps
             .last()
@@ -645,7 +702,9 @@ fn summary_html(
             .and_then(|ls| ls.iter().find(|l| l.key == Some("from")))
             .map(|l| prose(&l.text))
             .unwrap_or_default();
-        if !from.is_empty() {
+        if !ended {
+            out.push_str(" → …");
+        } else if !from.is_empty() {
             let _ = write!(out, " ({from})");
         }
         out.push_str("</p>");
