@@ -205,3 +205,91 @@ fn report_in_headless_chromium() {
     );
     eprintln!("screenshot: {}", shot.display());
 }
+
+/// The kernel's report in the browser, where a kernel run's dumps are
+/// named (`scripts/kernel.sh` leaves them in `target/kernel/kmir`):
+/// `KANALYZE_KERNEL_KMIR=DIR` with `KANALYZE_KERNEL_SRC=DIR` (the source
+/// root) and `KANALYZE_KERNEL_INVARIANTS=FILE` as the kernel run uses them.
+/// The page has as many findings as `check --format json` reports, a
+/// filter leaves exactly that kind's, and a screenshot shows the list and
+/// one chain (docs/report-kernel.png is one).
+#[test]
+fn kernel_report_in_headless_chromium() {
+    let (Some(kmir), Some(browser)) = (std::env::var_os("KANALYZE_KERNEL_KMIR"), chromium()) else {
+        eprintln!(
+            "skipped: set KANALYZE_KERNEL_KMIR to a kernel run's dumps (and install `chromium`) to check its HTML report in a browser"
+        );
+        return;
+    };
+    let mut flags: Vec<String> = Vec::new();
+    if let Some(src) = std::env::var_os("KANALYZE_KERNEL_SRC") {
+        flags.push("--source-root".into());
+        flags.push(src.to_string_lossy().into_owned());
+    }
+    if let Some(inv) = std::env::var_os("KANALYZE_KERNEL_INVARIANTS") {
+        flags.push("--invariants".into());
+        flags.push(inv.to_string_lossy().into_owned());
+    }
+    let kmir = kmir.to_string_lossy().into_owned();
+    let json = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", &kmir, "--format", "json"])
+        .args(&flags)
+        .output()
+        .expect("run kanalyze");
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let findings = doc["findings"].as_array().expect("findings");
+    let expected = findings.len();
+    let kind = findings
+        .first()
+        .and_then(|f| f["kind"].as_str())
+        .unwrap_or("sleep-in-atomic")
+        .to_string();
+    let of_kind = findings
+        .iter()
+        .filter(|f| f["kind"] == kind.as_str())
+        .count();
+
+    let out = tempfile::tempdir().expect("tempdir");
+    let html = out.path().join("html");
+    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["report", &kmir, "--html"])
+        .arg(&html)
+        .args(&flags)
+        .output()
+        .expect("run kanalyze");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let url = format!("file://{}", html.join("index.html").display());
+    let profile = tempfile::tempdir().expect("profile dir");
+    let all = headless(&browser, profile.path(), &["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&all.stdout);
+    assert_eq!(count(&dom, r#"<details class="finding"#), expected);
+    assert!(dom.contains(&format!(r#"<b id="shown">{expected}</b>"#)));
+    let filtered = headless(
+        &browser,
+        profile.path(),
+        &["--dump-dom", &format!("{url}#kind={kind}")],
+    );
+    let dom = String::from_utf8_lossy(&filtered.stdout);
+    assert!(
+        dom.contains(&format!(r#"<b id="shown">{of_kind}</b>"#)),
+        "{kind}: {of_kind} expected"
+    );
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-kernel.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        profile.path(),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,1250",
+            &format!("{url}?kind={kind}&open=f0"),
+        ],
+    );
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(png.starts_with(b"\x89PNG"), "no screenshot");
+    eprintln!("screenshot: {}", shot.display());
+}

@@ -287,7 +287,15 @@ pub fn page(
     // The summaries: every function on a chain, then what their reasons
     // lead to, breadth first, once each.
     let mut summaries: BTreeMap<FnId, Vec<SummaryLine>> = BTreeMap::new();
+    // The functions that acquired the held locks come next: their
+    // summaries say what they take.
     let mut queue: VecDeque<FnId> = chains.iter().flatten().map(|fr| fr.f).collect();
+    queue.extend(
+        page.entries
+            .iter()
+            .flat_map(|e| e.finding.notes.iter().filter_map(held_lock))
+            .filter_map(|l| by_name.get(l.by).copied()),
+    );
     while let Some(f) = queue.pop_front() {
         if summaries.contains_key(&f) || summaries.len() >= MAX_SUMMARIES {
             continue;
@@ -371,7 +379,17 @@ pub fn page(
         page.entries.len()
     );
     for (i, ((e, row), frames)) in page.entries.iter().zip(&rows).zip(&chains).enumerate() {
-        finding_html(&mut out, program, sources, i, e, row, frames, &has_summary);
+        finding_html(
+            &mut out,
+            program,
+            sources,
+            i,
+            e,
+            row,
+            frames,
+            &by_name,
+            &has_summary,
+        );
     }
     if page.entries.is_empty() {
         out.push_str(r#"<p class="empty">No findings.</p>"#);
@@ -396,6 +414,7 @@ fn finding_html(
     e: &Entry<'_>,
     row: &[String; 4],
     frames: &[Frame],
+    by_name: &HashMap<&str, FnId>,
     has_summary: &dyn Fn(FnId) -> bool,
 ) {
     let f = e.finding;
@@ -442,7 +461,7 @@ fn finding_html(
     if !locks.is_empty() {
         out.push_str(r#"<h3>Locks held here</h3><table class="locks"><tr><th>lock</th><th>acquired by</th><th>where</th></tr>"#);
         for l in &locks {
-            let by = by_name_link(program, l.by, has_summary);
+            let by = by_name_link(by_name, l.by, has_summary);
             let place = l
                 .loc
                 .and_then(|x| locate(program, x))
@@ -517,14 +536,13 @@ fn fn_link(f: FnId, name: &str, linked: bool) -> String {
 }
 
 /// A name from a note, linked when it is a function with a summary.
-fn by_name_link(program: &Program, name: &str, has_summary: &dyn Fn(FnId) -> bool) -> String {
-    let found = program
-        .functions
-        .iter()
-        .position(|f| f.name == name)
-        .map(|i| FnId(i as u32));
-    match found {
-        Some(f) => fn_link(f, name, has_summary(f)),
+fn by_name_link(
+    by_name: &HashMap<&str, FnId>,
+    name: &str,
+    has_summary: &dyn Fn(FnId) -> bool,
+) -> String {
+    match by_name.get(name) {
+        Some(&f) => fn_link(f, name, has_summary(f)),
         None => format!("<code>{}</code>", esc(name)),
     }
 }
