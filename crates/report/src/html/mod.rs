@@ -480,8 +480,9 @@ fn finding_html(
     if !frames.is_empty() {
         let _ = write!(
             out,
-            "<h3>Call chain from a root ({} functions)</h3>",
-            frames.len()
+            "<h3>Call chain from a root ({} function{})</h3>",
+            frames.len(),
+            if frames.len() == 1 { "" } else { "s" }
         );
         chain_svg(out, program, frames, &locks, has_summary);
         out.push_str(r#"<ol class="frames">"#);
