@@ -34,6 +34,28 @@ pub enum Command {
     /// Record verdicts on findings of a run in a triage file (docs/output.md,
     /// "Triage").
     Triage(TriageArgs),
+    /// Write the findings as one self-contained HTML page (`--html OUT/`):
+    /// filters, source snippets, each chain drawn, held locks, summaries.
+    Report(ReportArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ReportArgs {
+    /// `.kmir` files, or directories searched recursively for them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// The directory to write `index.html` into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub html: PathBuf,
+
+    /// A previous run's `--format json` output: findings it has (same
+    /// stable id) are marked known, the others new, and can be filtered.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

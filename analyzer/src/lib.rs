@@ -43,6 +43,7 @@ pub fn run() -> ExitCode {
         cli::Command::Graph(args) => commands::graph::run(args),
         cli::Command::Explain(args) => commands::explain::run(args),
         cli::Command::Triage(args) => commands::triage::run(args),
+        cli::Command::Report(args) => commands::report::run(args),
     };
     ExitCode::from(code)
 }
@@ -56,7 +57,7 @@ pub fn run() -> ExitCode {
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const COMMANDS: &[&str] = &[
-        "check", "summary", "dump", "graph", "explain", "triage", "help",
+        "check", "summary", "dump", "graph", "explain", "triage", "report", "help",
     ];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
     // The options of `check` that take a value as the next argument.

@@ -229,12 +229,12 @@ fn apply_triage(
 }
 
 /// The stable ids of a previous run's findings.
-struct Baseline {
-    ids: std::collections::HashSet<String>,
+pub(crate) struct Baseline {
+    pub(crate) ids: std::collections::HashSet<String>,
 }
 
 impl Baseline {
-    fn load(path: &std::path::Path) -> Result<Baseline, Diagnostic> {
+    pub(crate) fn load(path: &std::path::Path) -> Result<Baseline, Diagnostic> {
         let shown = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Diagnostic::error(format!("cannot read the baseline `{shown}`: {e}")))?;

@@ -5,6 +5,7 @@ pub mod check;
 pub mod dump;
 pub mod explain;
 pub mod graph;
+pub mod report;
 pub mod summary;
 pub mod triage;
 

@@ -2,6 +2,7 @@
 //! notes and the call trace from a root) and for machines (JSON, with a
 //! stable identity per finding).
 
+pub mod html;
 mod sarif;
 pub use sarif::{FINGERPRINT, SarifItem, to_sarif};
 

@@ -1,0 +1,125 @@
+//! `kanalyze report DIR... --html OUT/`: the findings of `check` as one
+//! self-contained HTML page for offline triage (docs/output.md, "HTML
+//! report"): filters, snippets, the chains drawn, the locks held, and the
+//! summaries of the functions on the chains (`summary::describe`, so the
+//! page says what `kanalyze summary` says).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use report::html::{Entry, Page};
+
+use crate::cli::ReportArgs;
+use crate::diag::Diagnostic;
+use crate::pipeline::analyse;
+use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
+
+pub fn run(args: &ReportArgs) -> u8 {
+    let mut args = args.clone();
+    let config = match crate::config::resolve(&mut args.analysis) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // The flag wins over the configuration file's baseline, as in `check`.
+    let baseline_path = args
+        .baseline
+        .clone()
+        .or_else(|| config.baseline.as_ref().map(|(p, _)| p.clone()));
+    // Read before the analysis: a bad baseline is a usage error, found fast.
+    let baseline = match &baseline_path {
+        Some(p) => match baseline_ids(p) {
+            Ok(ids) => Some(ids),
+            Err(d) => {
+                d.emit();
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
+    let Some(a) = analyse(&args.paths, &args.analysis) else {
+        return EXIT_BAD_INPUT;
+    };
+    let findings = a.findings();
+    let entries: Vec<Entry<'_>> = findings
+        .iter()
+        .map(|f| Entry {
+            finding: f,
+            known: baseline
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&report::stable_id(&a.program, f))),
+        })
+        .collect();
+    let known = entries.iter().filter(|e| e.known).count();
+
+    let mut sources = report::Sources::default();
+    sources.roots = args.analysis.source_roots.clone();
+    if let Ok(cwd) = std::env::current_dir() {
+        sources.roots.push(cwd);
+    }
+    let inputs: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+    let crates = a.program.crates.len();
+    let mut facts = vec![
+        (
+            if crates == 1 { "crate" } else { "crates" }.to_string(),
+            crates.to_string(),
+        ),
+        (
+            "function bodies analysed".to_string(),
+            a.program.stats.bodies.to_string(),
+        ),
+    ];
+    if baseline.is_some() {
+        facts.push(("known in the baseline".to_string(), known.to_string()));
+    }
+    if !a.load.skipped.is_empty() {
+        facts.push((
+            "inputs skipped (the result is partial)".to_string(),
+            a.load.skipped.len().to_string(),
+        ));
+    }
+    facts.push((
+        "kanalyze".to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    ));
+    let page = Page {
+        title: format!("kanalyze report: {}", inputs.join(" ")),
+        entries,
+        baseline: baseline.is_some(),
+        facts,
+    };
+    let html = report::html::page(&a.program, &page, &mut sources, &mut |f| {
+        super::summary::describe(&a, f)
+    });
+
+    let out = args.html.join("index.html");
+    let written = std::fs::create_dir_all(&args.html).and_then(|()| std::fs::write(&out, &html));
+    if let Err(e) = written {
+        Diagnostic::error(format!("cannot write `{}`: {e}", out.display())).emit();
+        return EXIT_FAILURE;
+    }
+    eprintln!(
+        "kanalyze: wrote {} ({} findings{}, {} KiB)",
+        out.display(),
+        page.entries.len(),
+        if page.baseline {
+            format!(", {known} known")
+        } else {
+            String::new()
+        },
+        html.len().div_ceil(1024)
+    );
+    // Like `check`: a report over an incomplete program is not a result
+    // a batch may take for complete.
+    if a.load.skipped.is_empty() {
+        EXIT_OK
+    } else {
+        super::check::EXIT_PARTIAL
+    }
+}
+
+/// The stable ids of a previous run's `--format json` output, read as
+/// `check` reads baselines (every malformation a usage error naming the
+/// file).
+fn baseline_ids(path: &Path) -> Result<HashSet<String>, Diagnostic> {
+    super::check::Baseline::load(path).map(|b| b.ids)
+}
