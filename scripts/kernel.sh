@@ -448,12 +448,11 @@ if [ "$ANALYSE" = 1 ]; then
     step_done
     step "kanalyze check"
     status=0
-    # The kernel's declared invariants (scripts/kernel-invariants.toml),
-    # audited, so the JSON summary says what each one removes; and its
-    # triage (scripts/kernel-triage.toml), so that only findings without a
-    # verdict, or judged bugs, are shown.
-    INVARIANTS=(--invariants "$ROOT/scripts/kernel-invariants.toml" --audit-invariants
-        --triage "$ROOT/scripts/kernel-triage.toml")
+    # The kernel's settings (scripts/kernel-kanalyze.toml): its declared
+    # invariants, audited so the JSON summary says what each removes, and
+    # its triage, so that only findings without a verdict, or judged bugs,
+    # are shown.
+    INVARIANTS=(--config "$ROOT/scripts/kernel-kanalyze.toml" --audit-invariants)
     /usr/bin/time -o "$LOGS/check.time" -f '%e s wall, %M KiB peak RSS' \
         "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
     "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" --format json >"$LOGS/findings.json" 2>/dev/null || true

@@ -296,11 +296,13 @@ fn analyse(dump: CrateDump) {
     let (declared, _) =
         invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
     let resolved = invariants::resolve(&program, declared).unwrap_or_else(|_| invariants::Resolved::none());
-    let spec = spec::Spec::builtin_kernel();
+    // Parsed once: the built-in spec is the same for every input.
+    static SPEC: std::sync::OnceLock<spec::Spec> = std::sync::OnceLock::new();
+    let spec = SPEC.get_or_init(spec::Spec::builtin_kernel);
     let out = checks::run(&checks::Input {
         program: &program,
         annotations: &annotations,
-        spec: &spec,
+        spec,
         invariants: &resolved,
         trace: None,
     });
