@@ -184,6 +184,11 @@ pub struct AnalysisArgs {
     /// specialisations) on stderr for functions whose name contains TEXT.
     #[arg(long = "trace", value_name = "TEXT", hide = true)]
     pub trace: Option<String>,
+
+    /// Benchmarking aid (docs/performance.md): print on stderr how long
+    /// decoding, linking, the solve and the checks took.
+    #[arg(long = "timings", hide = true)]
+    pub timings: bool,
 }
 
 #[derive(Clone, Debug, Args)]

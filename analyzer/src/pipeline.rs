@@ -160,18 +160,39 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
+    // The solve and the checks are timed apart for `--timings`; the
+    // audit's extra runs (below) are not part of the figures.
     let run = |resolved: &invariants::Resolved| {
-        let mut out = checks::run(&checks::Input {
+        let input = checks::Input {
             program: &program,
             annotations: &annotations,
             spec: &spec,
             invariants: resolved,
             trace: args.trace.as_deref(),
-        });
+        };
+        let t = std::time::Instant::now();
+        let solved = analysis::solve(&input);
+        let solve_time = t.elapsed();
+        let t = std::time::Instant::now();
+        let mut out = checks::check(&input, solved);
         levels.apply(&mut out.findings);
-        out
+        (out, solve_time, t.elapsed())
     };
-    let preempt = run(&resolved);
+    let (preempt, solve_time, checks_time) = run(&resolved);
+    if args.timings {
+        eprintln!("timings:");
+        eprintln!(
+            "  decode ({} threads): {:.3}s",
+            rayon::current_num_threads(),
+            load.decode_time.as_secs_f64()
+        );
+        eprintln!("  link:      {:.3}s", load.link_time.as_secs_f64());
+        eprintln!(
+            "  solve:     {:.3}s (schedule and summaries)",
+            solve_time.as_secs_f64()
+        );
+        eprintln!("  checks:    {:.3}s", checks_time.as_secs_f64());
+    }
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();
     let mut invariant_uses: Vec<InvariantUse> = declarations
@@ -204,7 +225,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .collect()
         };
         let with_all = ids(&preempt);
-        let extra = |r: &invariants::Resolved| ids(&run(r)).difference(&with_all).count();
+        let extra = |r: &invariants::Resolved| ids(&run(r).0).difference(&with_all).count();
         removed_by_invariants = Some(extra(&resolved.without_all()));
         for (i, u) in invariant_uses.iter_mut().enumerate() {
             u.removes = Some(extra(&resolved.without(i)));
