@@ -28,6 +28,10 @@ pub enum Command {
     /// Link the dumps into one program and show its call graph: statistics,
     /// the callers or callees of a function, or a Graphviz subgraph.
     Graph(GraphArgs),
+    /// Explain a `build_assert!` that failed to build: every `rust_build_error`
+    /// reference left in object files, at the assertion, with the inlined
+    /// calls outward (docs/build-assert.md).
+    BuildError(BuildErrorArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -154,4 +158,21 @@ pub struct DumpArgs {
     /// Print signatures and locals but no basic blocks.
     #[arg(long)]
     pub no_bodies: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildErrorArgs {
+    /// Object files, archives (`.a`, `.rlib`), or directories searched
+    /// recursively for `.o`, `.a` and `.rlib` files (a kbuild object tree).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Directories to resolve relative source file names against (for
+    /// snippets) and to shorten absolute ones by; the current directory is
+    /// always tried.
+    #[arg(long = "source-root", value_name = "DIR")]
+    pub source_roots: Vec<PathBuf>,
 }

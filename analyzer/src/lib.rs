@@ -39,6 +39,7 @@ pub fn run() -> ExitCode {
         cli::Command::Summary(args) => commands::summary::run(args),
         cli::Command::Dump(args) => commands::dump::run(args),
         cli::Command::Graph(args) => commands::graph::run(args),
+        cli::Command::BuildError(args) => commands::build_error::run(args),
     };
     ExitCode::from(code)
 }
@@ -51,7 +52,7 @@ pub fn run() -> ExitCode {
 /// before it moved after it; anything else gets `check` in front.
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "help"];
+    const COMMANDS: &[&str] = &["check", "summary", "dump", "graph", "build-error", "help"];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
     // The options of `check` that take a value as the next argument.
     const TAKES_VALUE: &[&str] = &[
