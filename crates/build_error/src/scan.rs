@@ -13,6 +13,18 @@ use crate::{BUILD_ERROR_SYMBOL, Explanation, FnSymbol, Reference, demangle};
 pub fn scan(object: &ObjectData) -> Result<Vec<Reference>, InputError> {
     let file = object::File::parse(object.data.as_slice())
         .map_err(|e| InputError::new(&object.name, format!("not a readable object file: {e}")))?;
+    // `object` reads relocation sections lazily and skips one it cannot
+    // read, which would hide a reference: every section must lie in the
+    // file before any is believed.
+    for section in file.sections() {
+        if let Err(e) = section.data() {
+            let name = section.name().unwrap_or("<unnamed>");
+            return Err(InputError::new(
+                &object.name,
+                format!("not a readable object file: section `{name}`: {e}"),
+            ));
+        }
+    }
     let mut targets = Vec::new();
     for symbol in file.symbols() {
         if symbol.name_bytes().ok() != Some(BUILD_ERROR_SYMBOL.as_bytes()) {

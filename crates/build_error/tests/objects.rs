@@ -298,6 +298,40 @@ fn broken_objects_are_errors_naming_the_file() {
     assert!(summary_line(&scan).ends_with(", 4 inputs unreadable"));
 }
 
+/// A relocation section moved past the end of the file: `object` would
+/// skip it silently, and with it the reference in `bad`.
+#[test]
+fn a_relocation_section_outside_the_file_is_an_error() {
+    let f = fixture(Compiler::Stable, "2");
+    let mut bytes = std::fs::read(&f.built.object).expect("regs.o");
+    let index = {
+        use object::{Object, ObjectSection};
+        let file = object::File::parse(bytes.as_slice()).expect("regs.o parses");
+        file.section_by_name(".rela.text.bad")
+            .expect("the relocations of `bad`")
+            .index()
+            .0
+    };
+    // ELF64: e_shoff at 0x28, e_shentsize at 0x3a; sh_offset at 0x18 of a
+    // section header.
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let shoff = word(0x28) as usize;
+    let shentsize = u16::from_le_bytes([bytes[0x3a], bytes[0x3b]]) as usize;
+    let at = shoff + index * shentsize + 0x18;
+    bytes[at..at + 8].copy_from_slice(&0xFFFF_FF00u64.to_le_bytes());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let moved = dir.path().join("moved.o");
+    std::fs::write(&moved, &bytes).expect("write");
+    let scan = scan(&[moved.clone()]);
+    assert_eq!(scan.errors.len(), 1, "{:?}", scan.references);
+    assert_eq!(scan.errors[0].name, moved.display().to_string());
+    assert!(
+        scan.errors[0].message.contains("`.rela.text.bad`"),
+        "{:?}",
+        scan.errors[0]
+    );
+}
+
 #[test]
 fn json_names_the_chain() {
     let f = fixture(Compiler::Stable, "2");
