@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use build_error::render::{Sources, render, summary_line};
 use build_error::{Explanation, Scan, scan};
 use tempfile::TempDir;
-use test_harness::objects::{Built, Compiler, build};
+use test_harness::objects::{Built, Compiler, build, build_with};
 use test_harness::{line_of, repo_root};
 
 struct Fixture {
@@ -240,6 +240,57 @@ fn archives_and_directories_are_read_member_by_member() {
         f.built.rlib.clone(),
     ]);
     assert_eq!(reversed.references, forward.references);
+}
+
+/// kbuild's `built-in.a` is a thin archive: named, its members are read
+/// from disk; found in a directory, it is skipped, since the search finds
+/// its members anyway.
+#[test]
+fn thin_archives_are_read_when_named_and_skipped_when_searched() {
+    let f = fixture(Compiler::Stable, "2");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::copy(&f.built.object, dir.path().join("regs.o")).expect("copy");
+    let status = std::process::Command::new("ar")
+        .current_dir(dir.path())
+        .args(["rcT", "built-in.a", "regs.o"])
+        .status()
+        .expect("run ar");
+    assert!(status.success());
+    let thin = dir.path().join("built-in.a");
+    let named = scan(std::slice::from_ref(&thin));
+    assert!(named.errors.is_empty(), "{:?}", named.errors);
+    assert_eq!(
+        (named.objects, named.members, named.references.len()),
+        (1, 1, 3)
+    );
+    let searched = scan(&[dir.path().to_path_buf()]);
+    assert!(searched.errors.is_empty(), "{:?}", searched.errors);
+    assert_eq!(
+        (
+            searched.objects,
+            searched.members,
+            searched.references.len()
+        ),
+        (1, 0, 3)
+    );
+    assert_eq!(searched.skipped.len(), 1);
+}
+
+/// DWARF 5 (`CONFIG_DEBUG_INFO_DWARF5`) puts addresses in `.debug_addr`
+/// and ranges in `.debug_rnglists`, relocated like the rest.
+#[test]
+fn dwarf5_gives_the_same_chain() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let built = build_with(Compiler::Stable, "2", &["-Cdwarf-version=5"], dir.path());
+    let v5 = scan(std::slice::from_ref(&built.object));
+    let v4 = scan(std::slice::from_ref(
+        &fixture(Compiler::Stable, "2").built.object,
+    ));
+    let explanations = |s: &Scan| -> Vec<Explanation> {
+        s.references.iter().map(|r| r.explanation.clone()).collect()
+    };
+    assert_eq!(v5.references.len(), 3);
+    assert_eq!(explanations(&v5), explanations(&v4));
 }
 
 /// A corrupt and a truncated copy of the object: each an error naming the

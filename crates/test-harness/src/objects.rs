@@ -56,10 +56,16 @@ fn run(mut cmd: Command, what: &str) {
 /// One codegen unit, so that there is one object and its layout is the
 /// same every time.
 pub fn build(compiler: Compiler, debuginfo: &str, out: &Path) -> Built {
+    build_with(compiler, debuginfo, &[], out)
+}
+
+/// `build` with more compiler flags (`-Cdwarf-version=5`).
+pub fn build_with(compiler: Compiler, debuginfo: &str, flags: &[&str], out: &Path) -> Built {
     let src = fixtures_dir().join("build_error");
     let common = |cmd: &mut Command| {
         cmd.args(["--edition", "2024", "-O", "-Ccodegen-units=1"])
-            .arg(format!("-Cdebuginfo={debuginfo}"));
+            .arg(format!("-Cdebuginfo={debuginfo}"))
+            .args(flags);
     };
     let build_error = out.join("libbuild_error.rlib");
     let mut cmd = compiler.command();
