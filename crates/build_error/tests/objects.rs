@@ -373,7 +373,7 @@ fn a_relocation_section_outside_the_file_is_an_error() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let moved = dir.path().join("moved.o");
     std::fs::write(&moved, &bytes).expect("write");
-    let scan = scan(&[moved.clone()]);
+    let scan = scan(std::slice::from_ref(&moved));
     assert_eq!(scan.errors.len(), 1, "{:?}", scan.references);
     assert_eq!(scan.errors[0].name, moved.display().to_string());
     assert!(
