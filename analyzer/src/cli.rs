@@ -175,4 +175,11 @@ pub struct BuildErrorArgs {
     /// always tried.
     #[arg(long = "source-root", value_name = "DIR")]
     pub source_roots: Vec<PathBuf>,
+
+    /// kextract's dumps of the same build (files or directories): add which
+    /// arguments of the outermost function the assertion depends on and
+    /// the callers in the whole program that pass it a value that is not
+    /// a constant.
+    #[arg(long = "dumps", value_name = "PATH")]
+    pub dumps: Vec<PathBuf>,
 }

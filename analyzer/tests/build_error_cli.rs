@@ -111,3 +111,55 @@ fn json_is_one_document_with_the_summary() {
         .collect();
     assert_eq!(functions, ["bad", "regs::bad_closure", "regs::bad_generic"]);
 }
+
+/// `--dumps`: the fixture compiled through kextract, the rlib's object
+/// explained with the dumps of the same build.
+#[test]
+fn dumps_name_the_argument_and_the_caller_passing_a_runtime_value() {
+    use test_harness::{CrateSpec, extract};
+    let spec = |source: &str, externs: &[&str]| {
+        let mut s = CrateSpec::lib(source)
+            .opt("2")
+            .arg("-Ccodegen-units=1")
+            .arg("-Cdebuginfo=2");
+        for e in externs {
+            s = s.with_extern(e);
+        }
+        s
+    };
+    let out = extract(&[
+        spec("build_error/build_error.rs", &[]),
+        spec("build_error/regs.rs", &["build_error"]),
+        spec("build_error/driver.rs", &["build_error", "regs"]),
+    ]);
+    let root = repo_root();
+    let root = root.to_str().expect("a UTF-8 repository path");
+    let run = kanalyze(
+        out.dir.path(),
+        &[
+            "build-error",
+            "libregs.rlib",
+            "--dumps",
+            "kmir",
+            "--source-root",
+            root,
+        ],
+    );
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let probe = line_of("build_error/driver.rs", "bad(r, n + 1)");
+    assert!(
+        run.stdout.contains(&format!(
+            "= help: `driver::probe` passes a value that is not a constant as `i` (argument 2) at fixtures/build_error/driver.rs:{probe}:5"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("driver::fixed"), "{}", run.stdout);
+
+    let missing = kanalyze(
+        out.dir.path(),
+        &["build-error", "libregs.rlib", "--dumps", "nowhere"],
+    );
+    assert_eq!(missing.code, Some(2), "{}", missing.stderr);
+}

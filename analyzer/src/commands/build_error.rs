@@ -4,7 +4,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use build_error::render::{Sources, render, summary_line};
+use build_error::render::{Sources, render_with_mir, summary_line};
 
 use crate::cli::{BuildErrorArgs, Format};
 use crate::diag::Diagnostic;
@@ -14,7 +14,25 @@ use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 pub const EXIT_FOUND: u8 = 1;
 
 pub fn run(args: &BuildErrorArgs) -> u8 {
+    // The dumps first: a bad `--dumps` is a usage error, found before the
+    // objects are read.
+    let program = if args.dumps.is_empty() {
+        None
+    } else {
+        match crate::input::load_program(&args.dumps) {
+            Some((program, _)) => Some(program),
+            None => return EXIT_BAD_INPUT,
+        }
+    };
     let scan = build_error::scan(&args.paths);
+    let mir: Vec<Option<build_error::mir::MirNotes>> = match &program {
+        Some(p) => scan
+            .references
+            .iter()
+            .map(|r| build_error::mir::explain(p, r))
+            .collect(),
+        None => Vec::new(),
+    };
     // Unreadable inputs first, on stderr: the result below is incomplete.
     for e in &scan.errors {
         Diagnostic::error(format!("`{}`: {}", e.name, e.message)).emit();
@@ -24,14 +42,15 @@ pub fn run(args: &BuildErrorArgs) -> u8 {
     let mut out = BufWriter::new(stdout.lock());
     let result = match args.format {
         Format::Text => (|| {
-            for r in &scan.references {
+            for (i, r) in scan.references.iter().enumerate() {
+                let notes = mir.get(i).and_then(Option::as_ref);
                 // A blank line between diagnostics, as rustc prints them.
-                writeln!(out, "{}", render(r, &mut sources))?;
+                writeln!(out, "{}", render_with_mir(r, notes, &mut sources))?;
             }
             writeln!(out, "{}", summary_line(&scan))
         })(),
         Format::Json => {
-            let doc = build_error::json::document(&scan, &sources);
+            let doc = build_error::json::document(&scan, &mir, &sources);
             serde_json::to_writer_pretty(&mut out, &doc)
                 .map_err(io::Error::other)
                 .and_then(|()| writeln!(out))

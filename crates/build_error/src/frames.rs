@@ -73,6 +73,11 @@ impl Context<'_> {
                         .as_ref()
                         .and_then(|f| f.raw_name().ok())
                         .map(|name| demangle(&name)),
+                    raw: frame
+                        .function
+                        .as_ref()
+                        .and_then(|f| f.raw_name().ok())
+                        .map(|name| name.into_owned()),
                     location: frame.location.and_then(|l| {
                         Some(SourceLoc {
                             file: l.file?.to_string(),

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::mir::MirNotes;
 use crate::render::{Sources, TITLE};
 use crate::{Explanation, Reference, Scan};
 
@@ -56,6 +57,9 @@ pub struct Finding {
     pub debug_info: &'static str,
     pub debug_info_error: Option<String>,
     pub frames: Vec<JsonFrame>,
+    /// What `--dumps` added; `null` without dumps or when the function is
+    /// not in them.
+    pub mir: Option<MirNotes>,
 }
 
 #[derive(Serialize)]
@@ -103,7 +107,9 @@ pub fn stable_id(r: &Reference) -> String {
     format!("KA{h:016x}")
 }
 
-pub fn document(scan: &Scan, sources: &Sources) -> Document {
+/// The document; `mir[i]` is what the dumps say about reference `i`
+/// (empty without `--dumps`).
+pub fn document(scan: &Scan, mir: &[Option<MirNotes>], sources: &Sources) -> Document {
     let span = |l: &crate::SourceLoc| Span {
         file: sources.display(&l.file),
         line: l.line,
@@ -112,7 +118,8 @@ pub fn document(scan: &Scan, sources: &Sources) -> Document {
     let findings = scan
         .references
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let (debug_info, error, frames) = match &r.explanation {
                 Explanation::Frames(frames) => {
                     let last = frames.len().saturating_sub(1);
@@ -148,6 +155,7 @@ pub fn document(scan: &Scan, sources: &Sources) -> Document {
                 debug_info,
                 debug_info_error: error,
                 frames,
+                mir: mir.get(i).cloned().flatten(),
             }
         })
         .collect();

@@ -20,6 +20,7 @@ pub mod frames;
 pub mod inputs;
 pub mod json;
 pub mod layout;
+pub mod mir;
 pub mod render;
 pub mod scan;
 
@@ -48,6 +49,9 @@ pub struct SourceLoc {
 pub struct Frame {
     /// Demangled, without the hash.
     pub function: Option<String>,
+    /// The linkage name as the DWARF gives it (the symbol of the instance,
+    /// which kextract's dumps use too); a short name when there is none.
+    pub raw: Option<String>,
     /// In the innermost frame, where the `build_error` call is; in the
     /// others, where the next inner frame was called (and inlined).
     pub location: Option<SourceLoc>,

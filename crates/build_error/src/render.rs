@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
+use crate::mir::MirNotes;
 use crate::{Explanation, Frame, Reference, Scan, SourceLoc};
 
 /// The title every reference gets (klint's wording, so that people who
@@ -214,6 +215,109 @@ time instead";
 
 /// One reference as a diagnostic, ending with a newline.
 pub fn render(reference: &Reference, sources: &mut Sources) -> String {
+    render_with_mir(reference, None, sources)
+}
+
+/// The notes `--dumps` adds, as plain lines.
+pub fn mir_lines(reference: &Reference, mir: &MirNotes, sources: &Sources) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    let f = quoted(mir.function.as_deref().or(reference.function()));
+    if !mir.chain_from_graph.is_empty() {
+        let chain: Vec<String> = mir
+            .chain_from_graph
+            .iter()
+            .rev()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        out.push((
+            false,
+            format!(
+                "the dumps' call graph leads to `rust_build_error` through {}",
+                chain.join(" → ")
+            ),
+        ));
+    }
+    if !mir.complete {
+        out.push((
+            false,
+            format!("the dumps lack a function of the chain: what the condition depends on in {f} is not known"),
+        ));
+        return out;
+    }
+    if mir.depends_on.is_empty() {
+        out.push((
+            false,
+            if mir.depends_on_runtime {
+                format!(
+                    "the condition depends on no argument of {f}, but on values computed at run time on the way (a call's result, memory read through a pointer)"
+                )
+            } else {
+                format!(
+                    "the condition depends on no argument of {f} and on no run-time value: it is made of the constants passed on the way, and the assertion fails for them"
+                )
+            },
+        ));
+        return out;
+    }
+    let args: Vec<String> = mir.depends_on.iter().map(ToString::to_string).collect();
+    let runtime = if mir.depends_on_runtime {
+        ", and on values computed on the way"
+    } else {
+        ""
+    };
+    out.push((
+        false,
+        format!(
+            "the condition depends on {} of {f}{runtime}",
+            args.join(", ")
+        ),
+    ));
+    if !mir.any_callers {
+        out.push((
+            false,
+            format!("nothing in the dumps calls {f}: it is called from C, through a pointer, or not at all"),
+        ));
+    } else if mir.callers.is_empty() {
+        out.push((
+            false,
+            format!("every caller of {f} in the dumps passes constants there"),
+        ));
+    }
+    for c in mir.callers.iter().take(crate::mir::MAX_CALLERS) {
+        let args: Vec<String> = c.args.iter().map(ToString::to_string).collect();
+        out.push((
+            true,
+            format!(
+                "`{}` passes a value that is not a constant as {} at {}:{}:{}",
+                c.caller,
+                args.join(", "),
+                sources.display(&c.file),
+                c.line,
+                c.column
+            ),
+        ));
+    }
+    if mir.callers.len() > crate::mir::MAX_CALLERS {
+        out.push((
+            true,
+            format!(
+                "… and {} more callers",
+                mir.callers.len() - crate::mir::MAX_CALLERS
+            ),
+        ));
+    }
+    out
+}
+
+/// One reference as a diagnostic with what the dumps add.
+pub fn render_with_mir(
+    reference: &Reference,
+    mir: Option<&MirNotes>,
+    sources: &mut Sources,
+) -> String {
+    let extra = mir
+        .map(|m| mir_lines(reference, m, sources))
+        .unwrap_or_default();
     if let Explanation::Frames(frames) = &reference.explanation {
         for loc in frames.iter().filter_map(|f| f.location.as_ref()) {
             sources.load(&loc.file);
@@ -221,9 +325,12 @@ pub fn render(reference: &Reference, sources: &mut Sources) -> String {
     }
     let sources: &Sources = sources;
     let groups = match &reference.explanation {
-        Explanation::Frames(frames) => return frames_diagnostic(reference, frames, sources),
+        Explanation::Frames(frames) => {
+            return frames_diagnostic(reference, frames, &extra, sources);
+        }
         Explanation::NoDebugInfo => without_frames(
             reference,
+            &extra,
             format!(
                 "`{}` has no debug info, so the `build_assert!` and the calls inlined into {} cannot be shown",
                 reference.object,
@@ -235,6 +342,7 @@ pub fn render(reference: &Reference, sources: &mut Sources) -> String {
         ),
         Explanation::NoLineInfo => without_frames(
             reference,
+            &extra,
             format!(
                 "the debug info of `{}` has no line for this code",
                 reference.object
@@ -243,6 +351,7 @@ pub fn render(reference: &Reference, sources: &mut Sources) -> String {
         ),
         Explanation::BrokenDebugInfo(why) => without_frames(
             reference,
+            &extra,
             format!(
                 "the debug info of `{}` cannot be used: {why}",
                 reference.object
@@ -256,22 +365,32 @@ pub fn render(reference: &Reference, sources: &mut Sources) -> String {
 }
 
 /// The fallback without frames: the function symbol and why there is no more.
-fn without_frames(
+fn without_frames<'a>(
     reference: &Reference,
+    extra: &'a [(bool, String)],
     why: String,
     help: Option<&'static str>,
-) -> Vec<Group<'static>> {
+) -> Vec<Group<'a>> {
     let title = format!("{TITLE}, in {}", quoted(reference.function()));
     let mut group = Group::with_title(Level::ERROR.primary_title(title))
         .element(Level::NOTE.message(why))
         .element(Level::NOTE.message(whereabouts(reference)));
+    for (help, line) in extra {
+        let level = if *help { Level::HELP } else { Level::NOTE };
+        group = group.element(level.message(line.as_str()));
+    }
     if let Some(h) = help {
         group = group.element(Level::HELP.message(h));
     }
     vec![group]
 }
 
-fn frames_diagnostic(reference: &Reference, frames: &[Frame], sources: &Sources) -> String {
+fn frames_diagnostic(
+    reference: &Reference,
+    frames: &[Frame],
+    extra: &[(bool, String)],
+    sources: &Sources,
+) -> String {
     // Names shown for each frame's file, kept alive for the groups.
     let shown: Vec<Option<String>> = frames
         .iter()
@@ -332,10 +451,12 @@ fn frames_diagnostic(reference: &Reference, frames: &[Frame], sources: &Sources)
         if let Some(c) = &code_in {
             g = g.element(Level::NOTE.message(c.as_str()));
         }
-        groups.push(
-            g.element(Level::NOTE.message(whereabouts.as_str()))
-                .element(Level::HELP.message(HELP)),
-        );
+        g = g.element(Level::NOTE.message(whereabouts.as_str()));
+        for (help, line) in extra {
+            let level = if *help { Level::HELP } else { Level::NOTE };
+            g = g.element(level.message(line.as_str()));
+        }
+        groups.push(g.element(Level::HELP.message(HELP)));
     }
     let mut out = Renderer::plain().render(&groups);
     out.push('\n');

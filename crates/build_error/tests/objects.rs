@@ -388,7 +388,8 @@ fn json_names_the_chain() {
     let f = fixture(Compiler::Stable, "2");
     let scan = scan(std::slice::from_ref(&f.built.object));
     let sources = Sources::new(vec![repo_root()]);
-    let doc = serde_json::to_value(build_error::json::document(&scan, &sources)).expect("json");
+    let doc =
+        serde_json::to_value(build_error::json::document(&scan, &[], &sources)).expect("json");
     assert_eq!(doc["version"], 1);
     assert_eq!(doc["summary"]["objects"], 1);
     assert_eq!(doc["summary"]["errors"], 3);
