@@ -12,9 +12,10 @@
 //! call results inside each body, flow-insensitively and without aliasing:
 //! a value written through a pointer is not seen.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use kmir::{Body, Callee, LocalId, Operand, Place, Projection, TerminatorKind};
+use kmir::visit::{branch_conditions, operand_locals, value_sources};
+use kmir::{Body, Callee, LocalId, Operand, TerminatorKind};
 use program::{FnId, Program};
 
 use crate::{BUILD_ERROR_SYMBOL, Explanation, Reference};
@@ -139,102 +140,6 @@ fn shortest_path(program: &Program, from: FnId, to: FnId) -> Option<Vec<FnId>> {
     None
 }
 
-/// The locals a place reads: its base and any index.
-fn place_locals(place: &Place, out: &mut Vec<LocalId>) {
-    out.push(place.local);
-    for p in &place.projection {
-        if let Projection::Index(l) = p {
-            out.push(*l);
-        }
-    }
-}
-
-fn operand_locals(operand: &Operand, out: &mut Vec<LocalId>) {
-    if let Operand::Copy(p) | Operand::Move(p) = operand {
-        place_locals(p, out);
-    }
-}
-
-/// The locals an rvalue reads.
-struct Reads(Vec<LocalId>);
-
-impl kmir::visit::Visitor for Reads {
-    fn visit_place(
-        &mut self,
-        place: &Place,
-        _: kmir::visit::PlaceContext,
-        _: kmir::visit::Location,
-    ) {
-        place_locals(place, &mut self.0);
-    }
-}
-
-/// The values flowing into `seeds` in `body`: which arguments (0-based),
-/// and whether anything else that is decided at run time does (a call's
-/// result counts through the call's arguments, and as run time itself when
-/// it has none the caller could make constant).
-struct Flow {
-    args: BTreeSet<usize>,
-    runtime: bool,
-}
-
-fn flow(body: &Body, seeds: &[LocalId]) -> Flow {
-    // Where each local's value comes from: the locals of each rvalue
-    // written into it, and whether a write is a call result.
-    let mut sources: HashMap<LocalId, Vec<(Vec<LocalId>, bool)>> = HashMap::new();
-    kmir::visit::for_each_assign(body, |place, rvalue, location| {
-        let mut reads = Reads(Vec::new());
-        kmir::visit::walk_rvalue(&mut reads, rvalue, location);
-        sources
-            .entry(place.local)
-            .or_default()
-            .push((reads.0, false));
-    });
-    for block in &body.blocks {
-        if let TerminatorKind::Call {
-            args, destination, ..
-        } = &block.terminator.kind
-        {
-            let mut locals = Vec::new();
-            for a in args {
-                operand_locals(a, &mut locals);
-            }
-            sources
-                .entry(destination.local)
-                .or_default()
-                .push((locals, true));
-        }
-    }
-    let arg_count = body.arg_count;
-    let mut out = Flow {
-        args: BTreeSet::new(),
-        runtime: false,
-    };
-    let mut seen: HashSet<LocalId> = HashSet::new();
-    let mut work: Vec<LocalId> = seeds.to_vec();
-    while let Some(l) = work.pop() {
-        if !seen.insert(l) {
-            continue;
-        }
-        if l >= 1 && l <= arg_count {
-            out.args.insert((l - 1) as usize);
-            continue;
-        }
-        match sources.get(&l) {
-            None => out.runtime = true,
-            Some(writes) => {
-                for (locals, is_call) in writes {
-                    if *is_call && locals.is_empty() {
-                        out.runtime = true;
-                    }
-                    work.extend(locals.iter().copied());
-                }
-            }
-        }
-    }
-    out
-}
-
 /// The calls in `body` to `callee`, as (block, args), preferring those on
 /// `line` (where the DWARF says the call is) when any is.
 fn calls_to<'b>(body: &'b Body, callee: &str, line: Option<u32>) -> Vec<&'b [Operand]> {
@@ -263,47 +168,6 @@ fn calls_to<'b>(body: &'b Body, callee: &str, line: Option<u32>) -> Vec<&'b [Ope
     }
 }
 
-/// The blocks whose terminator switches to the block calling
-/// `rust_build_error` (through `goto`s): the assertion's condition.
-fn conditions(body: &Body, call_blocks: &[usize]) -> Vec<LocalId> {
-    let mut preds: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, b) in body.blocks.iter().enumerate() {
-        for t in successors(&b.terminator.kind) {
-            preds.entry(t).or_default().push(i);
-        }
-    }
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    let mut work: Vec<usize> = call_blocks.to_vec();
-    while let Some(b) = work.pop() {
-        if !seen.insert(b) {
-            continue;
-        }
-        for &p in preds.get(&(b as u32)).map(Vec::as_slice).unwrap_or(&[]) {
-            match &body.blocks[p].terminator.kind {
-                TerminatorKind::SwitchInt { discr, .. } => operand_locals(discr, &mut out),
-                TerminatorKind::Goto { .. } => work.push(p),
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
-fn successors(kind: &TerminatorKind) -> Vec<u32> {
-    match kind {
-        TerminatorKind::Goto { target } => vec![*target],
-        TerminatorKind::SwitchInt {
-            targets, otherwise, ..
-        } => targets
-            .iter()
-            .map(|t| t.target)
-            .chain([*otherwise])
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 fn arg_name(body: &Body, index: usize) -> Option<String> {
     let local = index as LocalId + 1;
     body.var_names
@@ -329,7 +193,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
     // Innermost: the condition guarding the `rust_build_error` call.
     let inner = *chain.first()?;
     let inner_body = body(program, inner)?;
-    let call_blocks: Vec<usize> = inner_body
+    let call_blocks: Vec<u32> = inner_body
         .blocks
         .iter()
         .enumerate()
@@ -337,9 +201,9 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
             matches!(&b.terminator.kind, TerminatorKind::Call { callee: Callee::Direct { symbol }, .. }
                 if symbol == BUILD_ERROR_SYMBOL)
         })
-        .map(|(i, _)| i)
+        .map(|(i, _)| i as u32)
         .collect();
-    let mut current = flow(inner_body, &conditions(inner_body, &call_blocks));
+    let mut current = value_sources(inner_body, &branch_conditions(inner_body, &call_blocks));
     notes.depends_on_runtime = current.runtime;
     notes.complete = true;
     // Outward: each frame's arguments become the operands its caller
@@ -371,7 +235,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
                 }
             }
         }
-        current = flow(caller_body, &seeds);
+        current = value_sources(caller_body, &seeds);
         notes.depends_on_runtime |= current.runtime;
     }
     if !notes.complete {
@@ -409,7 +273,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
                 args.get(a.index).is_some_and(|op| {
                     let mut seeds = Vec::new();
                     operand_locals(op, &mut seeds);
-                    let f = flow(caller_body, &seeds);
+                    let f = value_sources(caller_body, &seeds);
                     !seeds.is_empty() && (f.runtime || !f.args.is_empty())
                 })
             })
