@@ -163,3 +163,57 @@ fn dumps_name_the_argument_and_the_caller_passing_a_runtime_value() {
     );
     assert_eq!(missing.code, Some(2), "{}", missing.stderr);
 }
+
+/// `kanalyze check`'s `build-assert-can-be-const` on `asserts.rs`: the
+/// assertions on constants, each once; none on an argument, a call's
+/// result, a static, or an unconditional `build_error`.
+#[test]
+fn check_reports_build_asserts_on_constants() {
+    use test_harness::{CrateSpec, extract};
+    let out = extract(&[
+        CrateSpec::lib("build_error/build_error.rs"),
+        CrateSpec::lib("build_error/asserts.rs").with_extern("build_error"),
+    ]);
+    let run = kanalyze(out.dir.path(), &["check", "kmir", "--format", "json"]);
+    run.assert_no_panic();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let found: Vec<(String, u64, String)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "build-assert-can-be-const")
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["span"]["line"].as_u64().unwrap_or(0),
+                f["message"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let line = |needle| u64::from(line_of("build_error/asserts.rs", needle));
+    let static_form = "this `build_assert!` does not depend on run-time values; prefer `static_assert!` (or `const { assert!(..) }` where it reads locals)";
+    let const_form =
+        "this `build_assert!` does not depend on run-time values; prefer `const { assert!(..) }`";
+    assert_eq!(
+        found,
+        [
+            (
+                "asserts::constant".to_string(),
+                line("build_assert!(1 < LIMIT)"),
+                static_form.to_string()
+            ),
+            (
+                "asserts::generic::<1>".to_string(),
+                line("build_assert!(N < LIMIT"),
+                const_form.to_string()
+            ),
+            (
+                "asserts::through_local".to_string(),
+                line("build_assert!(twice > LIMIT)"),
+                static_form.to_string()
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
+}

@@ -203,7 +203,13 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
         })
         .map(|(i, _)| i as u32)
         .collect();
-    let mut current = value_sources(inner_body, &branch_conditions(inner_body, &call_blocks));
+    let mut current = {
+        let mut seeds = Vec::new();
+        for discr in branch_conditions(inner_body, &call_blocks) {
+            operand_locals(discr, &mut seeds);
+        }
+        value_sources(inner_body, &seeds)
+    };
     notes.depends_on_runtime = current.runtime;
     notes.complete = true;
     // Outward: each frame's arguments become the operands its caller

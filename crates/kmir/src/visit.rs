@@ -292,6 +292,21 @@ pub fn operand_locals(operand: &Operand, out: &mut Vec<LocalId>) {
     }
 }
 
+/// Every place an rvalue reads, borrows or inspects.
+pub fn for_each_rvalue_place(rvalue: &Rvalue, f: impl FnMut(&Place)) {
+    struct Places<F>(F);
+    impl<F: FnMut(&Place)> Visitor for Places<F> {
+        fn visit_place(&mut self, place: &Place, _: PlaceContext, _: Location) {
+            (self.0)(place)
+        }
+    }
+    let nowhere = Location {
+        block: 0,
+        statement: 0,
+    };
+    Places(f).visit_rvalue(rvalue, nowhere);
+}
+
 /// What values flow into some locals of a body (see [`value_sources`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ValueSources {
@@ -395,9 +410,10 @@ pub fn value_sources(body: &Body, seeds: &[LocalId]) -> ValueSources {
     out
 }
 
-/// The locals switched on by the branches that lead to any of `blocks`
-/// (through `goto`s only): the conditions guarding them.
-pub fn branch_conditions(body: &Body, blocks: &[BlockId]) -> Vec<LocalId> {
+/// The operands switched on by the branches that lead to any of `blocks`
+/// (through `goto`s only): the conditions guarding them. Empty when
+/// nothing branches to them; a constant operand when the branch is on one.
+pub fn branch_conditions<'b>(body: &'b Body, blocks: &[BlockId]) -> Vec<&'b Operand> {
     let mut preds: std::collections::HashMap<BlockId, Vec<BlockId>> =
         std::collections::HashMap::new();
     for (i, b) in body.blocks.iter().enumerate() {
@@ -425,7 +441,7 @@ pub fn branch_conditions(body: &Body, blocks: &[BlockId]) -> Vec<LocalId> {
         }
         for &p in preds.get(&b).map(Vec::as_slice).unwrap_or(&[]) {
             match body.blocks.get(p as usize).map(|b| &b.terminator.kind) {
-                Some(TerminatorKind::SwitchInt { discr, .. }) => operand_locals(discr, &mut out),
+                Some(TerminatorKind::SwitchInt { discr, .. }) => out.push(discr),
                 Some(TerminatorKind::Goto { .. }) => work.push(p),
                 _ => {}
             }
@@ -646,7 +662,7 @@ mod tests {
             }],
             otherwise: 2,
         };
-        assert_eq!(branch_conditions(&b, &[1]), vec![3]);
-        assert_eq!(branch_conditions(&b, &[0]), Vec::<LocalId>::new());
+        assert_eq!(branch_conditions(&b, &[1]), vec![&Operand::Copy(place(3))]);
+        assert!(branch_conditions(&b, &[0]).is_empty());
     }
 }
