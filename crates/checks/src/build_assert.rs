@@ -46,6 +46,19 @@ struct Site {
     generic: bool,
 }
 
+/// Whether an operand is a `bool`.
+fn is_bool(dump: &kmir::CrateDump, body: &kmir::Body, operand: &kmir::Operand) -> bool {
+    let ty = match operand {
+        kmir::Operand::Copy(p) | kmir::Operand::Move(p) if p.projection.is_empty() => {
+            body.locals.get(p.local as usize).map(|l| l.ty)
+        }
+        kmir::Operand::Constant(c) => Some(c.ty),
+        _ => None,
+    };
+    ty.and_then(|t| dump.ty(t))
+        .is_some_and(|t| matches!(t.kind, kmir::TyKind::Bool))
+}
+
 /// Where the condition is written. The `build_error` call and the branch
 /// come from `build_assert!`'s body, in the file that defines the macro;
 /// the condition's tokens come from the invocation. The first assignment
@@ -89,7 +102,7 @@ fn condition_span(body: &kmir::Body, seeds: &[kmir::LocalId], call: kmir::Span) 
 /// per source position.
 pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
     let mut sites: BTreeMap<(u32, kmir::Span), Site> = BTreeMap::new();
-    for (id, _, inst) in program.bodies() {
+    for (id, krate, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
         // Bodies from optimised MIR (upstream items) have had calls
         // inlined and constants propagated: what their conditions depend
@@ -109,8 +122,10 @@ pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
                 continue;
             }
             let guards = branch_conditions(body, &[b as u32]);
-            // An unconditional `build_error!()` is not an assertion.
-            if guards.is_empty() {
+            // `build_assert!` is an `if` on a `bool`; a `build_error!()`
+            // that nothing guards, or one in a `match` arm (the kernel's
+            // atomics reject an ordering that way), is not an assertion.
+            if guards.is_empty() || !guards.iter().all(|g| is_bool(&krate.dump, body, g)) {
                 continue;
             }
             let mut seeds = Vec::new();
