@@ -52,6 +52,8 @@ pub struct Finding {
     pub section: String,
     pub offset: u64,
     pub references: usize,
+    /// Other objects holding the same code with the same chain.
+    pub also_in: Vec<String>,
     /// `frames` (DWARF gave the chain), `no-debug-info`, `no-line-info`
     /// or `broken-debug-info`.
     pub debug_info: &'static str,
@@ -152,6 +154,7 @@ pub fn document(scan: &Scan, mir: &[Option<MirNotes>], sources: &Sources) -> Doc
                 section: r.section.clone(),
                 offset: r.offset,
                 references: r.count,
+                also_in: r.also_in.clone(),
                 debug_info,
                 debug_info_error: error,
                 frames,

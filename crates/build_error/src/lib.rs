@@ -92,6 +92,10 @@ pub struct Reference {
     pub explanation: Explanation,
     /// How many relocations this report stands for.
     pub count: usize,
+    /// Other objects with the same function's code and the same chain:
+    /// what a kbuild tree holds twice (`vmlinux.o`, a module's composite
+    /// `.o` linked from its parts with `ld -r`).
+    pub also_in: Vec<String>,
 }
 
 impl Reference {
@@ -120,6 +124,30 @@ impl Reference {
             _ => None,
         }
     }
+}
+
+/// One report per function and chain: the same code found in several
+/// objects is reported at the first object (by name) and lists the others.
+fn merge_copies(mut references: Vec<Reference>) -> Vec<Reference> {
+    references.sort_by(|a, b| a.object.cmp(&b.object).then(a.offset.cmp(&b.offset)));
+    let mut out: Vec<Reference> = Vec::new();
+    for r in references {
+        let copy = out.iter_mut().find(|o| {
+            o.object != r.object
+                && o.symbol.is_some()
+                && o.symbol == r.symbol
+                && o.explanation == r.explanation
+        });
+        match copy {
+            Some(o) => {
+                if !o.also_in.contains(&r.object) {
+                    o.also_in.push(r.object);
+                }
+            }
+            None => out.push(r),
+        }
+    }
+    out
 }
 
 /// `{:#}`: rustc-demangle's form without the hash, for legacy and v0
@@ -175,6 +203,7 @@ pub fn scan(paths: &[PathBuf]) -> Scan {
             }
         }
     }
+    out.references = merge_copies(std::mem::take(&mut out.references));
     out.references.sort_by(|a, b| {
         (a.assertion(), a.function(), &a.object, a.offset).cmp(&(
             b.assertion(),

@@ -203,6 +203,14 @@ fn whereabouts(r: &Reference) -> String {
     {
         s.push_str(&format!(", symbol `{}`", sym.raw));
     }
+    if !r.also_in.is_empty() {
+        let shown: Vec<String> = r.also_in.iter().take(3).map(|o| format!("`{o}`")).collect();
+        let more = r.also_in.len().saturating_sub(3);
+        s.push_str(&format!("; the same code is also in {}", shown.join(", ")));
+        if more > 0 {
+            s.push_str(&format!(" and {more} more objects"));
+        }
+    }
     if r.count > 1 {
         s.push_str(&format!(" ({} references with the same chain)", r.count));
     }

@@ -93,6 +93,7 @@ pub fn scan(object: &ObjectData) -> Result<Vec<Reference>, InputError> {
             symbol,
             explanation,
             count: 1,
+            also_in: Vec::new(),
         };
         // Several references with the same chain in the same function
         // (an unrolled loop, two calls merged differently) are one report.
