@@ -78,7 +78,7 @@ fn byte_of_column(line: &str, col: usize) -> usize {
 /// balanced brackets, on the same line. Falls back to the rest of the line.
 fn expression_end(line: &str, start: usize) -> usize {
     let bytes = line.as_bytes();
-    let path_char = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || b"_:.!<>&".contains(&c);
+    let path_char = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || b"_:.!<>&$".contains(&c);
     let mut i = start;
     loop {
         let from = i;
@@ -406,6 +406,22 @@ fn frames_diagnostic(
         .collect();
     let last = frames.len() - 1;
     let inner = quoted(frames[0].function.as_deref());
+    // rustc's debug info places a call made by a macro of the same crate
+    // in the macro's definition (only other crates' macros are collapsed
+    // to their invocation): a `$crate` or `$name` on the line shows it.
+    let in_macro_body = frames[0]
+        .location
+        .as_ref()
+        .and_then(|l| {
+            let text = sources.text(&l.file)?;
+            text.lines().nth((l.line as usize).checked_sub(1)?)
+        })
+        .is_some_and(is_macro_body);
+    let macro_note = in_macro_body.then(|| {
+        format!(
+            "this line is in a `macro_rules!` definition: the debug info of a macro used in its own crate points there; the invocation is in {inner}"
+        )
+    });
     let where_note = if last == 0 {
         format!("in {inner}, which is not inlined: the condition must be known inside it")
     } else {
@@ -445,7 +461,11 @@ fn frames_diagnostic(
             AnnotationKind::Primary,
         );
     }
-    let mut groups = vec![main.element(Level::NOTE.message(where_note.as_str()))];
+    let mut main = main.element(Level::NOTE.message(where_note.as_str()));
+    if let Some(m) = &macro_note {
+        main = main.element(Level::NOTE.message(m.as_str()));
+    }
+    let mut groups = vec![main];
     for i in 1..frames.len() {
         let mut g = Group::with_title(Level::NOTE.secondary_title(titles[i].as_str()));
         if let (Some(loc), Some(name)) = (&frames[i].location, &shown[i]) {
@@ -469,6 +489,14 @@ fn frames_diagnostic(
     let mut out = Renderer::plain().render(&groups);
     out.push('\n');
     out
+}
+
+/// Whether a source line is in a `macro_rules!` body: it names a
+/// metavariable or `$crate`.
+fn is_macro_body(line: &str) -> bool {
+    line.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'$' && (w[1].is_ascii_alphabetic() || w[1] == b'_'))
 }
 
 /// The closing line: what was found and what was read.
@@ -526,5 +554,16 @@ mod tests {
         // Nothing call-like: one character.
         assert_eq!(span("    + x", 4), "+");
         assert_eq!(span("    é(x)", 4), "é(x)");
+        assert_eq!(
+            span("            $crate::f(concat!(\"a\", $c));", 12),
+            "$crate::f(concat!(\"a\", $c))"
+        );
+    }
+
+    #[test]
+    fn macro_bodies_are_told_by_their_metavariables() {
+        assert!(super::is_macro_body("  $crate::build_error(msg);"));
+        assert!(super::is_macro_body("  if !$cond {"));
+        assert!(!super::is_macro_body("  let price = \"$5\";"));
     }
 }
