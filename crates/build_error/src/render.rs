@@ -83,6 +83,26 @@ fn expression_end(line: &str, start: usize) -> usize {
     loop {
         let from = i;
         while i < bytes.len() && path_char(bytes[i]) {
+            // A turbofish's arguments may hold commas and spaces:
+            // `f::<A, B>(x)` goes to its `>`.
+            if bytes[i] == b'<' && i >= 2 && &bytes[i - 2..i] == b"::" {
+                let mut depth = 0usize;
+                let close = bytes[i..].iter().position(|&c| {
+                    match c {
+                        b'<' => depth += 1,
+                        b'>' => depth = depth.saturating_sub(1),
+                        _ => {}
+                    }
+                    depth == 0
+                });
+                match close {
+                    Some(j) => {
+                        i += j + 1;
+                        continue;
+                    }
+                    None => return line.trim_end().len().max(start),
+                }
+            }
             i += 1;
         }
         // Arguments or an index, each balanced; a chain goes on after them
@@ -554,6 +574,10 @@ mod tests {
         // Nothing call-like: one character.
         assert_eq!(span("    + x", 4), "+");
         assert_eq!(span("    é(x)", 4), "é(x)");
+        assert_eq!(
+            span("    let v = f::<Self, L::T>(self, o.offset());", 12),
+            "f::<Self, L::T>(self, o.offset())"
+        );
         assert_eq!(
             span("            $crate::f(concat!(\"a\", $c));", 12),
             "$crate::f(concat!(\"a\", $c))"
