@@ -22,13 +22,18 @@
 #   4. runs `kanalyze check` over the kernel's dumps with that crate's dump
 #      replaced (with the kernel's invariants file, as scripts/kernel.sh
 #      does) and keeps the findings the unpatched kernel does not have (by
-#      stable id).
+#      stable id);
+#   5. runs `kanalyze build-error` on the patched crate's object: a
+#      `rust_build_error` reference the final link would reject is
+#      `error build-error <file>:<line>`, at the innermost call in the
+#      patched crate (see docs/build-assert.md).
 # It prints a table (patch, expected, found, result) and exits 1 when a
 # patch's findings differ from its expectations, 2 when a patch cannot be
 # applied or compiled.
 #
 # Usage: scripts/kernel-bugs.sh [PATCH...]   (default: every patch)
-# Output: target/kernel/bugs/<patch>/{kmir,build.log,findings.txt,new.txt,new.json}.
+# Output: target/kernel/bugs/<patch>/{kmir,build.log,findings.txt,new.txt,new.json,
+#         build-error.txt,build-error.json}.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${KANALYZE_KERNEL_WORK:-$ROOT/target/kernel}
@@ -130,7 +135,16 @@ for patch in "${patches[@]}"; do
         >"$out/new.txt" 2>/dev/null || true
     "$KANALYZE" check "$out/kmir" "${INVARIANTS[@]}" --baseline "$baseline" --format json \
         >"$out/new.json" 2>/dev/null || true
-    printf '%s\t%s\t%s\n' "$name" "$patch" "$out/new.json" >>"$results"
+    # What the linker would meet: the `rust_build_error` references left
+    # in the patched crate's object (a `build_assert!` the optimiser could
+    # not prove), explained with the dumps (docs/build-assert.md).
+    "$KANALYZE" build-error "$out/build/out.obj" --dumps "$out/kmir" --source-root "$out/src" \
+        --source-root "$SRC" >"$out/build-error.txt" 2>&1 || true
+    # With the same roots, the JSON's file names are relative to the copy
+    # or to the source tree: `samples/rust/x.rs`, `rust/kernel/io.rs`.
+    "$KANALYZE" build-error "$out/build/out.obj" --dumps "$out/kmir" --source-root "$out/src" \
+        --source-root "$SRC" --format json >"$out/build-error.json" 2>/dev/null || true
+    printf '%s\t%s\t%s\t%s\n' "$name" "$patch" "$out/new.json" "$out/build-error.json" >>"$results"
 done
 
 # The table: what each patch expects against what it added.
@@ -153,7 +167,7 @@ def rel(path):
 
 rows, failed = [], 0
 for line in open(results):
-    name, patch, new = line.rstrip("\n").split("\t")
+    name, patch, new, build_error = line.rstrip("\n").split("\t")
     expected = []
     for l in open(patch):
         if l.startswith("Expect: "):
@@ -165,10 +179,26 @@ for line in open(results):
     except (OSError, ValueError, KeyError) as err:
         print(f"kernel-bugs.sh: {name}: no JSON output ({err})", file=sys.stderr)
         sys.exit(2)
-    found = sorted(
+    found = [
         f"{f['severity']} {f['kind']} {rel(f['span']['file'])}:{f['span']['line']}"
         for f in findings
-    )
+    ]
+    # A kept `rust_build_error` reference: `error build-error FILE:LINE` at
+    # the innermost frame in a file the patch changes (the call it made),
+    # else at the assertion, else the function (no debug info).
+    try:
+        references = json.load(open(build_error))["findings"]
+    except (OSError, ValueError, KeyError) as err:
+        print(f"kernel-bugs.sh: {name}: no build-error JSON output ({err})", file=sys.stderr)
+        sys.exit(2)
+    changed = [l[len("+++ b/"):].strip() for l in open(patch) if l.startswith("+++ b/")]
+    for r in references:
+        spans = [fr["span"] for fr in r["frames"] if fr["span"]]
+        mine = [sp for sp in spans if sp["file"] in changed]
+        at = (mine or spans or [None])[0]
+        where = f"{at['file']}:{at['line']}" if at else r["function"]
+        found.append(f"error build-error {where}")
+    found.sort()
     ok = sorted(expected) == found
     failed += not ok
     rows.append((name, "; ".join(sorted(expected)) or "nothing",

@@ -27,7 +27,8 @@
 #   obj-kextract/        objects built with RUSTC=kextract (~230 MB)
 #   obj-plain/           objects built with plain rustc (--plain only)
 #   kmir/                the dumps, one per compiled crate
-#   logs/                one `make V=1` log per step; findings.txt/.json
+#   logs/                one `make V=1` log per step; findings.txt/.json;
+#                        build-error.txt/.json (`kanalyze build-error` on the objects)
 #
 # Exit status: 0 when the build (and the analysis, whatever it finds) ran;
 # non-zero when a step failed; the failing step's log is named.
@@ -276,7 +277,11 @@ CONFIG_OPTS=(-e RUST -e RUST_OVERFLOW_CHECKS -e RUST_DEBUG_ASSERTIONS -e COMPILE
     -e SERIAL_DEV_BUS -e RUST_SERIAL_DEV_BUS_ABSTRACTIONS
     -e KUNIT -e RUST_KERNEL_DOCTESTS -e RUST_KUNIT_TESTS -m FIND_BIT_BENCHMARK_RUST
     -e SAMPLES -e SAMPLES_RUST -e SAMPLE_RUST_HOSTPROGS
-    -e AUXILIARY_BUS -e SOC_BUS -e I2C -e USB -e PCI)
+    -e AUXILIARY_BUS -e SOC_BUS -e I2C -e USB -e PCI
+    -d DEBUG_INFO_NONE -e DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT)
+# Debug info (rustc gets -Cdebuginfo=2): `kanalyze build-error` needs the
+# objects' DWARF to name the `build_assert!` and the calls inlined into the
+# function that keeps a `rust_build_error` reference (docs/build-assert.md).
 # (kernel-build.md also lists `-e ANDROID_BINDERFS`: it depends on the C
 # binder, which is off, so Kconfig drops it; the Rust binder has its own.)
 # Every SAMPLE_RUST_* module: tristates as modules, bools built in.
@@ -473,6 +478,16 @@ PY
     [ "$status" -le 1 ] || { cat "$LOGS/findings.stderr" >&2; die "kanalyze failed (exit $status)"; }
     grep '^kanalyze: ' "$LOGS/findings.txt" >&2
     step_done "$(grep -v '^Command exited' "$LOGS/check.time"); findings in $LOGS/findings.txt and findings.json"
+    step "kanalyze build-error"
+    # Every `rust_build_error` reference left in the object tree (0 on an
+    # unpatched kernel: the build would not link otherwise).
+    status=0
+    "$KANALYZE" build-error "$OBJ" --dumps "$KMIR" --source-root "$SRC" \
+        >"$LOGS/build-error.txt" 2>"$LOGS/build-error.stderr" || status=$?
+    [ "$status" -le 1 ] || { cat "$LOGS/build-error.stderr" >&2; die "kanalyze build-error failed (exit $status)"; }
+    "$KANALYZE" build-error "$OBJ" --dumps "$KMIR" --source-root "$SRC" --format json \
+        >"$LOGS/build-error.json" 2>/dev/null || true
+    step_done "$(tail -n 1 "$LOGS/build-error.txt"); in $LOGS/build-error.txt and build-error.json"
 fi
 
 # ---------------------------------------------------------------- summary

@@ -37,6 +37,35 @@ pub enum Command {
     /// Write the findings as one self-contained HTML page (`--html OUT/`):
     /// filters, source snippets, each chain drawn, held locks, summaries.
     Report(ReportArgs),
+    /// Explain a `build_assert!` that failed to build: every `rust_build_error`
+    /// reference left in object files, at the assertion, with the inlined
+    /// calls outward (docs/build-assert.md).
+    BuildError(BuildErrorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildErrorArgs {
+    /// Object files, archives (`.a`, `.rlib`), or directories searched
+    /// recursively for `.o`, `.a` and `.rlib` files (a kbuild object tree).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// `text` or `json` (SARIF is `check`'s).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Directories to resolve relative source file names against (for
+    /// snippets) and to shorten absolute ones by; the current directory is
+    /// always tried.
+    #[arg(long = "source-root", value_name = "DIR")]
+    pub source_roots: Vec<PathBuf>,
+
+    /// kextract's dumps of the same build (files or directories): add which
+    /// arguments of the outermost function the assertion depends on and
+    /// the callers in the whole program that pass it a value that is not
+    /// a constant.
+    #[arg(long = "dumps", value_name = "PATH")]
+    pub dumps: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug, Args)]

@@ -44,6 +44,7 @@ pub fn run() -> ExitCode {
         cli::Command::Explain(args) => commands::explain::run(args),
         cli::Command::Triage(args) => commands::triage::run(args),
         cli::Command::Report(args) => commands::report::run(args),
+        cli::Command::BuildError(args) => commands::build_error::run(args),
     };
     ExitCode::from(code)
 }
@@ -57,7 +58,8 @@ pub fn run() -> ExitCode {
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const COMMANDS: &[&str] = &[
-        "check", "summary", "dump", "graph", "explain", "triage", "report", "help",
+        "check", "summary", "dump", "graph", "explain", "triage", "report", "build-error",
+        "help",
     ];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
     // The options of `check` that take a value as the next argument.

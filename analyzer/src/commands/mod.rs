@@ -1,6 +1,7 @@
 //! One module per subcommand. Each `run` prints its own diagnostics and
 //! returns the process exit code.
 
+pub mod build_error;
 pub mod check;
 pub mod dump;
 pub mod explain;

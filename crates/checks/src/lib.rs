@@ -15,6 +15,7 @@
 
 mod adjustment;
 mod annotation;
+mod build_assert;
 mod callbacks;
 mod drops;
 mod exported;
@@ -58,6 +59,7 @@ pub static KINDS: &[&Kind] = &[
     &lock_state::LOCK_LEAK,
     &lock_state::UNBALANCED_UNLOCK,
     &irq_safety::IRQ_UNSAFE_LOCK,
+    &build_assert::BUILD_ASSERT_CAN_BE_CONST,
     &annotation::REPORT,
 ];
 
@@ -127,6 +129,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
     findings.extend(checks.exported());
+    findings.extend(build_assert::can_be_const(input.program));
     findings.extend(callbacks::check(input, &registrations, &summaries));
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);

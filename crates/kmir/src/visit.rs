@@ -275,6 +275,181 @@ pub fn unwritten_args(body: &Body) -> Vec<LocalId> {
         .collect()
 }
 
+/// The locals a place reads: its base and any index.
+pub fn place_locals(place: &Place, out: &mut Vec<LocalId>) {
+    out.push(place.local);
+    for p in &place.projection {
+        if let Projection::Index(l) = p {
+            out.push(*l);
+        }
+    }
+}
+
+/// The locals an operand reads (none for a constant).
+pub fn operand_locals(operand: &Operand, out: &mut Vec<LocalId>) {
+    if let Operand::Copy(p) | Operand::Move(p) = operand {
+        place_locals(p, out);
+    }
+}
+
+/// Every place an rvalue reads, borrows or inspects.
+pub fn for_each_rvalue_place(rvalue: &Rvalue, f: impl FnMut(&Place)) {
+    struct Places<F>(F);
+    impl<F: FnMut(&Place)> Visitor for Places<F> {
+        fn visit_place(&mut self, place: &Place, _: PlaceContext, _: Location) {
+            (self.0)(place)
+        }
+    }
+    let nowhere = Location {
+        block: 0,
+        statement: 0,
+    };
+    Places(f).visit_rvalue(rvalue, nowhere);
+}
+
+/// What values flow into some locals of a body (see [`value_sources`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueSources {
+    /// The arguments (0-based) whose values flow in.
+    pub args: std::collections::BTreeSet<usize>,
+    /// A value decided at run time other than an argument flows in: the
+    /// result of a call that takes no local (nothing the caller could make
+    /// constant), a static, a thread-local, or a local nothing assigns.
+    pub runtime: bool,
+}
+
+/// The locals an rvalue reads, and whether it reads a static or a
+/// thread-local (values no constant propagation sees through).
+struct Reads {
+    locals: Vec<LocalId>,
+    runtime: bool,
+}
+
+impl Visitor for Reads {
+    fn visit_place(&mut self, place: &Place, _: PlaceContext, _: Location) {
+        place_locals(place, &mut self.locals);
+    }
+
+    fn visit_operand(&mut self, operand: &Operand, location: Location) {
+        if let Operand::Constant(c) = operand
+            && let crate::model::ConstValue::Memory(m) = &c.value
+            && !m.statics.is_empty()
+        {
+            self.runtime = true;
+        }
+        walk_operand(self, operand, location)
+    }
+
+    fn visit_rvalue(&mut self, rvalue: &Rvalue, location: Location) {
+        if matches!(rvalue, Rvalue::ThreadLocalRef { .. }) {
+            self.runtime = true;
+        }
+        walk_rvalue(self, rvalue, location)
+    }
+}
+
+/// Which arguments and run-time values flow into `seeds`, through
+/// assignments and call results (a call's result depends on its
+/// arguments), flow-insensitively and without aliasing: a value written
+/// through a pointer is not seen, and one read through a pointer depends
+/// on the pointer. For `build_assert!` conditions: a condition fed only by
+/// constants is decided at compile time whatever is inlined.
+pub fn value_sources(body: &Body, seeds: &[LocalId]) -> ValueSources {
+    // Where each local's value comes from: each write's read locals, and
+    // whether the write brings a run-time value of its own.
+    let mut writes: std::collections::HashMap<LocalId, Vec<(Vec<LocalId>, bool)>> =
+        std::collections::HashMap::new();
+    for_each_assign(body, |place, rvalue, location| {
+        let mut reads = Reads {
+            locals: Vec::new(),
+            runtime: false,
+        };
+        reads.visit_rvalue(rvalue, location);
+        writes
+            .entry(place.local)
+            .or_default()
+            .push((reads.locals, reads.runtime));
+    });
+    for block in &body.blocks {
+        if let TerminatorKind::Call {
+            args, destination, ..
+        } = &block.terminator.kind
+        {
+            let mut locals = Vec::new();
+            for a in args {
+                operand_locals(a, &mut locals);
+            }
+            let opaque = locals.is_empty();
+            writes
+                .entry(destination.local)
+                .or_default()
+                .push((locals, opaque));
+        }
+    }
+    let mut out = ValueSources::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut work: Vec<LocalId> = seeds.to_vec();
+    while let Some(l) = work.pop() {
+        if !seen.insert(l) {
+            continue;
+        }
+        if l >= 1 && l <= body.arg_count {
+            out.args.insert((l - 1) as usize);
+            continue;
+        }
+        match writes.get(&l) {
+            None => out.runtime = true,
+            Some(ws) => {
+                for (locals, runtime) in ws {
+                    out.runtime |= *runtime;
+                    work.extend(locals.iter().copied());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The operands switched on by the branches that lead to any of `blocks`
+/// (through `goto`s only): the conditions guarding them. Empty when
+/// nothing branches to them; a constant operand when the branch is on one.
+pub fn branch_conditions<'b>(body: &'b Body, blocks: &[BlockId]) -> Vec<&'b Operand> {
+    let mut preds: std::collections::HashMap<BlockId, Vec<BlockId>> =
+        std::collections::HashMap::new();
+    for (i, b) in body.blocks.iter().enumerate() {
+        let succ: Vec<BlockId> = match &b.terminator.kind {
+            TerminatorKind::Goto { target } => vec![*target],
+            TerminatorKind::SwitchInt {
+                targets, otherwise, ..
+            } => targets
+                .iter()
+                .map(|t| t.target)
+                .chain([*otherwise])
+                .collect(),
+            _ => Vec::new(),
+        };
+        for t in succ {
+            preds.entry(t).or_default().push(i as BlockId);
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut work: Vec<BlockId> = blocks.to_vec();
+    while let Some(b) = work.pop() {
+        if !seen.insert(b) {
+            continue;
+        }
+        for &p in preds.get(&b).map(Vec::as_slice).unwrap_or(&[]) {
+            match body.blocks.get(p as usize).map(|b| &b.terminator.kind) {
+                Some(TerminatorKind::SwitchInt { discr, .. }) => out.push(discr),
+                Some(TerminatorKind::Goto { .. }) => work.push(p),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +621,48 @@ mod tests {
         v.visit_body(&body());
         // One assignment; the places seen are the call's and the drop's only.
         assert_eq!((v.0, v.1), (1, 3));
+    }
+
+    #[test]
+    fn value_sources_follow_assignments_and_call_results_to_arguments() {
+        let mut b = body();
+        // `_3 = f(move _2)` with `_2 = &mut _1`: `_3` comes from argument 0.
+        let s = value_sources(&b, &[3]);
+        assert_eq!(
+            (s.args.into_iter().collect::<Vec<_>>(), s.runtime),
+            (vec![0], false)
+        );
+        // A call without arguments is a run-time value of its own.
+        if let TerminatorKind::Call { args, .. } = &mut b.blocks[0].terminator.kind {
+            args.clear();
+        }
+        let s = value_sources(&b, &[3]);
+        assert!(s.args.is_empty() && s.runtime);
+        // A constant is neither.
+        b.blocks[1].statements.push(stmt(
+            place(3),
+            Rvalue::Use(Operand::Constant(crate::model::Constant {
+                ty: 0,
+                value: crate::model::ConstValue::Scalar(4),
+            })),
+        ));
+        let s = value_sources(&b, &[2]);
+        assert_eq!(s.args.into_iter().collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn branch_conditions_are_the_switches_reaching_a_block() {
+        let mut b = body();
+        // bb0 switches on `_3` to bb1 (through nothing) or bb2.
+        b.blocks[0].terminator.kind = TerminatorKind::SwitchInt {
+            discr: Operand::Copy(place(3)),
+            targets: vec![crate::model::SwitchTarget {
+                value: 0,
+                target: 1,
+            }],
+            otherwise: 2,
+        };
+        assert_eq!(branch_conditions(&b, &[1]), vec![&Operand::Copy(place(3))]);
+        assert!(branch_conditions(&b, &[0]).is_empty());
     }
 }

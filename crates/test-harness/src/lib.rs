@@ -4,6 +4,8 @@
 //! Tests never hand-write dumps: they compile Rust sources from `fixtures/`
 //! with the real compiler and read what the extractor wrote.
 
+pub mod objects;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

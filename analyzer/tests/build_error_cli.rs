@@ -1,0 +1,219 @@
+//! The `kanalyze build-error` command line: the "done when" on an
+//! object compiled by stable rustc at `-O -Cdebuginfo=2`, exit statuses
+//! (1 found, 0 none, 2 unreadable input) and `--format json`. The binary
+//! runs in the build directory with relative paths, so messages do not
+//! depend on where the test runs.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{Run, kanalyze};
+use tempfile::TempDir;
+use test_harness::objects::{Compiler, build};
+use test_harness::{line_of, repo_root};
+
+/// The fixture compiled once per test binary, in its own directory.
+fn built() -> &'static TempDir {
+    static DIR: OnceLock<TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        build(Compiler::Stable, "2", dir.path());
+        dir
+    })
+}
+
+fn run(args: &[&str]) -> Run {
+    let root = repo_root();
+    let root = root.to_str().expect("a UTF-8 repository path");
+    let mut all = vec!["build-error", "--source-root", root];
+    all.extend_from_slice(args);
+    let run = kanalyze(built().path(), &all);
+    run.assert_no_panic();
+    run
+}
+
+#[test]
+fn bad_is_reported_at_the_assertion_with_its_call_as_a_note() {
+    let run = run(&["regs.o"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let assertion = line_of("build_error/regs.rs", "build_assert!(off < 0x100)");
+    let call = line_of("build_error/regs.rs", "r.read_at(i * 4)");
+    let first = run
+        .stdout
+        .split("\n\n")
+        .find(|d| d.contains("in `bad`"))
+        .expect("a diagnostic ending in `bad`");
+    assert!(
+        first.starts_with(&format!(
+            "error: this `build_error` reference is not optimized away\n  --> fixtures/build_error/regs.rs:{assertion}:5\n"
+        )),
+        "{first}"
+    );
+    assert!(
+        first.contains(&format!(
+            "note: which is called from here, in `bad`\n  --> fixtures/build_error/regs.rs:{call}:"
+        )),
+        "{first}"
+    );
+    assert!(!run.stdout.contains("`good"), "{}", run.stdout);
+    assert!(run.stdout.ends_with("kanalyze: 3 errors; read 1 object\n"));
+}
+
+#[test]
+fn an_object_without_references_exits_0() {
+    // The crate that defines `rust_build_error` refers to it legitimately.
+    let run = run(&["libbuild_error.rlib"]);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout,
+        "kanalyze: no `rust_build_error` reference; read 1 object (1 archive member of 1 archive), 1 input skipped\n"
+    );
+}
+
+#[test]
+fn an_unreadable_input_exits_2_and_the_others_are_still_read() {
+    let dir = built().path();
+    std::fs::write(dir.join("truncated.bin"), b"\x7fELF\x02\x01").expect("write");
+    let run = run(&["truncated.bin", "regs.o", "missing.o"]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("error: `missing.o`: cannot read it:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("error: `truncated.bin`: not a readable object file:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("in `bad`"));
+    assert!(
+        run.stdout.ends_with(", 2 inputs unreadable\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn json_is_one_document_with_the_summary() {
+    let run = run(&["--format", "json", "regs.o"]);
+    assert_eq!(run.code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(doc["summary"]["errors"], 3);
+    assert_eq!(doc["summary"]["objects"], 1);
+    let functions: Vec<&str> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    assert_eq!(functions, ["bad", "regs::bad_closure", "regs::bad_generic"]);
+}
+
+/// `--dumps`: the fixture compiled through kextract, the rlib's object
+/// explained with the dumps of the same build.
+#[test]
+fn dumps_name_the_argument_and_the_caller_passing_a_runtime_value() {
+    use test_harness::{CrateSpec, extract};
+    let spec = |source: &str, externs: &[&str]| {
+        let mut s = CrateSpec::lib(source)
+            .opt("2")
+            .arg("-Ccodegen-units=1")
+            .arg("-Cdebuginfo=2");
+        for e in externs {
+            s = s.with_extern(e);
+        }
+        s
+    };
+    let out = extract(&[
+        spec("build_error/build_error.rs", &[]),
+        spec("build_error/regs.rs", &["build_error"]),
+        spec("build_error/driver.rs", &["build_error", "regs"]),
+    ]);
+    let root = repo_root();
+    let root = root.to_str().expect("a UTF-8 repository path");
+    let run = kanalyze(
+        out.dir.path(),
+        &[
+            "build-error",
+            "libregs.rlib",
+            "--dumps",
+            "kmir",
+            "--source-root",
+            root,
+        ],
+    );
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let probe = line_of("build_error/driver.rs", "bad(r, n + 1)");
+    assert!(
+        run.stdout.contains(&format!(
+            "= help: `driver::probe` passes a value that is not a constant as `i` (argument 2) at fixtures/build_error/driver.rs:{probe}:5"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("driver::fixed"), "{}", run.stdout);
+
+    let missing = kanalyze(
+        out.dir.path(),
+        &["build-error", "libregs.rlib", "--dumps", "nowhere"],
+    );
+    assert_eq!(missing.code, Some(2), "{}", missing.stderr);
+}
+
+/// `kanalyze check`'s `build-assert-can-be-const` on `asserts.rs`: the
+/// assertions on constants, each once; none on an argument, a call's
+/// result, a static, or an unconditional `build_error`.
+#[test]
+fn check_reports_build_asserts_on_constants() {
+    use test_harness::{CrateSpec, extract};
+    let out = extract(&[
+        CrateSpec::lib("build_error/build_error.rs"),
+        CrateSpec::lib("build_error/asserts.rs").with_extern("build_error"),
+    ]);
+    let run = kanalyze(out.dir.path(), &["check", "kmir", "--format", "json"]);
+    run.assert_no_panic();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let found: Vec<(String, u64, String)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "build-assert-can-be-const")
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["span"]["line"].as_u64().unwrap_or(0),
+                f["message"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let line = |needle| u64::from(line_of("build_error/asserts.rs", needle));
+    let static_form = "this `build_assert!` does not depend on run-time values; prefer `static_assert!` (or `const { assert!(..) }` where it reads locals)";
+    let const_form =
+        "this `build_assert!` does not depend on run-time values; prefer `const { assert!(..) }`";
+    assert_eq!(
+        found,
+        [
+            (
+                "asserts::constant".to_string(),
+                line("build_assert!(1 < LIMIT)"),
+                static_form.to_string()
+            ),
+            (
+                "asserts::generic::<1>".to_string(),
+                line("build_assert!(N < LIMIT"),
+                const_form.to_string()
+            ),
+            (
+                "asserts::through_local".to_string(),
+                line("build_assert!(twice > LIMIT)"),
+                static_form.to_string()
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
+}
