@@ -33,6 +33,18 @@ findings::declare_kind! {
     /// time with an undefined symbol. klint's `build_assert_can_be_const`
     /// and `assert_hierarchy` lints. A condition that calls a function (even
     /// a `const fn` with constant arguments) is not reported.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// fn u32_into_u8<const N: u32>() -> u8 {
+    ///     build_assert!(N <= u8::MAX as u32);   // warning: only N decides it
+    ///     N as u8
+    /// }
+    /// ```
+    ///
+    /// Fix: `const { assert!(N <= u8::MAX as u32) }`, which fails at compile
+    /// time with the message instead of at link time with an undefined symbol.
     pub BUILD_ASSERT_CAN_BE_CONST, "build-assert-can-be-const", Warning, "build_assert",
     "a `build_assert!` whose condition depends on no run-time value; `const { assert!(..) }` or `static_assert!` checks it at compile time"
 }
