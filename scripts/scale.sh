@@ -19,6 +19,8 @@ root=$PWD
 src=$(realpath "${1:-target/kernel/kmir}")
 ns=(${SCALE_NS:-1 2 5 10})
 max=${ns[-1]}
+# Ratios and the findings check are against N = 1, which must come first.
+[ "${ns[0]}" = 1 ] || { echo "SCALE_NS must start with 1" >&2; exit 1; }
 work=$root/target/scale
 
 [ -d "$src" ] || { echo "no dump directory $src" >&2; exit 1; }

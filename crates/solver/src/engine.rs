@@ -1,14 +1,13 @@
-//! The solve: each component as soon as its callees are done, recursion
-//! to a fixed point.
+//! The solve: components level by level, recursion to a fixed point.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use program::FnId;
+use rayon::prelude::*;
 
-use crate::schedule::{CallGraph, SccId, Schedule};
+use crate::schedule::{CallGraph, Schedule};
 
 /// What the engine solves: a domain of function summaries.
 pub trait SummaryDomain: Sync {
@@ -122,9 +121,6 @@ pub struct Env<'a, D: SummaryDomain> {
     solver: &'a Solver<'a, D>,
     members: &'a [FnId],
     provisional: &'a HashMap<FnId, D::Summary>,
-    /// The level of the component being solved: results of lower levels
-    /// only are visible (see [`Solver::result`]).
-    level: u32,
 }
 
 impl<D: SummaryDomain> Env<'_, D> {
@@ -134,15 +130,9 @@ impl<D: SummaryDomain> Env<'_, D> {
         if let Some(s) = self.provisional.get(&g) {
             return s;
         }
-        let solver = self.solver;
-        let summary = if solver.body.get(g.index()).copied().unwrap_or(false) {
-            solver
-                .result(g, self.level)
-                .or_else(|| solver.body_external.get(&g))
-        } else {
-            solver.results.get(g.index()).and_then(OnceLock::get)
-        };
-        summary.unwrap_or(&solver.fallback)
+        self.solver.done[g.index()]
+            .as_ref()
+            .unwrap_or(&self.solver.fallback)
     }
 
     /// Whether `g` belongs to the component being solved.
@@ -182,19 +172,9 @@ type SpecialisationCache<D> =
 struct Solver<'a, D: SummaryDomain> {
     domain: &'a D,
     limits: Limits,
-    /// The level of each component, and the component of each function.
-    level_of: Vec<u32>,
-    scc_of: &'a [SccId],
-    /// Whether each function has a body to analyse.
-    body: Vec<bool>,
-    /// Each function's summary: a function without a body's external one
-    /// from the start, a function with a body's result once its component
-    /// is done (set once).
-    results: Vec<OnceLock<D::Summary>>,
-    /// External summaries of functions that also have a body, seen until
-    /// the result is (none in practice: kept apart so that `results` holds
-    /// one summary per function, not two).
-    body_external: HashMap<FnId, D::Summary>,
+    /// Final summaries of the levels solved so far; external ones from the
+    /// start.
+    done: Vec<Option<D::Summary>>,
     fallback: D::Summary,
     specialisations: Mutex<SpecialisationCache<D>>,
 }
@@ -209,15 +189,9 @@ struct Component<D: SummaryDomain> {
 
 /// Solves every function of `graph` in `schedule`'s order.
 ///
-/// `schedule` must be `graph`'s ([`Schedule::new`]). A component is solved
-/// (on rayon's current pool) as soon as the components it calls are done,
-/// not when its whole level is: a level with few components would leave
-/// threads idle at the barrier. What a component sees is nevertheless what
-/// the level-by-level order gives it — its callees' results, and for any
-/// other function the result only if it is of a lower level (waiting for
-/// it if need be), else the external summary — so the solution does not
-/// depend on timing. Events are merged in schedule order: level by level,
-/// the components of a level in schedule order.
+/// `schedule` must be `graph`'s ([`Schedule::new`]); its levels are solved
+/// one after the other, the components of a level in parallel (on rayon's
+/// current pool), and their results merged in schedule order.
 pub fn solve<G: CallGraph, D: SummaryDomain>(
     graph: &G,
     schedule: &Schedule,
@@ -225,101 +199,33 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
     limits: Limits,
 ) -> Solution<D> {
     let n = graph.function_count();
-    let sccs = schedule.sccs.len();
-    let mut level_of = vec![0u32; sccs];
-    for (l, level) in schedule.levels.iter().enumerate() {
-        for &scc in level {
-            level_of[scc as usize] = l as u32;
-        }
-    }
-    let body: Vec<bool> = (0..n).map(|i| domain.has_body(FnId(i as u32))).collect();
-    let mut body_external = HashMap::new();
-    let results = (0..n)
-        .map(|i| {
-            let f = FnId(i as u32);
-            let slot = OnceLock::new();
-            match domain.external(f) {
-                Some(s) if body[i] => {
-                    body_external.insert(f, s);
-                }
-                Some(s) => {
-                    let _ = slot.set(s);
-                }
-                None => {}
-            }
-            slot
-        })
-        .collect();
-    let solver = Solver {
+    let mut solver = Solver {
         domain,
         limits,
-        level_of,
-        scc_of: &schedule.scc_of,
-        body,
-        results,
-        body_external,
+        done: (0..n).map(|i| domain.external(FnId(i as u32))).collect(),
         fallback: domain.fallback(),
         specialisations: Mutex::new(HashMap::new()),
     };
-    // Each component waits for its distinct callee components; each lists
-    // its callers, to release them.
-    let mut callers: Vec<Vec<SccId>> = vec![Vec::new(); sccs];
-    let waiting: Vec<AtomicUsize> = schedule
-        .sccs
-        .iter()
-        .enumerate()
-        .map(|(i, members)| {
-            let mut callees: Vec<SccId> = members
-                .iter()
-                .flat_map(|&m| graph.callees(m))
-                .filter(|c| c.index() < n)
-                .map(|c| schedule.scc_of[c.index()])
-                .filter(|&c| c as usize != i)
-                .collect();
-            callees.sort_unstable();
-            callees.dedup();
-            for &c in &callees {
-                callers[c as usize].push(i as SccId);
-            }
-            AtomicUsize::new(callees.len())
-        })
-        .collect();
-    let run = Run {
-        graph,
-        schedule,
-        solver: &solver,
-        callers,
-        waiting,
-        slots: (0..sccs).map(|_| Mutex::new(None)).collect(),
-    };
-    rayon::scope(|s| {
-        for (i, w) in run.waiting.iter().enumerate() {
-            if w.load(Ordering::Acquire) == 0 {
-                run.spawn(s, i as SccId);
-            }
-        }
-    });
-    let Run { slots, .. } = run;
-    let mut slots: Vec<Option<Done<D>>> = slots
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect();
     let mut events = Vec::new();
     let mut stats = Stats::default();
     for level in &schedule.levels {
-        for &scc in level {
-            let Some(c) = slots[scc as usize].take() else {
-                continue;
-            };
-            if c.events.is_empty() {
+        let components: Vec<Component<D>> = level
+            .par_iter()
+            .map(|&scc| solver.component(graph, &schedule.sccs[scc as usize]))
+            .collect();
+        for c in components {
+            if c.results.is_empty() {
                 continue;
             }
             stats.components += 1;
             stats.recursive_components += usize::from(c.recursive);
             stats.unsettled_components += usize::from(c.unsettled);
             stats.max_rounds = stats.max_rounds.max(c.rounds);
-            stats.analyses += c.rounds * c.events.len();
-            events.extend(c.events);
+            stats.analyses += c.rounds * c.results.len();
+            for (f, s, e) in c.results {
+                solver.done[f.index()] = Some(s);
+                events.push((f, e));
+            }
         }
     }
     stats.specialisations = match solver.specialisations.into_inner() {
@@ -327,16 +233,10 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
         Err(poisoned) => poisoned.into_inner().len(),
     };
     let fallback = solver.fallback;
-    let mut body_external = solver.body_external;
     let summaries = solver
-        .results
+        .done
         .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.into_inner()
-                .or_else(|| body_external.remove(&FnId(i as u32)))
-                .unwrap_or_else(|| fallback.clone())
-        })
+        .map(|s| s.unwrap_or_else(|| fallback.clone()))
         .collect();
     Solution {
         summaries,
@@ -345,96 +245,8 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
     }
 }
 
-/// A component once solved, without its summaries (they are in
-/// `Solver::results`).
-struct Done<D: SummaryDomain> {
-    events: Vec<(FnId, D::Events)>,
-    recursive: bool,
-    rounds: usize,
-    unsettled: bool,
-}
-
-/// The state of one dependency-driven solve.
-struct Run<'a, G, D: SummaryDomain> {
-    graph: &'a G,
-    schedule: &'a Schedule,
-    solver: &'a Solver<'a, D>,
-    /// The components that call each component.
-    callers: Vec<Vec<SccId>>,
-    /// How many callee components each component still waits for.
-    waiting: Vec<AtomicUsize>,
-    /// Each component's result, written once (a mutex, not a `OnceLock`:
-    /// events need only be `Send`).
-    slots: Vec<Mutex<Option<Done<D>>>>,
-}
-
-impl<'a, G: CallGraph, D: SummaryDomain> Run<'a, G, D> {
-    /// Solves `scc` on the pool, then releases the callers it was the last
-    /// callee of.
-    fn spawn<'s>(&'s self, s: &rayon::Scope<'s>, scc: SccId)
-    where
-        'a: 's,
-    {
-        s.spawn(move |s| {
-            let level = self.solver.level_of[scc as usize];
-            let c = self
-                .solver
-                .component(self.graph, &self.schedule.sccs[scc as usize], level);
-            let mut events = Vec::with_capacity(c.results.len());
-            for (f, summary, e) in c.results {
-                // Each function with a body is in one component, solved
-                // once, and its slot was left empty.
-                let _ = self.solver.results[f.index()].set(summary);
-                events.push((f, e));
-            }
-            let done = Done {
-                events,
-                recursive: c.recursive,
-                rounds: c.rounds,
-                unsettled: c.unsettled,
-            };
-            // A panic elsewhere poisons nothing here that matters: the slot
-            // is only ever written by this task.
-            match self.slots[scc as usize].lock() {
-                Ok(mut slot) => *slot = Some(done),
-                Err(p) => *p.into_inner() = Some(done),
-            }
-            for &caller in &self.callers[scc as usize] {
-                // AcqRel: the caller's thread sees every result set above.
-                if self.waiting[caller as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    self.spawn(s, caller);
-                }
-            }
-        });
-    }
-}
-
 impl<D: SummaryDomain> Solver<'_, D> {
-    /// `g`'s result as a component of level `level` sees it: the level
-    /// order makes every result of a lower level visible and none of the
-    /// same or a higher level. A callee's component is always done before
-    /// its caller starts; any other function of a lower level (a summary
-    /// read without a call edge) may still be in progress, and is waited
-    /// for — it cannot be waiting for this component, whose level is
-    /// higher — doing other work of the pool meanwhile.
-    fn result(&self, g: FnId, level: u32) -> Option<&D::Summary> {
-        let scc = *self.scc_of.get(g.index())?;
-        if self.level_of[scc as usize] >= level {
-            return None;
-        }
-        // Only called for functions with a body: their result will come.
-        let slot = &self.results[g.index()];
-        loop {
-            if let Some(s) = slot.get() {
-                return Some(s);
-            }
-            if rayon::yield_now().is_none() {
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    fn component(&self, graph: &impl CallGraph, members: &[FnId], level: u32) -> Component<D> {
+    fn component(&self, graph: &impl CallGraph, members: &[FnId]) -> Component<D> {
         let bodies: Vec<FnId> = callees_first(graph, members)
             .into_iter()
             .filter(|f| self.domain.has_body(*f))
@@ -466,7 +278,6 @@ impl<D: SummaryDomain> Solver<'_, D> {
                         solver: self,
                         members,
                         provisional: &provisional,
-                        level,
                     };
                     self.domain.analyze(f, &env)
                 };
