@@ -58,7 +58,14 @@ pub fn run() -> ExitCode {
 /// `--help` and `--version` first are the top-level ones.
 fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const COMMANDS: &[&str] = &[
-        "check", "summary", "dump", "graph", "explain", "triage", "report", "build-error",
+        "check",
+        "summary",
+        "dump",
+        "graph",
+        "explain",
+        "triage",
+        "report",
+        "build-error",
         "help",
     ];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];
