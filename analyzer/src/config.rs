@@ -20,7 +20,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use crate::diag::FileError;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -28,21 +28,6 @@ use crate::cli::{AnalysisArgs, Format};
 
 /// The file name searched for.
 pub const FILE_NAME: &str = "kanalyze.toml";
-
-/// A problem with a configuration file, pointing into it.
-#[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{message}")]
-#[diagnostic(code(kanalyze::config))]
-pub struct ConfigError {
-    message: String,
-    #[source_code]
-    source_code: NamedSource<String>,
-    #[label("{label}")]
-    span: Option<SourceSpan>,
-    label: String,
-    #[help]
-    help: Option<String>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -111,15 +96,17 @@ pub fn find(explicit: Option<&Path>, start: &Path) -> Option<PathBuf> {
 }
 
 /// Reads and checks the configuration file `path`.
-pub fn load(path: &Path) -> Result<Config, Box<ConfigError>> {
+pub fn load(path: &Path) -> Result<Config, Box<FileError>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Box::new(ConfigError {
-            message: format!("cannot read the configuration file `{}`: {e}", path.display()),
-            source_code: NamedSource::new(path.display().to_string(), String::new()),
-            span: None,
-            label: String::new(),
-            help: Some("`--config FILE` names the file; without it `kanalyze.toml` is looked for in the current directory and its ancestors".to_string()),
-        })
+        FileError::at(
+            "kanalyze::config",
+            path,
+            "",
+            None,
+            format!("cannot read the configuration file `{}`: {e}", path.display()),
+            "",
+            Some("`--config FILE` names the file; without it `kanalyze.toml` is looked for in the current directory and its ancestors".to_string()),
+        )
     })?;
     parse(path, &text)
 }
@@ -127,15 +114,9 @@ pub fn load(path: &Path) -> Result<Config, Box<ConfigError>> {
 const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the table `[levels]` (docs/output.md, \"Configuration file\")";
 
 /// Parses the text of the configuration file `path`.
-pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
+pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
     let err = |span: Option<Range<usize>>, message: String, label: &str, help: Option<String>| {
-        Box::new(ConfigError {
-            message,
-            source_code: NamedSource::new(path.display().to_string(), text.to_string()),
-            span: span.map(SourceSpan::from),
-            label: label.to_string(),
-            help,
-        })
+        FileError::at("kanalyze::config", path, text, span, message, label, help)
     };
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         err(
@@ -178,7 +159,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<ConfigError>> {
     let file = |v: &Spanned<String>,
                 what: &str,
                 dir_ok: bool|
-     -> Result<(PathBuf, Origin), Box<ConfigError>> {
+     -> Result<(PathBuf, Origin), Box<FileError>> {
         let p = dir.join(v.get_ref());
         let ok = if dir_ok { p.is_dir() } else { p.is_file() };
         if !ok {

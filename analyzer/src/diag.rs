@@ -144,3 +144,63 @@ pub fn emit_miette(d: &dyn miette::Diagnostic) {
         Err(_) => eprintln!("error: {d}"),
     }
 }
+
+/// An error in a TOML input file the user wrote (`kanalyze.toml`, a
+/// triage file), pointing into it; rendered by [`emit_miette`].
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FileError {
+    /// `kanalyze::config`, `kanalyze::triage`: which file kind.
+    code: &'static str,
+    message: String,
+    source_code: miette::NamedSource<String>,
+    span: Option<miette::SourceSpan>,
+    label: String,
+    help: Option<String>,
+}
+
+impl FileError {
+    /// An error at `span` (a byte range) of the file `path` whose text is
+    /// `text`; no span for a file that could not be read.
+    pub fn at(
+        code: &'static str,
+        path: &std::path::Path,
+        text: &str,
+        span: Option<std::ops::Range<usize>>,
+        message: impl Into<String>,
+        label: &str,
+        help: Option<String>,
+    ) -> Box<FileError> {
+        Box::new(FileError {
+            code,
+            message: message.into(),
+            source_code: miette::NamedSource::new(path.display().to_string(), text.to_string()),
+            span: span.map(miette::SourceSpan::from),
+            label: label.to_string(),
+            help,
+        })
+    }
+}
+
+impl miette::Diagnostic for FileError {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.source_code)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let span = self.span?;
+        Some(Box::new(std::iter::once(
+            miette::LabeledSpan::new_with_span(Some(self.label.clone()), span),
+        )))
+    }
+}

@@ -23,24 +23,9 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use crate::diag::FileError;
 use serde::Deserialize;
 use toml::Spanned;
-
-/// A problem with a triage file, pointing into it.
-#[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{message}")]
-#[diagnostic(code(kanalyze::triage))]
-pub struct TriageError {
-    message: String,
-    #[source_code]
-    source_code: NamedSource<String>,
-    #[label("{label}")]
-    span: Option<SourceSpan>,
-    label: String,
-    #[help]
-    help: Option<String>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -104,15 +89,17 @@ struct RawEntry {
 const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with `id`, `text`, `verdict`, `reason`, `by` and optionally `date` and `reference` (docs/output.md, \"Triage\")";
 
 /// Reads and checks a triage file.
-pub fn load(path: &Path) -> Result<Triage, Box<TriageError>> {
+pub fn load(path: &Path) -> Result<Triage, Box<FileError>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Box::new(TriageError {
-            message: format!("cannot read the triage file `{}`: {e}", path.display()),
-            source_code: NamedSource::new(path.display().to_string(), String::new()),
-            span: None,
-            label: String::new(),
-            help: None,
-        })
+        FileError::at(
+            "kanalyze::triage",
+            path,
+            "",
+            None,
+            format!("cannot read the triage file `{}`: {e}", path.display()),
+            "",
+            None,
+        )
     })?;
     parse(path, &text)
 }
@@ -126,15 +113,9 @@ fn is_hash(s: &str, prefix: &str) -> bool {
 }
 
 /// Parses the text of the triage file `path`.
-pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<TriageError>> {
+pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
     let err = |span: Option<Range<usize>>, message: String, label: &str, help: Option<String>| {
-        Box::new(TriageError {
-            message,
-            source_code: NamedSource::new(path.display().to_string(), text.to_string()),
-            span: span.map(SourceSpan::from),
-            label: label.to_string(),
-            help,
-        })
+        FileError::at("kanalyze::triage", path, text, span, message, label, help)
     };
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         err(
