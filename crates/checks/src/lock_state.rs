@@ -226,15 +226,8 @@ pub(crate) fn event(
         .at(loc(input, f, *site))
         .label(label)
         .in_function(f)
-        .subject(class.0.clone())
-        .note(Note::at(
-            loc(input, f, held.at.span),
-            format!(
-                "`{held_text}` was acquired here by `{}` and is still held",
-                name(input, held.at.callee)
-            ),
-        ));
-    for n in chain_notes(input, take, 1, &is_lock_fn) {
+        .subject(class.0.clone());
+    for n in nesting_notes(input, f, &held_text, held, take, &is_lock_fn) {
         finding = finding.note(n);
     }
     finding = finding.note(closing);
@@ -244,6 +237,27 @@ pub(crate) fn event(
         ));
     }
     finding
+}
+
+/// The notes of a nesting, in the terms of `f`: where the held lock was
+/// acquired, then the chain down to the second acquisition.
+fn nesting_notes(
+    input: &Input<'_>,
+    f: FnId,
+    held_text: &str,
+    held: &Held,
+    take: &Take,
+    is_lock_fn: &dyn Fn(FnId) -> bool,
+) -> Vec<Note> {
+    let mut notes = vec![Note::at(
+        loc(input, f, held.at.span),
+        format!(
+            "`{held_text}` was acquired here by `{}` and is still held",
+            name(input, held.at.callee)
+        ),
+    )];
+    notes.extend(chain_notes(input, take, 1, is_lock_fn));
+    notes
 }
 
 /// A callee's nesting of one lock class proven to be on one object by a
@@ -280,15 +294,8 @@ pub(crate) fn proven(
     ))
     .in_function(origin)
     .trace_from(prover)
-    .subject(class.0.clone())
-    .note(Note::at(
-        loc(input, origin, held.at.span),
-        format!(
-            "`{held_text}` was acquired here by `{}` and is still held",
-            name(input, held.at.callee)
-        ),
-    ));
-    for n in chain_notes(input, take, 1, &is_lock_fn) {
+    .subject(class.0.clone());
+    for n in nesting_notes(input, origin, &held_text, held, take, &is_lock_fn) {
         finding = finding.note(n);
     }
     // From the origin up to the call that proves it.
