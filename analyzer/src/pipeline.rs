@@ -30,11 +30,14 @@ pub struct Analysed {
 /// declared, the drop glues it applied to and (audited) what it removed.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct InvariantUse {
+    /// `empty_at_teardown` or `empty_when_stored`.
+    pub kind: &'static str,
     pub says: String,
     /// `file:line:col` of the declaration.
     pub declared_at: String,
     pub because: Option<String>,
-    /// The drop glues in which the field's drop was elided.
+    /// The functions in which a drop was elided: drop glues (empty at
+    /// teardown), storing functions (empty when stored).
     pub applied_in: Vec<String>,
     /// With `--audit-invariants`: the findings that appear when only this
     /// declaration is left out.
@@ -147,7 +150,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 })
                 .subject(m.message)
                 .note(Note::help(
-                    "an invariant about teardown is declared on the field it is about",
+                    "an invariant about a field (its teardown, or the stores into it) is declared on that field",
                 )),
         );
     }
@@ -201,10 +204,15 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         .map(|(d, u)| {
             let mut applied_in: Vec<String> = u
                 .iter()
-                .map(|u| program.function(u.glue).name.clone())
+                .map(|u| program.function(u.function).name.clone())
                 .collect();
+            applied_in.sort();
             applied_in.dedup();
             InvariantUse {
+                kind: match d.invariant {
+                    invariants::Invariant::EmptyAtTeardown { .. } => "empty_at_teardown",
+                    invariants::Invariant::EmptyWhenStored { .. } => "empty_when_stored",
+                },
                 says: d.describe(),
                 declared_at: origin_text(&program, &d.origin),
                 because: d.because.clone(),

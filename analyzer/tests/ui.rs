@@ -220,6 +220,161 @@ fn invariants_in_source_and_in_a_file() {
     insta::assert_snapshot!("invariants_errors", errors);
 }
 
+/// Declared empty-when-stored invariants in both forms: `Inner.file` in the
+/// source (every store), `Inner.log` and `Conn.buf` in a file, each for
+/// the storer it names. Stores the declarations do not cover stay errors;
+/// a declaration whose storer never stores, or that no store matches, stops
+/// the run.
+#[test]
+fn invariants_about_stores() {
+    let out = extract(&[CrateSpec::lib("ui/invariants_stored.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let clean = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .replace(repo_root().to_str().unwrap(), "$ROOT")
+                .replace(dir.to_str().unwrap(), "$TMP")
+        };
+        (
+            o.status.code().unwrap_or(-1),
+            clean(&o.stdout),
+            clean(&o.stderr),
+        )
+    };
+    let entry = |ty: &str, field: &str, storer: &str| {
+        format!(
+            "[[empty_when_stored]]\ntype = \"{ty}\"\nfield = \"{field}\"\nstored_by = [\"{storer}\"]\nbecause = \"it stores only into an empty field\"\n"
+        )
+    };
+    write(
+        "good.toml",
+        &format!(
+            "{}\n{}",
+            entry(
+                "invariants_stored::Inner",
+                "log",
+                "invariants_stored::set_log"
+            ),
+            entry(
+                "invariants_stored::Conn",
+                "buf",
+                "invariants_stored::Conn::refill"
+            )
+        ),
+    );
+    let errors_in = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
+            .map(str::to_string)
+            .collect()
+    };
+    let (code, without, stderr) = run(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        errors_in(&without),
+        [
+            "`invariants_stored::set_log`",
+            "`invariants_stored::replace_log`",
+            "`invariants_stored::Conn::refill`",
+            "`invariants_stored::Conn::swap`"
+        ],
+        "{without}"
+    );
+    let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        errors_in(&with),
+        [
+            "`invariants_stored::replace_log`",
+            "`invariants_stored::Conn::swap`"
+        ],
+        "{with}"
+    );
+    insta::assert_snapshot!("invariants_stored_with_file", with);
+
+    let (_, json, _) = run(&[
+        "--invariants",
+        "good.toml",
+        "--audit-invariants",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let inv = v["summary"]["invariants"].as_array().unwrap();
+    let applied: Vec<(String, Vec<String>, u64)> = inv
+        .iter()
+        .map(|i| {
+            (
+                i["says"].as_str().unwrap().to_string(),
+                i["applied_in"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_string())
+                    .collect(),
+                i["removes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            (
+                "`Inner.log` is empty when stored".to_string(),
+                vec!["invariants_stored::set_log".to_string()],
+                1
+            ),
+            (
+                "`Conn.buf` is empty when stored".to_string(),
+                vec!["invariants_stored::Conn::refill".to_string()],
+                1
+            ),
+            (
+                "`Inner.file` is empty when stored".to_string(),
+                vec![
+                    "invariants_stored::attach".to_string(),
+                    "invariants_stored::attach_again".to_string()
+                ],
+                2
+            ),
+        ]
+    );
+
+    let mut errors = String::new();
+    for (name, text) in [
+        (
+            "silent_storer.toml",
+            entry("invariants_stored::Inner", "log", "invariants_stored::Conn::swap"),
+        ),
+        (
+            "no_storer.toml",
+            entry("invariants_stored::Inner", "log", "invariants_stored::detach"),
+        ),
+        (
+            "never_stored.toml",
+            "[[empty_when_stored]]\ntype = \"invariants_stored::Conn\"\nfield = \"id\"\nbecause = \"x\"\n".to_string(),
+        ),
+        (
+            "bad_key.toml",
+            "[[empty_when_stored]]\ntype = \"invariants_stored::Conn\"\nfield = \"buf\"\nemptied_by = [\"invariants_stored::Conn::refill\"]\nbecause = \"x\"\n".to_string(),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    insta::assert_snapshot!("invariants_stored_errors", errors);
+}
+
 /// A contract broken in a driver is reported at the driver's code, not at
 /// the generic trampoline of another crate that every driver shares.
 #[test]

@@ -375,11 +375,28 @@ fn triage_text(t: &crate::triage::Outcome) -> String {
 /// remove 60 findings: 52, 8)".
 fn invariants_text(a: &Analysed) -> String {
     let n = a.invariants.len();
-    let glues: usize = a.invariants.iter().map(|u| u.applied_in.len()).sum();
+    let count = |kind: &str| -> usize {
+        a.invariants
+            .iter()
+            .filter(|u| u.kind == kind)
+            .map(|u| u.applied_in.len())
+            .sum()
+    };
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let glues = count("empty_at_teardown");
+    let stores = count("empty_when_stored");
+    let mut places = Vec::new();
+    if glues > 0 || stores == 0 {
+        places.push(plural(glues, "drop glue", "drop glues"));
+    }
+    if stores > 0 {
+        places.push(plural(stores, "storing function", "storing functions"));
+    }
     let mut text = format!(
-        "; {n} declared invariant{} trusted, applied in {glues} drop glue{}",
+        "; {n} declared invariant{} trusted, applied in {}",
         if n == 1 { "" } else { "s" },
-        if glues == 1 { "" } else { "s" }
+        places.join(" and ")
     );
     if let Some(all) = a.removed_by_invariants {
         let each: Vec<String> = a
@@ -401,7 +418,7 @@ fn invariants_text(a: &Analysed) -> String {
         .collect();
     if !unused.is_empty() {
         text.push_str(&format!(
-            "; never applied (the program tears no such struct down): {}",
+            "; never applied (the program tears no such struct down, or stores into no such field): {}",
             unused.join(", ")
         ));
     }

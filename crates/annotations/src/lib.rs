@@ -44,6 +44,7 @@
 //! | `#[kanalyze::lock_class("name")]` | names the lock class of a static, field, type or returned lock explicitly, instead of the class derived from its path |
 //! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
+//! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
 //! attribute`) listing the known ones. An argument index is checked against
@@ -110,6 +111,12 @@ pub enum KanalyzeAnnotation {
     /// in the struct's drop glue releases nothing. A trusted invariant
     /// (crates/invariants), with the reason the source gives for it.
     EmptyAtTeardown {
+        because: Option<String>,
+    },
+    /// On a struct field: the field holds an empty value whenever a value is
+    /// stored into it, so the drop of the old value an assignment runs
+    /// releases nothing. A trusted invariant (crates/invariants).
+    EmptyWhenStored {
         because: Option<String>,
     },
 }

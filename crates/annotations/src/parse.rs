@@ -35,6 +35,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "lock_class",
     "nested_lock",
     "empty_at_teardown",
+    "empty_when_stored",
 ];
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
@@ -357,21 +358,27 @@ fn parse_kanalyze(
                 _ => Err(bad()),
             }
         }
-        "empty_at_teardown" => match args {
-            Args::None => Ok(KanalyzeAnnotation::EmptyAtTeardown { because: None }),
-            Args::Delimited([Tree::Tok(Tok::Str(v))])
-            | Args::Delimited([Tree::Tok(Tok::Str(v)), Tree::Tok(Tok::Punct(Punct::Comma))])
-                if !v.trim().is_empty() =>
-            {
-                Ok(KanalyzeAnnotation::EmptyAtTeardown {
-                    because: Some(v.clone()),
-                })
-            }
-            _ => Err(usage(
-                r#"#[kanalyze::empty_at_teardown("why it holds")]"#,
-                ", on a struct field, with an optional reason",
-            )),
-        },
+        "empty_at_teardown" | "empty_when_stored" => {
+            let because =
+                match args {
+                    Args::None => None,
+                    Args::Delimited([Tree::Tok(Tok::Str(v))])
+                    | Args::Delimited(
+                        [Tree::Tok(Tok::Str(v)), Tree::Tok(Tok::Punct(Punct::Comma))],
+                    ) if !v.trim().is_empty() => Some(v.clone()),
+                    _ => {
+                        return Err(usage(
+                            &format!(r#"#[kanalyze::{name}("why it holds")]"#),
+                            ", on a struct field, with an optional reason",
+                        ));
+                    }
+                };
+            Ok(if name == "empty_at_teardown" {
+                KanalyzeAnnotation::EmptyAtTeardown { because }
+            } else {
+                KanalyzeAnnotation::EmptyWhenStored { because }
+            })
+        }
         _ => Err(error(
             span,
             MSG_UNRECOGNIZED_KANALYZE,

@@ -391,7 +391,8 @@ fn kanalyze_attributes() {
     assert_eq!(
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
-         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`"
+         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
+         `empty_when_stored`"
     );
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
@@ -405,6 +406,21 @@ fn kanalyze_attributes() {
     );
     assert!(err("#[kanalyze::empty_at_teardown(1)]").contains("on a struct field"));
     assert!(err(r#"#[kanalyze::empty_at_teardown("")]"#).contains("on a struct field"));
+    assert_eq!(
+        k(r#"#[kanalyze::empty_when_stored("stored once, into a new object")]"#),
+        EmptyWhenStored {
+            because: Some("stored once, into a new object".to_string())
+        }
+    );
+    assert_eq!(
+        k("#[kanalyze::empty_when_stored]"),
+        EmptyWhenStored { because: None }
+    );
+    assert_eq!(
+        err("#[kanalyze::empty_when_stored(x = 1)]"),
+        "incorrect usage of `#[kanalyze::empty_when_stored]` | correct usage looks like \
+         `#[kanalyze::empty_when_stored(\"why it holds\")]`, on a struct field, with an optional reason"
+    );
     assert_eq!(err("#[kanalyze::a::b]"), "invalid kanalyze attribute | ");
 }
 

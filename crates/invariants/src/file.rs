@@ -45,13 +45,29 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, and of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
     #[serde(default)]
     empty_at_teardown: Vec<Spanned<RawEmpty>>,
+    #[serde(default)]
+    empty_when_stored: Vec<Spanned<RawStored>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ type = \"crate::Struct\", field = \"name\", because = \"…\" }`"
+)]
+struct RawStored {
+    #[serde(rename = "type")]
+    ty: Spanned<String>,
+    field: Spanned<String>,
+    #[serde(default)]
+    stored_by: Vec<Spanned<String>>,
+    because: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -99,53 +115,89 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         Box::new(FileError::at(path, text, Some(span), message, label, help))
     };
     let mut out = Vec::new();
-    for entry in raw.empty_at_teardown {
+    let stored = raw.empty_when_stored.into_iter().map(|entry| {
         let span = entry.span();
         let e = entry.into_inner();
-        let ty = e.ty.get_ref().trim();
-        if ty.is_empty() || ty.contains('<') || ty.contains(char::is_whitespace) {
+        (
+            span,
+            e.ty,
+            e.field,
+            e.because,
+            e.stored_by,
+            "stored_by",
+            false,
+        )
+    });
+    let torn = raw.empty_at_teardown.into_iter().map(|entry| {
+        let span = entry.span();
+        let e = entry.into_inner();
+        (
+            span,
+            e.ty,
+            e.field,
+            e.because,
+            e.emptied_by,
+            "emptied_by",
+            true,
+        )
+    });
+    let mut entries: Vec<_> = torn.chain(stored).collect();
+    // In the file's order, whichever table an entry is in.
+    entries.sort_by_key(|e| e.0.start);
+    for (span, ty, field, because, functions, key, teardown) in entries {
+        let ty_text = ty.get_ref().trim();
+        if ty_text.is_empty() || ty_text.contains('<') || ty_text.contains(char::is_whitespace) {
             return Err(err(
-                e.ty.span(),
-                format!("`{}` is not a struct path", e.ty.get_ref()),
+                ty.span(),
+                format!("`{}` is not a struct path", ty.get_ref()),
                 "expected a path like `crate::module::Struct`",
                 Some("give the struct's canonical path without generic arguments; the invariant covers every instantiation".to_string()),
             ));
         }
-        let field = e.field.get_ref().trim();
-        if field.is_empty() || !field.chars().all(|c| c == '_' || c.is_alphanumeric()) {
+        let field_text = field.get_ref().trim();
+        if field_text.is_empty() || !field_text.chars().all(|c| c == '_' || c.is_alphanumeric()) {
             return Err(err(
-                e.field.span(),
-                format!("`{}` is not a field name", e.field.get_ref()),
+                field.span(),
+                format!("`{}` is not a field name", field.get_ref()),
                 "expected one field name",
                 Some("name a field of the struct itself; for a field of a nested struct, declare it on that struct".to_string()),
             ));
         }
-        if e.because.get_ref().trim().is_empty() {
+        if because.get_ref().trim().is_empty() {
             return Err(err(
-                e.because.span(),
+                because.span(),
                 "`because` is empty".to_string(),
                 "say what upholds the invariant",
                 Some("every invariant is trusted; `because` cites the code that upholds it, for whoever audits it".to_string()),
             ));
         }
-        let mut emptied_by = Vec::new();
-        for f in &e.emptied_by {
+        let mut names = Vec::new();
+        for f in &functions {
             if f.get_ref().trim().is_empty() {
                 return Err(err(
                     f.span(),
-                    "an empty function path in `emptied_by`".to_string(),
+                    format!("an empty function path in `{key}`"),
                     "expected a function path",
                     None,
                 ));
             }
-            emptied_by.push(f.get_ref().trim().to_string());
+            names.push(f.get_ref().trim().to_string());
         }
         let (line, col) = line_col(text, span.start);
+        let (ty, field) = (ty_text.to_string(), field_text.to_string());
         out.push(Declaration {
-            invariant: Invariant::EmptyAtTeardown {
-                ty: ty.to_string(),
-                field: field.to_string(),
-                emptied_by,
+            invariant: if teardown {
+                Invariant::EmptyAtTeardown {
+                    ty,
+                    field,
+                    emptied_by: names,
+                }
+            } else {
+                Invariant::EmptyWhenStored {
+                    ty,
+                    field,
+                    stored_by: names,
+                }
             },
             origin: Origin::File {
                 path: PathBuf::from(path),
@@ -153,7 +205,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                 col,
                 span,
             },
-            because: Some(e.because.into_inner().trim().to_string()),
+            because: Some(because.into_inner().trim().to_string()),
         });
     }
     Ok(out)

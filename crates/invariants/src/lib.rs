@@ -1,13 +1,22 @@
 //! Declared invariants: facts the program keeps across objects and over
 //! time that no function body shows, stated by the people who know them.
 //!
-//! The one kind today is **empty at teardown**: field `F` of struct `T`
-//! holds an empty value (`None`, an empty list) whenever a `T` is torn down,
-//! because some function empties it before the last reference to the `T`
-//! can go. Binder's `ProcessInner::binderfs_file` is taken in
-//! `Process::deferred_release`; without the invariant every drop of an
-//! `Arc<Process>` under a spinlock looks like it may run
-//! `BinderfsProcFile::drop`, which sleeps.
+//! Two kinds:
+//! - **empty at teardown**: field `F` of struct `T` holds an empty value
+//!   (`None`, an empty list) whenever a `T` is torn down, because some
+//!   function empties it before the last reference to the `T` can go.
+//!   Binder's `ProcessInner::binderfs_file` is taken in
+//!   `Process::deferred_release`; without the invariant every drop of an
+//!   `Arc<Process>` under a spinlock looks like it may run
+//!   `BinderfsProcFile::drop`, which sleeps.
+//! - **empty when stored**: field `F` of struct `T` holds an empty value
+//!   whenever a value is stored into it (in the named functions, or
+//!   anywhere), so the store overwrites nothing: the drop of the old value
+//!   that the assignment runs releases nothing. Binder stores a process's
+//!   binderfs file once, right after creating the process, and puts a
+//!   transaction's allocation back only where it took it out a few lines
+//!   earlier (with the lock released in between, which the analysis must
+//!   take as "anything may have happened").
 //!
 //! A declaration comes in one of two equivalent forms:
 //! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
@@ -22,6 +31,14 @@
 //!   because = "deferred_release takes it before the last reference goes"
 //!   ```
 //!
+//!   ```toml
+//!   [[empty_when_stored]]
+//!   type = "rust_binder::transaction::Transaction"
+//!   field = "allocation"
+//!   stored_by = ["rust_binder::transaction::Transaction::prepare_file_list"]
+//!   because = "it puts back what it took out four lines earlier"
+//!   ```
+//!
 //! ## What is checked, what is trusted
 //! Every declaration must name something: a struct the program has, a field
 //! it has, and, for `emptied_by`, functions the program has whose bodies
@@ -33,12 +50,27 @@
 //! cannot check either; the audit (`Resolved::uses`, the JSON summary)
 //! says where each declaration was applied so that a reviewer can.
 //!
+//! For empty-when-stored, each `stored_by` function must store into the
+//! field (an assignment over it, directly or through a guard of the lock
+//! the field is); without `stored_by` the declaration covers every store
+//! in the program and must match at least one. What is trusted is that
+//! the field is empty at those stores.
+//!
 //! ## How it is applied
 //! In the drop glue of `T` (every instantiation of it), the drop of `F` is
 //! a no-op: the glue's summary no longer contains the field's teardown, and
 //! neither does anything that drops a `T`. Dropping `F` anywhere else (an
 //! assignment over it, `mem::take` and a drop of the result) is analysed as
 //! before: the invariant is about teardown only.
+//!
+//! An empty-when-stored declaration makes the drop that an assignment over
+//! `F` runs before writing the new value a no-op, in the functions it
+//! covers. A store is recognised by its shape, not its names: a `Drop` of
+//! a place whose next statement assigns that same place, where the place
+//! is `F` of a `T` (`x.f = v`, `(*p).f = v`), or is the data behind a
+//! pointer derived from a borrow of `F` through calls (the guard of the
+//! lock `F` is: `*x.f.lock() = v`), with the type of the data one of
+//! `F`'s type arguments.
 
 mod file;
 mod resolve;
@@ -67,6 +99,14 @@ pub enum Invariant {
         field: String,
         emptied_by: Vec<String>,
     },
+    /// Field `field` of the struct `ty` is empty whenever a value is stored
+    /// into it by one of `stored_by` (by any function when empty), so such
+    /// a store's drop of the old value releases nothing.
+    EmptyWhenStored {
+        ty: String,
+        field: String,
+        stored_by: Vec<String>,
+    },
 }
 
 /// Where a declaration was made.
@@ -93,6 +133,10 @@ impl Declaration {
                 let short = ty.rsplit("::").next().unwrap_or(ty);
                 format!("`{short}.{field}` is empty at teardown")
             }
+            Invariant::EmptyWhenStored { ty, field, .. } => {
+                let short = ty.rsplit("::").next().unwrap_or(ty);
+                format!("`{short}.{field}` is empty when stored")
+            }
         }
     }
 }
@@ -105,18 +149,22 @@ pub struct Misplaced {
     pub message: String,
 }
 
-/// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`.
-/// Its item path is the struct's path followed by the field name. The
-/// attribute on anything but a struct field is returned as misplaced.
+/// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`
+/// or `#[kanalyze::empty_when_stored]`. Its item path is the struct's path
+/// followed by the field name. The attribute on anything but a struct field
+/// is returned as misplaced.
 pub fn from_annotations<'a>(
     items: impl Iterator<Item = (&'a str, &'a annotations::ItemAnnotations)>,
 ) -> (Vec<Declaration>, Vec<Misplaced>) {
+    use annotations::KanalyzeAnnotation as K;
     let mut out = Vec::new();
     let mut misplaced = Vec::new();
     for (path, item) in items {
         for (annotation, span) in &item.kanalyze {
-            let annotations::KanalyzeAnnotation::EmptyAtTeardown { because } = annotation else {
-                continue;
+            let (name, because) = match annotation {
+                K::EmptyAtTeardown { because } => ("empty_at_teardown", because),
+                K::EmptyWhenStored { because } => ("empty_when_stored", because),
+                _ => continue,
             };
             let on_field = item.kind == "field";
             let Some((ty, field)) = path.rsplit_once("::").filter(|_| on_field) else {
@@ -124,17 +172,26 @@ pub fn from_annotations<'a>(
                     krate: item.crate_index,
                     span: *span,
                     message: format!(
-                        "`#[kanalyze::empty_at_teardown]` is on a {}, not on a struct field",
+                        "`#[kanalyze::{name}]` is on a {}, not on a struct field",
                         item.kind
                     ),
                 });
                 continue;
             };
+            let (ty, field) = (ty.to_string(), field.to_string());
             out.push(Declaration {
-                invariant: Invariant::EmptyAtTeardown {
-                    ty: ty.to_string(),
-                    field: field.to_string(),
-                    emptied_by: Vec::new(),
+                invariant: if name == "empty_at_teardown" {
+                    Invariant::EmptyAtTeardown {
+                        ty,
+                        field,
+                        emptied_by: Vec::new(),
+                    }
+                } else {
+                    Invariant::EmptyWhenStored {
+                        ty,
+                        field,
+                        stored_by: Vec::new(),
+                    }
                 },
                 origin: Origin::Attribute {
                     krate: item.crate_index,

@@ -18,10 +18,11 @@ pub struct Resolved {
     elided: HashMap<FnId, Vec<(BlockId, usize)>>,
 }
 
-/// One application of a declaration: a drop of the field in this drop glue.
+/// One application of a declaration: a drop it elides, in a drop glue (empty
+/// at teardown) or a storing function (empty when stored).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Use {
-    pub glue: FnId,
+    pub function: FnId,
     pub block: BlockId,
 }
 
@@ -58,11 +59,14 @@ impl Resolved {
         let mut out = vec![Vec::new(); self.declarations.len()];
         for (&glue, sites) in &self.elided {
             for &(block, d) in sites {
-                out[d].push(Use { glue, block });
+                out[d].push(Use {
+                    function: glue,
+                    block,
+                });
             }
         }
         for v in &mut out {
-            v.sort_by_key(|u| (u.glue, u.block));
+            v.sort_by_key(|u| (u.function, u.block));
         }
         out
     }
@@ -116,12 +120,14 @@ pub fn resolve(
     let mut problems = Vec::new();
     // (struct path, field index) → declaration indices.
     let mut wanted: HashMap<(&str, u32), Vec<usize>> = HashMap::new();
+    // Empty-when-stored: (declaration, struct path, field index, the
+    // functions it covers; empty = all).
+    let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
     for (d, decl) in declarations.iter().enumerate() {
-        let Invariant::EmptyAtTeardown {
-            ty,
-            field,
-            emptied_by,
-        } = &decl.invariant;
+        let (ty, field) = match &decl.invariant {
+            Invariant::EmptyAtTeardown { ty, field, .. }
+            | Invariant::EmptyWhenStored { ty, field, .. } => (ty, field),
+        };
         let Some(fields) = structs.get(ty.as_str()) else {
             let short = ty.rsplit("::").next().unwrap_or(ty);
             let near: Vec<&str> = structs
@@ -150,25 +156,46 @@ pub fn resolve(
             continue;
         };
         let index = index as u32;
-        for emptier in emptied_by {
-            match writes_field(program, emptier, ty, index) {
-                Emptier::Missing => problems.push(Problem {
-                    declaration: d,
-                    message: format!("`emptied_by` names `{emptier}`, which has no body in the program"),
-                    help: Some("name a function of a crate whose dump is given, by its item path (`kanalyze dump --item` shows paths)".to_string()),
-                }),
-                Emptier::Silent => problems.push(Problem {
-                    declaration: d,
-                    message: format!("`{emptier}` never writes `{field}` of `{ty}`"),
-                    help: Some("an emptier must empty the field itself: assign it, or pass it by `&mut` (`Option::take`, `mem::take`)".to_string()),
-                }),
-                Emptier::Writes => {}
+        match &decl.invariant {
+            Invariant::EmptyAtTeardown { emptied_by, .. } => {
+                for emptier in emptied_by {
+                    match writes_field(program, emptier, ty, index) {
+                        Emptier::Missing => problems.push(missing(d, "emptied_by", emptier)),
+                        Emptier::Silent => problems.push(Problem {
+                            declaration: d,
+                            message: format!("`{emptier}` never writes `{field}` of `{ty}`"),
+                            help: Some("an emptier must empty the field itself: assign it, or pass it by `&mut` (`Option::take`, `mem::take`)".to_string()),
+                        }),
+                        Emptier::Writes => {}
+                    }
+                }
+                wanted.entry((ty.as_str(), index)).or_default().push(d);
+            }
+            Invariant::EmptyWhenStored { stored_by, .. } => {
+                for storer in stored_by {
+                    let mut found = false;
+                    let mut stores_it = false;
+                    for (_, krate, inst) in program.bodies() {
+                        if inst.item_path != *storer {
+                            continue;
+                        }
+                        let Some(body) = &inst.body else { continue };
+                        found = true;
+                        stores_it |= !store_sites(&krate.dump, body, ty, index).is_empty();
+                    }
+                    if !found {
+                        problems.push(missing(d, "stored_by", storer));
+                    } else if !stores_it {
+                        problems.push(Problem {
+                            declaration: d,
+                            message: format!("`{storer}` never stores into `{field}` of `{ty}`"),
+                            help: Some("a storer must assign the field (`x.field = value`), or the data of the lock or cell the field is (`*x.field.lock() = value`)".to_string()),
+                        });
+                    }
+                }
+                stores.push((d, ty.as_str(), index, stored_by.as_slice()));
             }
         }
-        wanted.entry((ty.as_str(), index)).or_default().push(d);
-    }
-    if !problems.is_empty() {
-        return Err(problems);
     }
     // The drop glues of the declared structs, and their field drops.
     let mut elided: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
@@ -198,10 +225,202 @@ pub fn resolve(
             }
         }
     }
+    // The stores the empty-when-stored declarations cover.
+    for (f, krate, inst) in program.bodies() {
+        let Some(body) = &inst.body else { continue };
+        for &(d, ty, index, stored_by) in &stores {
+            if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
+                continue;
+            }
+            for block in store_sites(&krate.dump, body, ty, index) {
+                elided.entry(f).or_default().push((block, d));
+            }
+        }
+    }
+    for (d, decl) in declarations.iter().enumerate() {
+        if let Invariant::EmptyWhenStored { ty, field, .. } = &decl.invariant
+            && !elided.values().flatten().any(|&(_, e)| e == d)
+            && !problems.iter().any(|p| p.declaration == d)
+        {
+            problems.push(Problem {
+                declaration: d,
+                message: format!("no store into `{field}` of `{ty}` drops an old value"),
+                help: Some("an empty-when-stored invariant is about assignments that drop the field's old value (its type has a destructor); the program has none".to_string()),
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    for v in elided.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
     Ok(Resolved {
         declarations,
         elided,
     })
+}
+
+fn missing(d: usize, key: &str, path: &str) -> Problem {
+    Problem {
+        declaration: d,
+        message: format!("`{key}` names `{path}`, which has no body in the program"),
+        help: Some("name a function of a crate whose dump is given, by its item path (`kanalyze dump --item` shows paths)".to_string()),
+    }
+}
+
+/// The blocks of `body` that drop the old value of field `field` of a
+/// `ty` just before a new value is stored over it.
+///
+/// A store is a `Drop` of a place whose target block next assigns that same
+/// place. The place is the field itself (`x.f = v`, `(*p).f = v`), or the
+/// data behind a pointer that the body derives from a borrow of the field
+/// through calls and copies (a lock guard's `deref_mut`: `*x.f.lock() = v`)
+/// whose type is one of the field type's type arguments (the lock's data).
+fn store_sites(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) -> Vec<BlockId> {
+    let mut out = Vec::new();
+    for (block, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Drop { place, target, .. } = &b.terminator.kind else {
+            continue;
+        };
+        // The target block assigns the place before anything else touches
+        // its local (drop flags and storage markers may come first).
+        let assigned = body.blocks.get(*target as usize).is_some_and(|t| {
+            for s in &t.statements {
+                if let kmir::StatementKind::Assign { place: p, .. } = &s.kind
+                    && p == place
+                {
+                    return true;
+                }
+                if mentions(s, place.local) {
+                    return false;
+                }
+            }
+            false
+        });
+        if !assigned {
+            continue;
+        }
+        let direct = match place.projection.split_last() {
+            Some((Projection::Field { index, .. }, base)) if *index == field => {
+                let base = kmir::Place {
+                    local: place.local,
+                    projection: base.to_vec(),
+                };
+                dump.place_ty(body, &base)
+                    .and_then(|t| dump.adt_of(t))
+                    .is_some_and(|a| a.path == ty)
+            }
+            _ => false,
+        };
+        let through_pointer = !direct
+            && place.projection == [Projection::Deref]
+            && dump
+                .place_ty(body, place)
+                .and_then(|t| dump.ty(t))
+                .is_some_and(|data| {
+                    borrowed_field(dump, body, place.local, ty, field)
+                        .is_some_and(|f| type_argument_of(&f.display, &data.display))
+                });
+        if direct || through_pointer {
+            out.push(block as BlockId);
+        }
+    }
+    out
+}
+
+/// The type of field `field` of a `ty` when `local` is derived, through
+/// copies, moves, casts and the arguments of calls, from a borrow of that
+/// field.
+fn borrowed_field<'d>(
+    dump: &'d kmir::CrateDump,
+    body: &kmir::Body,
+    local: kmir::LocalId,
+    ty: &str,
+    field: u32,
+) -> Option<&'d kmir::Ty> {
+    let mut work = vec![(local, 0u32)];
+    let mut seen = std::collections::HashSet::new();
+    while let Some((l, depth)) = work.pop() {
+        if depth > 8 || !seen.insert(l) {
+            continue;
+        }
+        let mut sources: Vec<kmir::LocalId> = Vec::new();
+        for b in &body.blocks {
+            for s in &b.statements {
+                let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
+                    continue;
+                };
+                if place.local != l || !place.projection.is_empty() {
+                    continue;
+                }
+                match rvalue {
+                    kmir::Rvalue::Ref { place: r, .. }
+                    | kmir::Rvalue::AddressOf { place: r, .. } => {
+                        if let Some((Projection::Field { index, ty: fty }, base)) =
+                            r.projection.split_last()
+                            && *index == field
+                        {
+                            let base = kmir::Place {
+                                local: r.local,
+                                projection: base.to_vec(),
+                            };
+                            if dump
+                                .place_ty(body, &base)
+                                .and_then(|t| dump.adt_of(t))
+                                .is_some_and(|a| a.path == ty)
+                            {
+                                return dump.ty(*fty);
+                            }
+                        }
+                        sources.push(r.local);
+                    }
+                    kmir::Rvalue::Use(o) | kmir::Rvalue::Cast { operand: o, .. } => {
+                        kmir::visit::operand_locals(o, &mut sources);
+                    }
+                    _ => {}
+                }
+            }
+            if let TerminatorKind::Call {
+                args, destination, ..
+            } = &b.terminator.kind
+                && destination.local == l
+                && destination.projection.is_empty()
+            {
+                for a in args {
+                    kmir::visit::operand_locals(a, &mut sources);
+                }
+            }
+        }
+        work.extend(sources.into_iter().map(|s| (s, depth + 1)));
+    }
+    None
+}
+
+/// Whether the type displayed as `inner` is one of the type arguments of
+/// the type displayed as `outer` (`Option<A>` in `Lock<Option<A>, B>`).
+fn type_argument_of(outer: &str, inner: &str) -> bool {
+    let Some(open) = outer.find('<') else {
+        return false;
+    };
+    // Split the top-level argument list of `outer` by its commas.
+    let args = &outer[open + 1..outer.len().saturating_sub(1)];
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut found = false;
+    for (i, c) in args.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                found |= args[start..i].trim() == inner;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    found || args[start..].trim() == inner
 }
 
 fn quoted(items: &[&str]) -> String {
@@ -294,4 +513,24 @@ fn writes_field(program: &Program, path: &str, ty: &str, field: u32) -> Emptier 
     } else {
         Emptier::Missing
     }
+}
+
+/// Whether statement `s` reads or writes any place of `local`.
+fn mentions(s: &kmir::Statement, local: kmir::LocalId) -> bool {
+    struct Mentions(kmir::LocalId, bool);
+    impl kmir::visit::Visitor for Mentions {
+        fn visit_place(&mut self, place: &kmir::Place, _: PlaceContext, _: kmir::visit::Location) {
+            self.1 |= place.local == self.0;
+        }
+    }
+    let mut v = Mentions(local, false);
+    kmir::visit::walk_statement(
+        &mut v,
+        s,
+        kmir::visit::Location {
+            block: 0,
+            statement: 0,
+        },
+    );
+    v.1
 }

@@ -39,6 +39,36 @@ fn a_declaration_is_read_with_its_position() {
 }
 
 #[test]
+fn both_kinds_are_read_in_file_order() {
+    let text = "[[empty_when_stored]]\ntype = \"b::P\"\nfield = \"file\"\nstored_by = [\"b::open\"]\nbecause = \"stored once, into a new P\"\n\n[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"file\"\nbecause = \"taken in release()\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(
+        d.iter().map(|d| d.invariant.clone()).collect::<Vec<_>>(),
+        [
+            Invariant::EmptyWhenStored {
+                ty: "b::P".into(),
+                field: "file".into(),
+                stored_by: vec!["b::open".into()],
+            },
+            Invariant::EmptyAtTeardown {
+                ty: "b::P".into(),
+                field: "file".into(),
+                emptied_by: vec![],
+            },
+        ]
+    );
+    assert_eq!(d[0].describe(), "`P.file` is empty when stored");
+    let Origin::File { line, .. } = &d[1].origin else {
+        panic!("a file origin")
+    };
+    assert_eq!(*line, 7);
+    let e = render(
+        "[[empty_when_stored]]\ntype = \"b::P\"\nfield = \"f\"\nstored_by = [\" \"]\nbecause = \"x\"\n",
+    );
+    assert!(e.contains("an empty function path in `stored_by`"), "{e}");
+}
+
+#[test]
 fn an_empty_file_declares_nothing() {
     assert_eq!(parse(Path::new("inv.toml"), "").expect("valid"), vec![]);
 }
