@@ -278,6 +278,11 @@ fn report_problem(
     let Some(d) = declarations.get(p.declaration) else {
         return;
     };
+    let what = if p.contradiction {
+        "invariant contradicted by the program"
+    } else {
+        "invariant matches nothing"
+    };
     match &d.origin {
         invariants::Origin::File { path, span, .. } => {
             let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -286,14 +291,14 @@ fn report_problem(
                 path,
                 &text,
                 span,
-                format!("invariant matches nothing: {}", p.message),
+                format!("{what}: {}", p.message),
                 "declared here",
                 p.help.clone(),
             );
             crate::diag::emit_miette(&e);
         }
         origin => {
-            let mut diag = Diagnostic::error(format!("invariant matches nothing: {}", p.message))
+            let mut diag = Diagnostic::error(format!("{what}: {}", p.message))
                 .note(format!("declared at {}", origin_text(program, origin)));
             if let Some(h) = &p.help {
                 diag = diag.help(h.clone());

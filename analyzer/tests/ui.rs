@@ -200,6 +200,10 @@ fn invariants_in_source_and_in_a_file() {
             "silent_emptier.toml",
             entry("invariants::Proc", "log", "invariants::forget_current"),
         ),
+        (
+            "refilling_emptier.toml",
+            entry("invariants::Proc", "file", "invariants::Proc::try_release"),
+        ),
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);

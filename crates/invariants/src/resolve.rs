@@ -31,6 +31,9 @@ pub struct Use {
 pub struct Problem {
     /// Index into the declarations given to [`resolve`].
     pub declaration: usize,
+    /// The program contradicts the declaration (rather than lacking what
+    /// it names).
+    pub contradiction: bool,
     pub message: String,
     pub help: Option<String>,
 }
@@ -138,6 +141,7 @@ pub fn resolve(
                 .collect();
             problems.push(Problem {
                 declaration: d,
+                contradiction: false,
                 message: format!("no struct `{ty}` in the program"),
                 help: Some(if near.is_empty() {
                     "name a struct of a crate whose dump is given, by its canonical path (`kanalyze dump --item` shows paths)".to_string()
@@ -150,6 +154,7 @@ pub fn resolve(
         let Some(index) = fields.iter().position(|f| f == field) else {
             problems.push(Problem {
                 declaration: d,
+                contradiction: false,
                 message: format!("struct `{ty}` has no field `{field}`"),
                 help: Some(format!("its fields are {}", quoted(fields))),
             });
@@ -163,8 +168,15 @@ pub fn resolve(
                         Emptier::Missing => problems.push(missing(d, "emptied_by", emptier)),
                         Emptier::Silent => problems.push(Problem {
                             declaration: d,
+                            contradiction: false,
                             message: format!("`{emptier}` never writes `{field}` of `{ty}`"),
                             help: Some("an emptier must empty the field itself: assign it, or pass it by `&mut` (`Option::take`, `mem::take`)".to_string()),
+                        }),
+                        Emptier::Refills(at) => problems.push(Problem {
+                            declaration: d,
+                            contradiction: true,
+                            message: format!("`{emptier}` empties `{field}`, then stores a value into it again before it returns (line {})", at.lo_line),
+                            help: Some("an emptier must leave the field empty on every path to its return; if it puts the value back, it is not the function that empties the field before teardown".to_string()),
                         }),
                         Emptier::Writes => {}
                     }
@@ -188,6 +200,7 @@ pub fn resolve(
                     } else if !stores_it {
                         problems.push(Problem {
                             declaration: d,
+                            contradiction: false,
                             message: format!("`{storer}` never stores into `{field}` of `{ty}`"),
                             help: Some("a storer must assign the field (`x.field = value`), or the data of the lock or cell the field is (`*x.field.lock() = value`)".to_string()),
                         });
@@ -244,6 +257,7 @@ pub fn resolve(
         {
             problems.push(Problem {
                 declaration: d,
+                contradiction: false,
                 message: format!("no store into `{field}` of `{ty}` drops an old value"),
                 help: Some("an empty-when-stored invariant is about assignments that drop the field's old value (its type has a destructor); the program has none".to_string()),
             });
@@ -265,6 +279,7 @@ pub fn resolve(
 fn missing(d: usize, key: &str, path: &str) -> Problem {
     Problem {
         declaration: d,
+        contradiction: false,
         message: format!("`{key}` names `{path}`, which has no body in the program"),
         help: Some("name a function of a crate whose dump is given, by its item path (`kanalyze dump --item` shows paths)".to_string()),
     }
@@ -452,67 +467,198 @@ enum Emptier {
     Missing,
     Silent,
     Writes,
+    /// It empties the field and stores a value into it again before it
+    /// can return (where).
+    Refills(kmir::Span),
 }
 
 /// Whether some instance of the function `path` writes field `field` of a
-/// `ty` (assigns it, or borrows it mutably, as `Option::take` needs).
+/// `ty` (assigns it, or borrows it mutably, as `Option::take` needs), and,
+/// if one does, whether it contradicts emptying it: a store of a non-empty
+/// value over the field after a point where it empties it, from which the
+/// function can return without emptying it again.
 fn writes_field(program: &Program, path: &str, ty: &str, field: u32) -> Emptier {
     let mut found = false;
+    let mut writes = false;
     for (_, krate, inst) in program.bodies() {
         if inst.item_path != path {
             continue;
         }
         let Some(body) = &inst.body else { continue };
         found = true;
-        let mut writes = false;
-        for_each_place(body, |place, ctx, _| {
-            let write = ctx.is_write() || matches!(ctx, PlaceContext::Borrow { mutable: true });
-            let borrow = matches!(ctx, PlaceContext::Borrow { .. });
-            if !(write || borrow) || writes {
-                return;
-            }
-            for (i, p) in place.projection.iter().enumerate() {
-                let Projection::Field {
-                    index,
-                    ty: field_ty,
-                } = p
-                else {
-                    continue;
-                };
-                if *index != field {
-                    continue;
-                }
-                let base = kmir::Place {
-                    local: place.local,
-                    projection: place.projection[..i].to_vec(),
-                };
-                let owner = krate
-                    .dump
-                    .place_ty(body, &base)
-                    .and_then(|t| krate.dump.adt_of(t));
-                if owner.is_none_or(|a| a.path != ty) {
-                    continue;
-                }
-                // A field behind a lock or cell is written through a
-                // shared borrow of it (`self.allocation.lock().take()`).
-                let interior = matches!(
-                    krate.dump.ty(*field_ty).map(|t| &t.kind),
-                    Some(TyKind::Adt { path, .. }) if has_unsafe_cell(&krate.dump, path, 4)
-                );
-                if write || interior {
-                    writes = true;
-                }
-            }
-        });
-        if writes {
-            return Emptier::Writes;
+        let points = emptying_points(&krate.dump, body, ty, field);
+        if points.is_empty() {
+            continue;
+        }
+        writes = true;
+        if let Some(store) = store_after_emptying(&krate.dump, body, ty, field, &points) {
+            return Emptier::Refills(store);
         }
     }
-    if found {
-        Emptier::Silent
-    } else {
-        Emptier::Missing
+    match (found, writes) {
+        (false, _) => Emptier::Missing,
+        (true, false) => Emptier::Silent,
+        (true, true) => Emptier::Writes,
     }
+}
+
+/// Where `body` empties (or may empty) field `field` of a `ty`: assigns it
+/// an empty variant, borrows it mutably (`Option::take`), or borrows a
+/// field with interior mutability (`self.allocation.lock().take()`).
+/// Stores of other values are not emptying points.
+fn emptying_points(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    ty: &str,
+    field: u32,
+) -> Vec<kmir::visit::Location> {
+    let mut out = Vec::new();
+    for_each_place(body, |place, ctx, location| {
+        let write = ctx.is_write() || matches!(ctx, PlaceContext::Borrow { mutable: true });
+        let borrow = matches!(ctx, PlaceContext::Borrow { .. });
+        if !(write || borrow) || matches!(ctx, PlaceContext::Drop) {
+            return;
+        }
+        for (i, p) in place.projection.iter().enumerate() {
+            let Projection::Field {
+                index,
+                ty: field_ty,
+            } = p
+            else {
+                continue;
+            };
+            if *index != field {
+                continue;
+            }
+            let base = kmir::Place {
+                local: place.local,
+                projection: place.projection[..i].to_vec(),
+            };
+            let owner = dump.place_ty(body, &base).and_then(|t| dump.adt_of(t));
+            if owner.is_none_or(|a| a.path != ty) {
+                continue;
+            }
+            // A field behind a lock or cell is written through a
+            // shared borrow of it (`self.allocation.lock().take()`).
+            let interior = matches!(
+                dump.ty(*field_ty).map(|t| &t.kind),
+                Some(TyKind::Adt { path, .. }) if has_unsafe_cell(dump, path, 4)
+            );
+            let assigned_value = matches!(ctx, PlaceContext::Assign)
+                && i + 1 == place.projection.len()
+                && !assigns_empty(body, location);
+            if (write || interior) && !assigned_value {
+                out.push(location);
+            }
+        }
+    });
+    out
+}
+
+/// Whether the statement at `location` assigns an enum variant without
+/// fields (`None`), directly or through a local assigned one.
+fn assigns_empty(body: &kmir::Body, location: kmir::visit::Location) -> bool {
+    let Some(kmir::StatementKind::Assign { rvalue, .. }) = body
+        .blocks
+        .get(location.block as usize)
+        .and_then(|b| b.statements.get(location.statement))
+        .map(|s| &s.kind)
+    else {
+        return false;
+    };
+    empty_variant(body, rvalue, 0)
+}
+
+fn empty_variant(body: &kmir::Body, rvalue: &kmir::Rvalue, depth: u32) -> bool {
+    match rvalue {
+        kmir::Rvalue::Aggregate {
+            kind: kmir::AggregateKind::Adt { .. },
+            operands,
+        } => operands.is_empty(),
+        kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p))
+            if p.projection.is_empty() && depth < 4 =>
+        {
+            kmir::visit::sole_assignment(body, p.local)
+                .is_some_and(|r| empty_variant(body, r, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// A store of a non-empty value over field `field` that `body` can reach
+/// from one of its emptying `points` and after which it can return without
+/// passing another emptying point: the function empties the field and then
+/// fills it again on a path to its return.
+fn store_after_emptying(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    ty: &str,
+    field: u32,
+    points: &[kmir::visit::Location],
+) -> Option<kmir::Span> {
+    let emptying_blocks: std::collections::HashSet<BlockId> =
+        points.iter().map(|l| l.block).collect();
+    let reach = |from: &[BlockId], avoid: &std::collections::HashSet<BlockId>| {
+        let mut seen = std::collections::HashSet::new();
+        let mut work: Vec<BlockId> = from.to_vec();
+        while let Some(b) = work.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            if avoid.contains(&b) {
+                continue;
+            }
+            if let Some(block) = body.blocks.get(b as usize) {
+                work.extend(block.terminator.kind.successors());
+            }
+        }
+        seen
+    };
+    for store in store_sites(dump, body, ty, field) {
+        let Some(TerminatorKind::Drop {
+            target,
+            place: dropped,
+            ..
+        }) = body.blocks.get(store as usize).map(|b| &b.terminator.kind)
+        else {
+            continue;
+        };
+        let stored = body.blocks.get(*target as usize).and_then(|t| {
+            t.statements.iter().find_map(|s| match &s.kind {
+                kmir::StatementKind::Assign { place, rvalue } if place == dropped => Some(rvalue),
+                _ => None,
+            })
+        });
+        if stored.is_none_or(|r| empty_variant(body, r, 0)) {
+            continue;
+        }
+        // From an emptying point: a later statement of its block, or a
+        // successor.
+        let starts: Vec<BlockId> = points
+            .iter()
+            .flat_map(|l| {
+                let succ = body
+                    .blocks
+                    .get(l.block as usize)
+                    .map(|b| b.terminator.kind.successors())
+                    .unwrap_or_default();
+                std::iter::once(l.block).filter(|b| *b == store).chain(succ)
+            })
+            .collect();
+        if !reach(&starts, &std::collections::HashSet::new()).contains(&store) {
+            continue;
+        }
+        let after = reach(&[*target], &emptying_blocks);
+        let returns = after.iter().any(|b| {
+            body.blocks
+                .get(*b as usize)
+                .is_some_and(|blk| matches!(blk.terminator.kind, TerminatorKind::Return))
+        });
+        if returns {
+            return body.blocks.get(store as usize).map(|b| b.terminator.span);
+        }
+    }
+    None
 }
 
 /// Whether statement `s` reads or writes any place of `local`.
