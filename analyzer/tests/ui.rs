@@ -94,6 +94,8 @@ ui!(
     locks_same_object,
     annotation_arity,
     macro_sites,
+    fp_field_behind_mut,
+    field_behind_mut,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`

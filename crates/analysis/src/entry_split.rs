@@ -134,18 +134,20 @@ pub(crate) fn split_like_callee(
     input.program.callees(f).into_iter().find_map(|(g, _)| {
         let s = summaries.get(g);
         let field = s.split_field?;
-        let mut variants: Vec<u128> = s
-            .cases
-            .iter()
-            .filter_map(|c| match c.when {
-                Some(ArgCond::Pointee(d)) => Some(d),
-                _ => None,
-            })
-            .chain(s.expect_when.iter().filter_map(|(w, _)| match w {
-                ArgCond::Pointee(d) => Some(*d),
-                ArgCond::Value(_) => None,
-            }))
-            .collect();
+        let mut variants: Vec<u128> =
+            s.cases
+                .iter()
+                .filter_map(|c| match c.when {
+                    Some(ArgCond::Pointee(d)) => Some(d),
+                    _ => None,
+                })
+                .chain(s.expect_when.iter().chain(&s.expect_last_when).filter_map(
+                    |(w, _)| match w {
+                        ArgCond::Pointee(d) => Some(*d),
+                        ArgCond::Value(_) => None,
+                    },
+                ))
+                .collect();
         variants.sort_unstable();
         variants.dedup();
         (variants.len() >= 2).then_some(EntrySplit {

@@ -182,6 +182,8 @@ struct Runs {
     failed: Option<body::AdjustFailure>,
     /// Each split run's expectation.
     expect_when: Vec<(ArgCond, ExpectRange)>,
+    /// Each split run's last-reference expectation.
+    expect_last_when: Vec<(ArgCond, ExpectRange)>,
     locks: LockRuns,
     context_sensitive: bool,
 }
@@ -198,6 +200,7 @@ impl Default for Runs {
             cases: Vec::new(),
             failed: None,
             expect_when: Vec::new(),
+            expect_last_when: Vec::new(),
             locks: LockRuns::default(),
             context_sensitive: false,
         }
@@ -216,6 +219,7 @@ impl Runs {
         self.context_sensitive |= run.context_sensitive;
         if let Some(w) = when {
             self.expect_when.push((w, run.expect));
+            self.expect_last_when.push((w, run.expect_last));
         }
         let next = self.expect.intersect(&run.expect);
         if next != self.expect {
@@ -290,6 +294,15 @@ impl Runs {
             specialised: false,
             expect_last: self.expect_last,
             reason_last: self.reason_last,
+            expect_last_when: if self
+                .expect_last_when
+                .iter()
+                .all(|(_, e)| *e == self.expect_last)
+            {
+                Vec::new()
+            } else {
+                self.expect_last_when
+            },
             last_reference_test: self.last_reference_test,
             open_nestings: std::mem::take(&mut self.locks.open),
         };
@@ -331,6 +344,7 @@ fn apply_declaration(
         if d.unchecked {
             summary.expect_last = ExpectRange::TOP;
             summary.reason_last = None;
+            summary.expect_last_when.clear();
         }
     }
     summary.source = Source::Annotation {

@@ -231,6 +231,10 @@ pub struct Summary {
     pub expect_last: ExpectRange,
     /// Where `expect_last` comes from.
     pub reason_last: Option<Reason>,
+    /// `expect_last` per variant of the split argument, like `expect_when`
+    /// (empty when it does not depend on the variant): dropping a `None`
+    /// releases no reference.
+    pub expect_last_when: Vec<(ArgCond, ExpectRange)>,
     /// The function returns the result of a last-reference test
     /// (`Refcount::dec_and_test` wrapping `refcount_dec_and_test`).
     pub last_reference_test: bool,
@@ -257,6 +261,7 @@ impl Summary {
             specialised: false,
             expect_last: ExpectRange::TOP,
             reason_last: None,
+            expect_last_when: Vec::new(),
             last_reference_test: false,
             open_nestings: Vec::new(),
         }

@@ -111,10 +111,11 @@ impl BodyAnalysis<'_> {
 
     /// What is known about the pointees of the private `&mut` arguments,
     /// one dereference deep.
-    fn private_facts(&self, facts: &Facts) -> Vec<PointeeFacts> {
+    fn private_facts(&self, facts: &Facts, terminator: &TerminatorKind) -> Vec<PointeeFacts> {
         self.private
-            .iter()
-            .map(|&l| {
+            .at(terminator)
+            .into_iter()
+            .map(|l| {
                 let key = PlaceKey {
                     local: l,
                     proj: vec![ProjKey::Deref],
@@ -188,7 +189,7 @@ impl BodyAnalysis<'_> {
                     .unwrap_or_default();
                 // The callee may write anything reachable through pointers,
                 // except what only this body can reach.
-                let private = self.private_facts(&facts);
+                let private = self.private_facts(&facts, terminator);
                 facts.forget_memory(&self.escaped);
                 for (key, known, addrs) in private {
                     facts.set_known_under_key(&key, known);
@@ -320,13 +321,49 @@ impl BodyAnalysis<'_> {
         terminator: &TerminatorKind,
         facts: &Facts,
     ) -> ExpectRange {
-        if summary.expect_when.is_empty() {
-            return summary.expect;
+        self.per_variant(
+            summary,
+            &summary.expect_when,
+            summary.expect,
+            terminator,
+            facts,
+        )
+    }
+
+    /// What the call additionally expects if a reference it drops is the
+    /// last one, for the variants the split argument may have here.
+    pub(super) fn variant_expect_last(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
+        self.per_variant(
+            summary,
+            &summary.expect_last_when,
+            summary.expect_last,
+            terminator,
+            facts,
+        )
+    }
+
+    /// The meet of the expectations `when` gives for the variants the
+    /// split argument may have at this call (`whole` if it says nothing).
+    fn per_variant(
+        &self,
+        summary: &Summary,
+        when: &[(ArgCond, ExpectRange)],
+        whole: ExpectRange,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> ExpectRange {
+        if when.is_empty() {
+            return whole;
         }
         let (pointee, arg0) = self.split_keys(facts, terminator, summary);
         let mut e = ExpectRange::TOP;
         let mut any = false;
-        for (when, expect) in &summary.expect_when {
+        for (when, expect) in when {
             let key = match when {
                 ArgCond::Pointee(_) => pointee.as_ref(),
                 ArgCond::Value(_) => arg0.as_ref(),
@@ -344,7 +381,7 @@ impl BodyAnalysis<'_> {
                 any = true;
             }
         }
-        if any { e } else { summary.expect }
+        if any { e } else { whole }
     }
 
     pub fn effective_expect(

@@ -35,7 +35,8 @@ pub use observations::{
     Violation,
 };
 use prescan::{
-    branches_on_args, escaped_locals, last_reference_tests, narrow_known_targets, private_pointees,
+    PrivatePointees, branches_on_args, escaped_locals, last_reference_tests, narrow_known_targets,
+    private_pointees,
 };
 pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 
@@ -61,8 +62,9 @@ pub struct BodyAnalysis<'a> {
     pub sites: HashMap<BlockId, Vec<Target>>,
     /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
     pub escaped: Vec<LocalId>,
-    /// `&mut` arguments whose pointee no call can reach unless given it.
-    pub private: Vec<LocalId>,
+    /// `&mut` arguments whose pointee no call can reach unless given a
+    /// pointer derived from it (see `PrivatePointees`).
+    pub private: PrivatePointees,
     /// A branch depends on an argument's value (see `branches_on_args`).
     pub branches_on_args: bool,
     pub summary_of: &'a dyn Summaries,

@@ -310,38 +310,148 @@ pub(super) fn narrow_known_targets(
     }
 }
 
-/// The `&mut` arguments whose pointee only this body can reach: the
-/// reference itself is never copied, moved, reborrowed or turned into a raw
-/// pointer, only read and written through (`copy (*_1)`, `(*_1).0 = …`).
-/// Rust's aliasing rules then keep every other function away from that
-/// memory: a call that is not given it leaves what is known about it alone
-/// (`mem::take` calling `Default::default` before it reads `*dest`).
-pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
-    let mut shared: Vec<LocalId> = Vec::new();
-    kmir::visit::for_each_place(body, |place, context, _| {
-        let through = place.projection.first() == Some(&kmir::Projection::Deref);
-        // A borrow aliases it; a drop hands it to the drop glue.
-        let aliases = matches!(
-            context,
-            PlaceContext::Borrow { .. } | PlaceContext::AddressOf { .. } | PlaceContext::Drop
-        );
-        let index = place.projection.iter().filter_map(|q| match q {
-            kmir::Projection::Index(l) => Some(*l),
-            _ => None,
-        });
-        shared.extend(index);
-        if !through || aliases {
-            shared.push(place.local);
+/// The `&mut` arguments whose pointee only this body can reach, call by
+/// call. Rust's aliasing rules keep every other function away from the
+/// memory behind a `&mut` argument unless this body hands it a pointer
+/// derived from it: a call that is given none leaves what is known about
+/// that memory alone (`mem::take` calling `Default::default` before it
+/// reads `*dest`; `self.cur.take()?` followed by `self.cur = Some(t)`, with
+/// `Try::branch` called in between).
+///
+/// For each `&mut` argument the pre-scan collects, flow-insensitively, the
+/// locals that may hold a pointer derived from it: reborrows of places
+/// behind it, copies of the reference, and whatever is built or returned
+/// from those (an aggregate, a cast, a call's result) when its type can
+/// hold a pointer. An argument gives up its privacy everywhere when such a
+/// pointer becomes a raw pointer or is written through another pointer:
+/// from there it may reach any function.
+#[derive(Debug, Default)]
+pub struct PrivatePointees {
+    /// A `&mut` argument and the locals that may hold a pointer derived
+    /// from it.
+    args: Vec<(LocalId, Vec<LocalId>)>,
+}
+
+impl PrivatePointees {
+    /// The arguments whose pointee a call or drop cannot reach: none of its
+    /// operands holds a pointer derived from them.
+    pub fn at(&self, terminator: &TerminatorKind) -> Vec<LocalId> {
+        let mut reads = Vec::new();
+        match terminator {
+            TerminatorKind::Call { args, callee, .. } => {
+                for a in args {
+                    kmir::visit::operand_locals(a, &mut reads);
+                }
+                if let kmir::Callee::Indirect { operand: o, .. } = callee {
+                    kmir::visit::operand_locals(o, &mut reads);
+                }
+            }
+            TerminatorKind::Drop { place, .. } => kmir::visit::place_locals(place, &mut reads),
+            _ => return Vec::new(),
         }
-    });
-    (1..=body.arg_count)
-        .filter(|l| !shared.contains(l))
-        .filter(|&l| {
-            body.local(l)
-                .and_then(|d| dump.ty(d.ty))
-                .is_some_and(|t| matches!(t.kind, kmir::TyKind::Ref { mutable: true, .. }))
-        })
-        .collect()
+        self.args
+            .iter()
+            .filter(|(arg, derived)| {
+                !reads
+                    .iter()
+                    .any(|r| r == arg || derived.binary_search(r).is_ok())
+            })
+            .map(|(arg, _)| *arg)
+            .collect()
+    }
+}
+
+pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees {
+    let mut out = PrivatePointees::default();
+    for arg in 1..=body.arg_count {
+        let is_mut_ref = body
+            .local(arg)
+            .and_then(|d| dump.ty(d.ty))
+            .is_some_and(|t| matches!(t.kind, kmir::TyKind::Ref { mutable: true, .. }));
+        if !is_mut_ref {
+            continue;
+        }
+        if let Some(mut derived) = derived_from(dump, body, arg) {
+            derived.sort_unstable();
+            derived.dedup();
+            out.args.push((arg, derived));
+        }
+    }
+    out
+}
+
+/// The locals that may hold a pointer derived from the `&mut` argument
+/// `arg`, or `None` when one may escape where no call-by-call check can
+/// follow it (a raw pointer, a write through another pointer).
+fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<LocalId>> {
+    let may_hold_pointer = |local: LocalId| {
+        body.local(local)
+            .and_then(|d| dump.ty(d.ty))
+            .is_none_or(|t| {
+                matches!(
+                    t.kind,
+                    kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. }
+                ) || t.display.contains(['&', '*', '\''])
+                    || t.display.contains("NonNull")
+                    || t.display.contains("closure")
+            })
+    };
+    let is_raw = |local: LocalId| {
+        body.local(local)
+            .and_then(|d| dump.ty(d.ty))
+            .is_none_or(|t| matches!(t.kind, kmir::TyKind::RawPtr { .. }))
+    };
+    let mut derived: Vec<LocalId> = Vec::new();
+    let tainted = |l: LocalId, derived: &[LocalId]| l == arg || derived.contains(&l);
+    loop {
+        let before = derived.len();
+        for b in &body.blocks {
+            for st in &b.statements {
+                let kmir::StatementKind::Assign { place, rvalue } = &st.kind else {
+                    continue;
+                };
+                let mut reads = Vec::new();
+                collect_locals(rvalue, &mut reads);
+                if !reads.iter().any(|&r| tainted(r, &derived)) {
+                    continue;
+                }
+                // A pointer derived from it is stored behind another
+                // pointer, or turned into a raw pointer (by `&raw`, or a
+                // cast): it may reach anything from there.
+                if place.projection.contains(&kmir::Projection::Deref)
+                    || matches!(rvalue, Rvalue::AddressOf { .. })
+                    || (is_raw(place.local) && !matches!(rvalue, Rvalue::Ref { .. }))
+                {
+                    return None;
+                }
+                let pointer = matches!(rvalue, Rvalue::Ref { .. }) || may_hold_pointer(place.local);
+                if pointer && !tainted(place.local, &derived) {
+                    derived.push(place.local);
+                }
+            }
+            if let TerminatorKind::Call {
+                args, destination, ..
+            } = &b.terminator.kind
+            {
+                let mut reads = Vec::new();
+                for a in args {
+                    kmir::visit::operand_locals(a, &mut reads);
+                }
+                if reads.iter().any(|&r| tainted(r, &derived)) {
+                    if destination.projection.contains(&kmir::Projection::Deref) {
+                        return None;
+                    }
+                    if may_hold_pointer(destination.local) && !tainted(destination.local, &derived)
+                    {
+                        derived.push(destination.local);
+                    }
+                }
+            }
+        }
+        if derived.len() == before {
+            return Some(derived);
+        }
+    }
 }
 
 /// Whether a branch of the body depends on what the caller passed: a

@@ -162,11 +162,12 @@ impl<'r, 'a> Reader<'r, 'a> {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is
             // needed only because a reference was the last.
+            let last = analysis.variant_expect_last(summary, &terminator.kind, &p.facts);
             let (e, e_last) = if analysis.tearing_down(&p.facts) {
                 via_last = whole == ExpectRange::TOP;
-                (ExpectRange::TOP, whole.intersect(&summary.expect_last))
+                (ExpectRange::TOP, whole.intersect(&last))
             } else {
-                (whole, summary.expect_last)
+                (whole, last)
             };
             if analysis.trace {
                 eprintln!(
