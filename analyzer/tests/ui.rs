@@ -96,6 +96,7 @@ ui!(
     macro_sites,
     fp_field_behind_mut,
     field_behind_mut,
+    uninhabited_paths,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`

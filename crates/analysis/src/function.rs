@@ -359,8 +359,20 @@ fn apply_declaration(
 fn simplify(mut cases: Vec<Case>) -> Vec<Case> {
     cases.sort();
     cases.dedup();
+    // A function that returns for no entry is taken as returning (klint's
+    // view of a call: what follows it is analysed); only a split whose
+    // other entries return keeps its diverging cases.
+    if cases.iter().all(|c| c.diverges) {
+        for c in &mut cases {
+            c.diverges = false;
+        }
+    }
     let informative = cases.iter().any(|c| {
-        c.ret.is_some() || c.post.is_some() || c.post_arg.is_some() || c.has_lock_effect()
+        c.ret.is_some()
+            || c.post.is_some()
+            || c.post_arg.is_some()
+            || c.has_lock_effect()
+            || c.diverges
     });
     let uniform = cases.windows(2).all(|w| w[0].adjust == w[1].adjust);
     if uniform && !informative {

@@ -49,6 +49,11 @@ pub struct Case {
     pub release: Vec<Location>,
     /// Pointers in the returned value: (projection inside it, location).
     pub ret_addrs: Vec<(Vec<ProjKey>, Location)>,
+    /// The function never returns when `when` holds (no return is reachable
+    /// from that entry: the payload of an impossible variant, a panic), while
+    /// it does for other entries: a caller's path on which `when` holds does
+    /// not continue after the call.
+    pub diverges: bool,
 }
 
 /// A lock a function returns holding.
@@ -72,6 +77,7 @@ impl Case {
             acquire: Vec::new(),
             release: Vec::new(),
             ret_addrs: Vec::new(),
+            diverges: false,
         }
     }
 
@@ -82,6 +88,9 @@ impl Case {
 
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if self.diverges {
+            parts.push("never returns".to_string());
+        }
         match self.when {
             Some(ArgCond::Pointee(d)) => parts.push(format!("when `*arg0` has discriminant {d}")),
             Some(ArgCond::Value(d)) => parts.push(format!("when `arg0` has discriminant {d}")),

@@ -164,7 +164,8 @@ impl BodyAnalysis<'_> {
                     }
                     _ => true,
                 };
-                if !feasible {
+                // The callee does not come back on this entry.
+                if !feasible || case.diverges {
                     continue;
                 }
                 // Where the pointee is, before the call forgets it.

@@ -268,6 +268,13 @@ impl Analysis for BodyAnalysis<'_> {
         _block: BlockId,
         _index: usize,
     ) {
+        // A value of an uninhabited type (`!`, `Infallible`, an empty
+        // enum) cannot exist, so a statement that reads one (the payload of
+        // `Err` in a `Result<T, Infallible>`) is never reached.
+        if self.reads_uninhabited(statement) {
+            state.paths.clear();
+            return;
+        }
         for p in &mut state.paths {
             self.apply_facts(&mut p.facts, statement);
         }

@@ -499,9 +499,11 @@ pub fn cases_at_return(
         None => k,
     };
     if returns.is_empty() {
-        // Never returns: nothing to adjust for the caller.
+        // Never returns: nothing to adjust for the caller, and, when other
+        // entries do return, nothing after the call on this one.
         return Ok(vec![Case {
             when,
+            diverges: when.is_some(),
             ..Case::always(0)
         }]);
         // (A function that never returns leaves the caller's locks alone.)
@@ -546,6 +548,7 @@ pub fn cases_at_return(
             post,
             post_arg,
             adjust,
+            diverges: false,
             acquire: p
                 .locks
                 .net_held()

@@ -221,6 +221,33 @@ impl BodyAnalysis<'_> {
         self.dump.enum_of(ty).map(kmir::AdtDef::discriminants)
     }
 
+    /// Whether `statement` reads a field whose type has no values: `!`,
+    /// or an enum without variants (`core::convert::Infallible`).
+    pub(super) fn reads_uninhabited(&self, statement: &Statement) -> bool {
+        let StatementKind::Assign { rvalue, .. } = &statement.kind else {
+            return false;
+        };
+        let mut found = false;
+        kmir::visit::for_each_rvalue_place(rvalue, |place| {
+            found |= place.projection.iter().any(|p| match p {
+                kmir::Projection::Field { ty, .. } => self.uninhabited(*ty),
+                _ => false,
+            });
+        });
+        found
+    }
+
+    fn uninhabited(&self, ty: kmir::TyId) -> bool {
+        match self.dump.ty(ty).map(|t| &t.kind) {
+            Some(kmir::TyKind::Never) => true,
+            Some(kmir::TyKind::Adt { path, .. }) => self
+                .dump
+                .adt(path)
+                .is_some_and(|a| a.kind == kmir::AdtKind::Enum && a.variants.is_empty()),
+            _ => false,
+        }
+    }
+
     pub(super) fn place_ty(&self, place: &Place) -> Option<kmir::TyId> {
         self.dump.place_ty(self.body, place)
     }
