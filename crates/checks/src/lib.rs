@@ -22,6 +22,7 @@ mod exported;
 mod irq_safety;
 mod lock_order;
 mod lock_state;
+mod placement;
 mod pointers;
 mod sleep;
 mod text;
@@ -134,6 +135,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);
     findings.extend(irq_findings);
+    placement::place(input, &mut findings);
     let classes: BTreeSet<&memory::LockClass> = order_edges
         .iter()
         .flat_map(|(_, e)| [e.held.lock.class(), e.take.lock.class()])
