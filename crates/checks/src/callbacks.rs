@@ -204,12 +204,26 @@ pub(crate) fn check(
                 None => format!("{} here", r.how),
             },
         );
+        let adjustments: Vec<i32> = s.cases.iter().map(|c| c.adjust).collect();
+        let bad_adjust = adjustments.iter().any(|a| !r.contract.adjust.contains(a));
+        let allowed: Vec<String> = r.contract.adjust.iter().map(i32::to_string).collect();
+        let allowed = allowed.join(" or ");
         if !s.expect.contains(&r.contract.context) {
+            // A callback that breaks both halves of the contract is one
+            // finding that names both.
+            let also = if bad_adjust {
+                format!(
+                    ", and it changes the count by {} where the API allows {allowed} only",
+                    s.adjust_text()
+                )
+            } else {
+                String::new()
+            };
             let mut f = Finding::new(
                 &CALLBACK_CONTEXT,
                 Severity::Error,
                 format!(
-                    "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}",
+                    "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}{also}",
                     r.contract.context, s.expect
                 ),
             )
@@ -257,18 +271,20 @@ pub(crate) fn check(
             } else {
                 "C calls it in atomic context: it must not sleep; defer work that may sleep (to a workqueue, for example)"
             };
+            if bad_adjust {
+                f = f.note(Note::text(format!(
+                    "preemption count adjustment inferred is {}, while C allows {allowed} only",
+                    s.adjust_text()
+                )));
+            }
             out.push(f.note(Note::help(help)));
-        }
-        let adjustments: Vec<i32> = s.cases.iter().map(|c| c.adjust).collect();
-        if adjustments.iter().any(|a| !r.contract.adjust.contains(a)) {
-            let allowed: Vec<String> = r.contract.adjust.iter().map(i32::to_string).collect();
+        } else if bad_adjust {
             out.push(
                 Finding::new(
                     &CALLBACK_ADJUSTMENT,
                     Severity::Error,
                     format!(
-                        "`{name}` is called by C ({role}), which allows it to change the preemption count by {} only",
-                        allowed.join(" or ")
+                        "`{name}` is called by C ({role}), which allows it to change the preemption count by {allowed} only"
                     ),
                 )
                 .at(loc(input, r.callback, inst.span))
