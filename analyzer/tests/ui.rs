@@ -94,6 +94,9 @@ ui!(
     locks_same_object,
     annotation_arity,
     macro_sites,
+    placement,
+    callback_glue,
+    callback_paths,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
@@ -249,6 +252,53 @@ fn callback_in_a_driver_crate() {
         "{stdout}"
     );
     insta::assert_snapshot!("callback_in_a_driver_crate", stdout);
+}
+
+/// An ops table built by a generic registration of another crate from a
+/// constant the optimizer moves through `core`'s inlined `UnsafeCell::new`:
+/// the error is at the driver's call, and the registration note at the
+/// registration's own code, not in `core`'s `cell.rs`; at both
+/// optimisation levels.
+#[test]
+fn callback_stored_through_inlined_code() {
+    for opt in ["0", "2"] {
+        let out = extract(&[
+            CrateSpec::lib("ui/crates/kfreq.rs").opt(opt),
+            CrateSpec::lib("ui/crates/kfreq_driver.rs")
+                .with_extern("kfreq")
+                .opt(opt),
+        ]);
+        let dir = out.dir.path();
+        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout)
+            .replace(repo_root().to_str().unwrap(), "$ROOT")
+            .replace(dir.to_str().unwrap(), "$TMP");
+        let first = stdout.lines().nth(1).unwrap_or_default().to_string();
+        assert!(
+            first.contains("fixtures/ui/crates/kfreq_driver.rs:16:"),
+            "opt {opt}: the primary span is the driver's call: {stdout}"
+        );
+        let stored = stdout
+            .split("note: stored in `cpufreq_driver.fast_switch` here")
+            .nth(1)
+            .and_then(|rest| rest.lines().nth(1))
+            .unwrap_or_default();
+        assert!(
+            stored.contains("fixtures/ui/crates/kfreq.rs:52:"),
+            "opt {opt}: the registration note is in `Registration::new`: {stdout}"
+        );
+        assert!(!stdout.contains("cell.rs"), "opt {opt}: {stdout}");
+        assert_eq!(stdout.matches("error:").count(), 1, "opt {opt}: {stdout}");
+        // The constant's column differs between the levels (the call of
+        // `UnsafeCell::new`, or of `Box::new` around the inlined one).
+        if opt == "2" {
+            insta::assert_snapshot!("callback_stored_through_inlined_code", stdout);
+        }
+    }
 }
 
 #[test]

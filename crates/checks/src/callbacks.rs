@@ -253,7 +253,11 @@ pub(crate) fn check(
                             loc(input, r.callback, inst.span),
                             format!("the callback C calls is `{name}`"),
                         ));
-                    if g == r.callback {
+                    // A drop at a closing brace does not say by itself why
+                    // the count is what it is, nor which path it is on.
+                    if g == r.callback
+                        && (reason.kind == program::EdgeKind::Drop || reason.adj != 0)
+                    {
                         for n in why_here(input, r, name, reason) {
                             f = f.note(n);
                         }
@@ -308,16 +312,16 @@ pub(crate) fn check(
 fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) -> Vec<Note> {
     let context = &r.contract.context;
     let called = format!(
-        "C calls `{name}` with the count {context} by the contract of its registration ({}: {})",
+        "C calls `{name}` with the count {context} ({}: {})",
         r.how, r.contract.role
     );
     let mut notes = vec![Note::text(if reason.adj == 0 {
         format!(
-            "the preemption count is {context} here: {called}, and `{name}` does not change it before this point"
+            "the preemption count is {context} here: {called}, and `{name}` has not changed it on the way here"
         )
     } else {
         format!(
-            "the preemption count is {} here: {called}, and `{name}` changes it by {} before this point",
+            "the preemption count is {} here: {called}, and `{name}` has changed it by {} on the way here",
             context.shift(reason.adj),
             reason.adj
         )
