@@ -97,6 +97,7 @@ ui!(
     placement,
     callback_glue,
     callback_paths,
+    vtables,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
