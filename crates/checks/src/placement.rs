@@ -17,8 +17,10 @@
 //! * A site that lies in library code inside a function of the program
 //!   (code the compiler inlined from the standard library into an upstream
 //!   generic's optimized MIR: the `UnsafeCell { value }` of an inlined
-//!   `UnsafeCell::new(Self::VTABLE)`) is moved to the nearest statement of
-//!   the same block that is the function's own code.
+//!   `UnsafeCell::new(Self::VTABLE)`, the call of the closure inside an
+//!   inlined `Option::map`) is moved to the nearest statement of the same
+//!   block that is the function's own code; the original location is a
+//!   note.
 
 use findings::{Finding, Loc, Note};
 use program::{EdgeKind, FnId, Program};
@@ -230,6 +232,36 @@ fn relocate(input: &Input<'_>, finding: &mut Finding) {
     // A finding whose trace is already continued by its notes (a double
     // lock proven by a caller) keeps its place.
     if finding.trace_from.is_some() || !is_library_loc(program, primary) {
+        return;
+    }
+    // Library code inlined into a function of the program (an upstream
+    // generic's optimized MIR): the function's own code around it.
+    if !is_library_fn(program, function) {
+        let Some((_, inst)) = program.body_of(function) else {
+            return;
+        };
+        let Some(body) = &inst.body else { return };
+        let krate = crate::krate_index(program, function);
+        let own = own_span_near(program, krate, body, primary.span);
+        let at = Loc { krate, span: own };
+        if own == primary.span || is_library_loc(program, at) {
+            return;
+        }
+        let original = finding.label.take();
+        finding.notes.push(Note::at(
+            primary,
+            format!(
+                "the location in the standard library's code that the compiler inlined into `{}`",
+                name(input, function)
+            ),
+        ));
+        finding.primary = Some(at);
+        finding.label = Some(match original {
+            Some(original) => {
+                format!("{original}, inside code inlined here from the standard library")
+            }
+            None => "inside code inlined here from the standard library".to_string(),
+        });
         return;
     }
     let trace = program.call_trace(function);
