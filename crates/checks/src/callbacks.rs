@@ -270,6 +270,11 @@ pub(crate) fn check(
             for n in crate::text::why_expects(input, &Final(summaries), r.callback) {
                 f = f.note(n);
             }
+            if let Some((g, _)) = site {
+                for n in deeper_drop_paths(input, summaries, g) {
+                    f = f.note(n);
+                }
+            }
             let help = if r.contract.context.contains_value(0) {
                 "C calls it in process context: it must not rely on running in atomic context"
             } else {
@@ -326,33 +331,80 @@ fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) ->
             reason.adj
         )
     })];
-    if reason.kind == program::EdgeKind::Drop
-        && let Some((_, inst)) = input.program.body_of(r.callback)
-        && let Some(body) = &inst.body
-    {
-        let (var, exits) = crate::placement::paths_through_drop(body, reason.block);
-        let what = var.map_or_else(|| "the value".to_string(), |v| format!("`{v}`"));
-        let many = exits.len() > 1;
-        for (i, e) in exits.iter().take(3).enumerate() {
-            let text = if many {
-                format!(
-                    "path {} of {} to this drop: `{name}` leaves from here, and {what} is dropped on the way out",
-                    i + 1,
-                    exits.len()
-                )
-            } else {
-                format!("`{name}` leaves from here, and {what} is dropped on the way out")
-            };
-            notes.push(Note::at(loc(input, r.callback, *e), text));
-        }
-        if exits.len() > 3 {
-            notes.push(Note::text(format!(
-                "… and {} more paths to this drop",
-                exits.len() - 3
-            )));
-        }
+    if reason.kind == program::EdgeKind::Drop {
+        notes.extend(path_notes(input, r.callback, reason, "this drop"));
     }
     notes
+}
+
+/// One located note per path that leads to the drop of `reason` in `f`
+/// (at most 3): where the path leaves the function.
+fn path_notes(input: &Input<'_>, f: FnId, reason: &Reason, the_drop: &str) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let Some(body) = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref()) else {
+        return notes;
+    };
+    let name = &input.program.function(f).name;
+    let (var, exits) = crate::placement::paths_through_drop(body, reason.block);
+    let what = var.map_or_else(|| "the value".to_string(), |v| format!("`{v}`"));
+    let many = exits.len() > 1;
+    for (i, e) in exits.iter().take(3).enumerate() {
+        let text = if many {
+            format!(
+                "path {} of {} to {the_drop}: `{name}` leaves from here, and {what} is dropped on the way out",
+                i + 1,
+                exits.len()
+            )
+        } else {
+            format!(
+                "the path to {the_drop}: `{name}` leaves from here, and {what} is dropped on the way out"
+            )
+        };
+        notes.push(Note::at(loc(input, f, *e), text));
+    }
+    if exits.len() > 3 {
+        notes.push(Note::text(format!(
+            "… and {} more paths to {the_drop}",
+            exits.len() - 3
+        )));
+    }
+    notes
+}
+
+/// For a chain that goes on below `site` to a drop at the end of a scope
+/// in a function of the program (a helper returning early with `?`): the
+/// paths that lead to that drop.
+fn deeper_drop_paths(input: &Input<'_>, summaries: &[Summary], site: FnId) -> Vec<Note> {
+    let program = input.program;
+    let mut current = site;
+    let mut seen = vec![current];
+    for _ in 0..64 {
+        let Some(reason) = summaries
+            .get(current.index())
+            .and_then(|s| s.reason.as_ref())
+        else {
+            break;
+        };
+        if crate::placement::is_library_fn(program, current) {
+            break;
+        }
+        if reason.kind == program::EdgeKind::Drop {
+            if current == site {
+                break;
+            }
+            let the_drop = format!(
+                "the drop at the end of `{}`",
+                program.function(current).name
+            );
+            return path_notes(input, current, reason, &the_drop);
+        }
+        if seen.contains(&reason.callee) {
+            break;
+        }
+        seen.push(reason.callee);
+        current = reason.callee;
+    }
+    Vec::new()
 }
 
 /// The step of the chain that explains `callback`'s expectation
