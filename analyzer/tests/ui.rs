@@ -7,14 +7,9 @@ use std::process::Command;
 
 use test_harness::{CrateSpec, extract, repo_root};
 
-fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
-    let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
-    let dir = out.dir.path();
-    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-        .args(["check", "kmir", "--format", format])
-        .current_dir(dir)
-        .output()
-        .unwrap();
+/// Output with the repository, the temporary directory and the nightly
+/// toolchain's sysroot replaced by `$ROOT`, `$TMP` and `$SYSROOT`.
+fn clean_paths(b: &[u8], dir: &std::path::Path) -> String {
     let sysroot = test_harness::nightly_rustc();
     let sysroot = sysroot
         .parent()
@@ -23,12 +18,21 @@ fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String
         .to_str()
         .unwrap()
         .to_string();
-    let clean = |b: &[u8]| {
-        String::from_utf8_lossy(b)
-            .replace(repo_root().to_str().unwrap(), "$ROOT")
-            .replace(dir.to_str().unwrap(), "$TMP")
-            .replace(&sysroot, "$SYSROOT")
-    };
+    String::from_utf8_lossy(b)
+        .replace(repo_root().to_str().unwrap(), "$ROOT")
+        .replace(dir.to_str().unwrap(), "$TMP")
+        .replace(&sysroot, "$SYSROOT")
+}
+
+fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
+    let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
+    let dir = out.dir.path();
+    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", "kmir", "--format", format])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let clean = |b: &[u8]| clean_paths(b, dir);
     (
         run.status.code().unwrap_or(-1),
         clean(&run.stdout),
@@ -97,6 +101,10 @@ ui!(
     fp_field_behind_mut,
     field_behind_mut,
     uninhabited_paths,
+    placement,
+    callback_glue,
+    callback_paths,
+    vtables,
 );
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
@@ -411,6 +419,86 @@ fn callback_in_a_driver_crate() {
         "{stdout}"
     );
     insta::assert_snapshot!("callback_in_a_driver_crate", stdout);
+}
+
+/// An ops table built by a generic registration of another crate from a
+/// constant the optimizer moves through `core`'s inlined `UnsafeCell::new`:
+/// the error is at the driver's call, and the registration note at the
+/// registration's own code, not in `core`'s `cell.rs`; at both
+/// optimisation levels.
+#[test]
+fn callback_stored_through_inlined_code() {
+    for opt in ["0", "2"] {
+        let out = extract(&[
+            CrateSpec::lib("ui/crates/kfreq.rs").opt(opt),
+            CrateSpec::lib("ui/crates/kfreq_driver.rs")
+                .with_extern("kfreq")
+                .opt(opt),
+        ]);
+        let dir = out.dir.path();
+        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout)
+            .replace(repo_root().to_str().unwrap(), "$ROOT")
+            .replace(dir.to_str().unwrap(), "$TMP");
+        let first = stdout.lines().nth(1).unwrap_or_default().to_string();
+        assert!(
+            first.contains("fixtures/ui/crates/kfreq_driver.rs:16:"),
+            "opt {opt}: the primary span is the driver's call: {stdout}"
+        );
+        let stored = stdout
+            .split("note: stored in `cpufreq_driver.fast_switch` here")
+            .nth(1)
+            .and_then(|rest| rest.lines().nth(1))
+            .unwrap_or_default();
+        assert!(
+            stored.contains("fixtures/ui/crates/kfreq.rs:52:"),
+            "opt {opt}: the registration note is in `Registration::new`: {stdout}"
+        );
+        assert!(!stdout.contains("cell.rs"), "opt {opt}: {stdout}");
+        assert_eq!(stdout.matches("error:").count(), 1, "opt {opt}: {stdout}");
+        // The constant's column differs between the levels (the call of
+        // `UnsafeCell::new`, or of `Box::new` around the inlined one).
+        if opt == "2" {
+            insta::assert_snapshot!("callback_stored_through_inlined_code", stdout);
+        }
+    }
+}
+
+/// A violation inside standard library code the compiler inlined into an
+/// upstream generic's instance (`Option::map` calling the user's closure
+/// under the helper's spinlock) is shown at the helper's own line, with the
+/// inlined location as a note; at both optimisation levels.
+#[test]
+fn violation_in_inlined_library_code() {
+    for opt in ["0", "2"] {
+        let out = extract(&[
+            CrateSpec::lib("ui/crates/kinline.rs").opt(opt),
+            CrateSpec::lib("ui/crates/kinline_user.rs")
+                .with_extern("kinline")
+                .opt(opt),
+        ]);
+        let dir = out.dir.path();
+        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let stdout = clean_paths(&run.stdout, dir);
+        let first = stdout.lines().nth(1).unwrap_or_default().to_string();
+        assert!(
+            first.contains("fixtures/ui/crates/kinline.rs:14:"),
+            "opt {opt}: the primary span is the helper's own line: {stdout}"
+        );
+        assert_eq!(stdout.matches("error:").count(), 1, "opt {opt}: {stdout}");
+        if opt == "2" {
+            assert!(stdout.contains("inlined into"), "{stdout}");
+            insta::assert_snapshot!("violation_in_inlined_library_code", stdout);
+        }
+    }
 }
 
 #[test]

@@ -128,6 +128,10 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
         // Stored in an ops table built as a constant.
         for (c, span) in body.constants() {
             if let kmir::ConstValue::Memory(m) = &c.value {
+                // A constant that an inlined standard library function
+                // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
+                // is shown at the function's own code around it.
+                let span = crate::placement::own_span_near(program, krate, body, span);
                 for r in stored(input, &m.fn_fields, Loc { krate, span }, Some(id)) {
                     add(r);
                 }
@@ -200,12 +204,26 @@ pub(crate) fn check(
                 None => format!("{} here", r.how),
             },
         );
+        let adjustments: Vec<i32> = s.cases.iter().map(|c| c.adjust).collect();
+        let bad_adjust = adjustments.iter().any(|a| !r.contract.adjust.contains(a));
+        let allowed: Vec<String> = r.contract.adjust.iter().map(i32::to_string).collect();
+        let allowed = allowed.join(" or ");
         if !s.expect.contains(&r.contract.context) {
+            // A callback that breaks both halves of the contract is one
+            // finding that names both.
+            let also = if bad_adjust {
+                format!(
+                    ", and it changes the count by {} where the API allows {allowed} only",
+                    s.adjust_text()
+                )
+            } else {
+                String::new()
+            };
             let mut f = Finding::new(
                 &CALLBACK_CONTEXT,
                 Severity::Error,
                 format!(
-                    "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}",
+                    "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}{also}",
                     r.contract.context, s.expect
                 ),
             )
@@ -214,42 +232,68 @@ pub(crate) fn check(
             // Where a maintainer looks: the first step of the chain in code
             // of the crate that instantiates it (the driver's call, not the
             // generic trampoline in `kernel` that every driver shares).
-            f = match own_site(input, summaries, r.callback) {
-                Some((g, reason)) if (g, reason.span) != (r.callback, inst.span) => f
-                    .at(loc(input, g, reason.span))
-                    .label(format!(
-                        "here `{}` {}, which expects {}",
-                        program.function(g).name,
-                        crate::text::reaches(input, reason),
-                        reason.callee_expect
-                    ))
-                    .note(Note::at(
-                        loc(input, r.callback, inst.span),
-                        format!("the callback C calls is `{name}`"),
-                    )),
+            let site = own_site(input, summaries, r.callback).or_else(|| {
+                // No step in the program's own code that is not shared glue:
+                // the callback's own step, unless it is the standard library's.
+                let reason = s.reason.as_ref()?;
+                (!crate::placement::is_library_fn(program, r.callback))
+                    .then_some((r.callback, reason))
+            });
+            f = match site {
+                Some((g, reason)) if (g, reason.span) != (r.callback, inst.span) => {
+                    f = f
+                        .at(loc(input, g, reason.span))
+                        .label(format!(
+                            "`{}` {}, which expects {}",
+                            program.function(g).name,
+                            crate::text::reaches(input, reason),
+                            reason.callee_expect
+                        ))
+                        .note(Note::at(
+                            loc(input, r.callback, inst.span),
+                            format!("the callback C calls is `{name}`"),
+                        ));
+                    // A drop at a closing brace does not say by itself why
+                    // the count is what it is, nor which path it is on.
+                    if g == r.callback
+                        && (reason.kind == program::EdgeKind::Drop || reason.adj != 0)
+                    {
+                        for n in why_here(input, r, name, reason) {
+                            f = f.note(n);
+                        }
+                    }
+                    f
+                }
                 _ => f.at(loc(input, r.callback, inst.span)),
             };
             f = f.note(registered.clone());
             for n in crate::text::why_expects(input, &Final(summaries), r.callback) {
                 f = f.note(n);
             }
+            if let Some((g, _)) = site {
+                for n in deeper_drop_paths(input, summaries, g) {
+                    f = f.note(n);
+                }
+            }
             let help = if r.contract.context.contains_value(0) {
                 "C calls it in process context: it must not rely on running in atomic context"
             } else {
                 "C calls it in atomic context: it must not sleep; defer work that may sleep (to a workqueue, for example)"
             };
+            if bad_adjust {
+                f = f.note(Note::text(format!(
+                    "preemption count adjustment inferred is {}, while C allows {allowed} only",
+                    s.adjust_text()
+                )));
+            }
             out.push(f.note(Note::help(help)));
-        }
-        let adjustments: Vec<i32> = s.cases.iter().map(|c| c.adjust).collect();
-        if adjustments.iter().any(|a| !r.contract.adjust.contains(a)) {
-            let allowed: Vec<String> = r.contract.adjust.iter().map(i32::to_string).collect();
+        } else if bad_adjust {
             out.push(
                 Finding::new(
                     &CALLBACK_ADJUSTMENT,
                     Severity::Error,
                     format!(
-                        "`{name}` is called by C ({role}), which allows it to change the preemption count by {} only",
-                        allowed.join(" or ")
+                        "`{name}` is called by C ({role}), which allows it to change the preemption count by {allowed} only"
                     ),
                 )
                 .at(loc(input, r.callback, inst.span))
@@ -266,27 +310,136 @@ pub(crate) fn check(
     out
 }
 
-/// The first step of the chain that explains `callback`'s expectation
-/// (`Summary::reason`, step by step) that lies in code of the crate whose
-/// dump holds the instance: a driver's own function rather than a generic
-/// one of another crate instantiated for it. `None` when the chain never
-/// reaches such code.
+/// Why the count is what it is at `reason`'s site in the callback itself:
+/// the contract C calls it under and what the callback did to the count
+/// on the way; for a drop at the end of a scope, the paths that lead to
+/// it (an early `return`, the value returned at the end).
+fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) -> Vec<Note> {
+    let context = &r.contract.context;
+    let called = format!(
+        "C calls `{name}` with the count {context} ({}: {})",
+        r.how, r.contract.role
+    );
+    let mut notes = vec![Note::text(if reason.adj == 0 {
+        format!(
+            "the preemption count is {context} here: {called}, and `{name}` has not changed it on the way here"
+        )
+    } else {
+        format!(
+            "the preemption count is {} here: {called}, and `{name}` has changed it by {} on the way here",
+            context.shift(reason.adj),
+            reason.adj
+        )
+    })];
+    if reason.kind == program::EdgeKind::Drop {
+        notes.extend(path_notes(input, r.callback, reason, "this drop"));
+    }
+    notes
+}
+
+/// One located note per path that leads to the drop of `reason` in `f`
+/// (at most 3): where the path leaves the function.
+fn path_notes(input: &Input<'_>, f: FnId, reason: &Reason, the_drop: &str) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let Some(body) = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref()) else {
+        return notes;
+    };
+    let name = &input.program.function(f).name;
+    let (var, exits) = crate::placement::paths_through_drop(body, reason.block);
+    let what = var.map_or_else(|| "the value".to_string(), |v| format!("`{v}`"));
+    let many = exits.len() > 1;
+    for (i, e) in exits.iter().take(3).enumerate() {
+        let text = if many {
+            format!(
+                "path {} of {} to {the_drop}: `{name}` leaves from here, and {what} is dropped on the way out",
+                i + 1,
+                exits.len()
+            )
+        } else {
+            format!(
+                "the path to {the_drop}: `{name}` leaves from here, and {what} is dropped on the way out"
+            )
+        };
+        notes.push(Note::at(loc(input, f, *e), text));
+    }
+    if exits.len() > 3 {
+        notes.push(Note::text(format!(
+            "… and {} more paths to {the_drop}",
+            exits.len() - 3
+        )));
+    }
+    notes
+}
+
+/// For a chain that goes on below `site` to a drop at the end of a scope
+/// in a function of the program (a helper returning early with `?`): the
+/// paths that lead to that drop.
+fn deeper_drop_paths(input: &Input<'_>, summaries: &[Summary], site: FnId) -> Vec<Note> {
+    let program = input.program;
+    let mut current = site;
+    let mut seen = vec![current];
+    for _ in 0..64 {
+        let Some(reason) = summaries
+            .get(current.index())
+            .and_then(|s| s.reason.as_ref())
+        else {
+            break;
+        };
+        if crate::placement::is_library_fn(program, current) {
+            break;
+        }
+        if reason.kind == program::EdgeKind::Drop {
+            if current == site {
+                break;
+            }
+            let the_drop = format!(
+                "the drop at the end of `{}`",
+                program.function(current).name
+            );
+            return path_notes(input, current, reason, &the_drop);
+        }
+        if seen.contains(&reason.callee) {
+            break;
+        }
+        seen.push(reason.callee);
+        current = reason.callee;
+    }
+    Vec::new()
+}
+
+/// The step of the chain that explains `callback`'s expectation
+/// (`Summary::reason`, step by step) where a maintainer can fix it: the
+/// first one in a function that is
+///
+/// * the program's own code, not the standard library's
+///   (`placement::is_library_fn`);
+/// * code of the crate whose dump holds the instance: a driver's own
+///   function rather than a generic one of another crate instantiated for
+///   it (the `kernel` crate's `OperationsVTable::<T>::queue_rq_callback`
+///   in a driver's dump);
+/// * not generic glue: an instance of a generic item whose step calls the
+///   implementation of one of its own type arguments (`T::handle(..)` in
+///   `handle_irq_callback::<T>`, whichever crate defines it): the step
+///   that matters is in that implementation.
+///
+/// `None` when the chain never reaches such code.
 fn own_site<'s>(
     input: &Input<'_>,
     summaries: &'s [Summary],
     callback: FnId,
 ) -> Option<(FnId, &'s Reason)> {
+    let program = input.program;
     let mut current = callback;
     let mut seen = vec![current];
     for _ in 0..64 {
         let reason = summaries.get(current.index())?.reason.as_ref()?;
-        let (krate, inst) = input.program.body_of(current)?;
-        let own_crate = inst
-            .item_path
-            .split("::")
-            .next()
-            .is_some_and(|c| c.trim_start_matches('<') == krate.dump.header.crate_name);
-        if own_crate {
+        let (krate, inst) = program.body_of(current)?;
+        let own_crate =
+            crate::placement::item_crate(&inst.item_path) == krate.dump.header.crate_name;
+        if own_crate
+            && !crate::placement::is_library_fn(program, current)
+            && !dispatches_to_type_argument(program, current, reason.callee)
+        {
             return Some((current, reason));
         }
         if seen.contains(&reason.callee) {
@@ -296,4 +449,60 @@ fn own_site<'s>(
         current = reason.callee;
     }
     None
+}
+
+/// Whether `glue`, an instance of a generic item, calls in `callee` the
+/// implementation of a trait for one of its type arguments: `callee` is
+/// `<X as Trait>::m`, and `X` is in `glue`'s generic arguments but not in
+/// its item's path (`kbase::retire_callback::<kdriver::Slow>` calling
+/// `<kdriver::Slow as kbase::Retire>::retire`).
+fn dispatches_to_type_argument(program: &program::Program, glue: FnId, callee: FnId) -> bool {
+    let Some((_, inst)) = program.body_of(glue) else {
+        return false;
+    };
+    let Some(self_ty) = impl_self_type(&program.function(callee).name) else {
+        return false;
+    };
+    let name = &program.function(glue).name;
+    name.len() > inst.item_path.len() && name.contains(self_ty) && !inst.item_path.contains(self_ty)
+}
+
+/// `X` of a trait method's instance name `<X as Trait>::m`.
+fn impl_self_type(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('<')?;
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ' ' if depth == 0 && rest[i..].starts_with(" as ") => return Some(&rest[..i]),
+            _ => {}
+        }
+        if depth < 0 {
+            return None;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::impl_self_type;
+
+    #[test]
+    fn self_types() {
+        assert_eq!(
+            impl_self_type("<kdriver::Slow as kbase::Retire>::retire"),
+            Some("kdriver::Slow")
+        );
+        assert_eq!(
+            impl_self_type("<a::W<b::X as c::T> as d::U>::m"),
+            Some("a::W<b::X as c::T>")
+        );
+        assert_eq!(
+            impl_self_type("kbase::retire_callback::<kdriver::Slow>"),
+            None
+        );
+        assert_eq!(impl_self_type("<[u8] as a::T>::m"), Some("[u8]"));
+    }
 }

@@ -22,11 +22,12 @@ mod exported;
 mod irq_safety;
 mod lock_order;
 mod lock_state;
+mod placement;
 mod pointers;
 mod sleep;
 mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use analysis::{Events, Final, Summary};
 use findings::{Finding, Kind};
@@ -121,10 +122,22 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         .flat_map(|(f, e)| e.locks.edges.iter().map(|n| (*f, n.clone())))
         .collect();
     let registrations = callbacks::registrations(input);
+    // Implementations whose body disagrees with the annotation of the trait
+    // method they implement: their summary is the annotation, but a vtable
+    // built from them is checked against what the body does.
+    let bodies_against_trait: HashMap<FnId, Summary> = solved
+        .events
+        .iter()
+        .filter_map(|(f, e)| {
+            let (declared, inferred) = e.declared.as_ref()?;
+            declared.on_trait.then(|| (*f, (**inferred).clone()))
+        })
+        .collect();
     let checks = Checks {
         input,
         summaries: &summaries,
         callbacks: &registrations,
+        bodies_against_trait: &bodies_against_trait,
     };
     findings.extend(checks.pointers_and_vtables());
     findings.extend(checks.reports());
@@ -134,6 +147,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);
     findings.extend(irq_findings);
+    placement::place(input, &mut findings);
     let classes: BTreeSet<&memory::LockClass> = order_edges
         .iter()
         .flat_map(|(_, e)| [e.held.lock.class(), e.take.lock.class()])
@@ -200,6 +214,9 @@ pub(crate) struct Checks<'a> {
     input: &'a Input<'a>,
     summaries: &'a [Summary],
     callbacks: &'a [callbacks::Registration],
+    /// The inferred summaries of trait implementations whose body
+    /// disagrees with the trait method's annotation.
+    bodies_against_trait: &'a HashMap<FnId, Summary>,
 }
 
 impl Checks<'_> {

@@ -260,7 +260,14 @@ impl Checks<'_> {
             let Some(target) = program.lookup(symbol) else {
                 continue;
             };
-            let s = self.summary(target);
+            // A method whose body disagrees with the trait's annotation
+            // has the annotation as its summary; the vtable is checked
+            // against the body (klint warns at the coercion as well as
+            // at the method).
+            let s = self
+                .bodies_against_trait
+                .get(&target)
+                .unwrap_or_else(|| self.summary(target));
             if s.poisoned {
                 continue;
             }

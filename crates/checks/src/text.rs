@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use findings::{Loc, Note};
-use program::{EdgeKind, FnId};
+use program::FnId;
 
 use analysis::{DeclaredView, Reason, Source, Summaries, Summary};
 
@@ -41,13 +41,7 @@ pub(crate) fn why_expects(input: &Input<'_>, summaries: &dyn Summaries, f: FnId)
 
 /// How a reason's site reaches its callee, as a verb phrase.
 pub(crate) fn reaches(input: &Input<'_>, r: &Reason) -> String {
-    let callee = name(input, r.callee);
-    match r.kind {
-        EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
-        EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
-        EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
-        EdgeKind::Call => format!("calls `{callee}`"),
-    }
+    crate::placement::reaches_edge(input, r.kind, r.callee)
 }
 
 /// A note at a reason's site; drop glue has no source of its own (its span

@@ -98,6 +98,14 @@ pub struct Edge {
     pub span: kmir::Span,
 }
 
+/// One step of a call trace: `caller` reaches `callee` at `edge`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceStep {
+    pub caller: FnId,
+    pub callee: FnId,
+    pub edge: Edge,
+}
+
 /// Why C (or anything outside the program) may call a function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RootReason {
@@ -241,6 +249,49 @@ impl Program {
             .collect();
         v.sort_by_key(|(f, e)| (*f, e.block));
         v
+    }
+
+    /// A shortest chain of calls from a root (a function C may call, or
+    /// one nothing in the program calls) down to `f`, outermost first.
+    pub fn call_trace(&self, f: FnId) -> Vec<TraceStep> {
+        let roots: std::collections::HashSet<FnId> = self.roots.iter().map(|(r, _)| *r).collect();
+        let mut prev: HashMap<FnId, TraceStep> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([f]);
+        let mut seen = std::collections::HashSet::from([f]);
+        let mut top = f;
+        while let Some(g) = queue.pop_front() {
+            top = g;
+            if roots.contains(&g) && g != f {
+                break;
+            }
+            let callers = self.callers(g);
+            if callers.is_empty() && g != f {
+                break;
+            }
+            for (caller, edge) in callers {
+                if seen.insert(caller) {
+                    prev.insert(
+                        caller,
+                        TraceStep {
+                            caller,
+                            callee: g,
+                            edge,
+                        },
+                    );
+                    queue.push_back(caller);
+                }
+            }
+        }
+        let mut steps = Vec::new();
+        let mut at = top;
+        while let Some(step) = prev.get(&at) {
+            steps.push(*step);
+            at = step.callee;
+            if steps.len() > self.functions.len() {
+                break;
+            }
+        }
+        steps
     }
 
     /// `file:line:col` of a span of function `caller`'s crate.

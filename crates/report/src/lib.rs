@@ -6,12 +6,12 @@ pub mod html;
 mod sarif;
 pub use sarif::{FINGERPRINT, SarifItem, to_sarif};
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 use findings::{Finding, Loc, Severity};
-use program::{Edge, EdgeKind, FnId, Program};
+use program::{EdgeKind, FnId, Program};
 use serde::Serialize;
 
 /// How many frames of call trace a finding shows.
@@ -42,55 +42,13 @@ impl Sources {
     }
 }
 
-/// One step of a call trace: `caller` reaches `callee` at `edge`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceStep {
-    pub caller: FnId,
-    pub callee: FnId,
-    pub edge: Edge,
-}
+pub use program::TraceStep;
 
 /// A shortest chain of calls from a root (a function C may call, or one
-/// nothing in the program calls) down to `f`, outermost first.
+/// nothing in the program calls) down to `f`, outermost first
+/// (`Program::call_trace`).
 pub fn call_trace(program: &Program, f: FnId) -> Vec<TraceStep> {
-    let roots: HashSet<FnId> = program.roots.iter().map(|(r, _)| *r).collect();
-    let mut prev: HashMap<FnId, TraceStep> = HashMap::new();
-    let mut queue = VecDeque::from([f]);
-    let mut seen = HashSet::from([f]);
-    let mut top = f;
-    while let Some(g) = queue.pop_front() {
-        top = g;
-        if roots.contains(&g) && g != f {
-            break;
-        }
-        let callers = program.callers(g);
-        if callers.is_empty() && g != f {
-            break;
-        }
-        for (caller, edge) in callers {
-            if seen.insert(caller) {
-                prev.insert(
-                    caller,
-                    TraceStep {
-                        caller,
-                        callee: g,
-                        edge,
-                    },
-                );
-                queue.push_back(caller);
-            }
-        }
-    }
-    let mut steps = Vec::new();
-    let mut at = top;
-    while let Some(step) = prev.get(&at) {
-        steps.push(*step);
-        at = step.callee;
-        if steps.len() > program.functions.len() {
-            break;
-        }
-    }
-    steps
+    program.call_trace(f)
 }
 
 /// A finding's identity across runs: its kind, the instance it is in and

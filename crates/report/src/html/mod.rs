@@ -165,7 +165,20 @@ fn chain(program: &Program, f: &Finding, by_name: &HashMap<&str, FnId>) -> Vec<F
             .and_then(|n| by_name.get(n))
             .or_else(|| by_name.get(f.subject.as_str()))
             .copied();
-        if let Some(callee) = named.filter(|c| *c != function) {
+        // A finding shown at the program's call or drop that reaches library
+        // code (its label names what runs there, a callee of `start`) has
+        // no violating callee of its own to draw below the function.
+        let reached_from_start = |c: FnId| {
+            function != start
+                && f.primary.is_some_and(|p| {
+                    Some(p.krate) == krate_of(program, start)
+                        && program
+                            .callees(start)
+                            .iter()
+                            .any(|(g, e)| *g == c && e.span == p.span)
+                })
+        };
+        if let Some(callee) = named.filter(|c| *c != function && !reached_from_start(*c)) {
             frames.push(Frame {
                 f: callee,
                 edge: Some(("violation".into(), f.primary, false)),
