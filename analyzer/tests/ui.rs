@@ -90,6 +90,7 @@ ui!(
     fp_moved_out,
     moved_out,
     lock_by_flag,
+    locks_unsafe,
     invariants_misplaced,
     locks_same_object,
     annotation_arity,
