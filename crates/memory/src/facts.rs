@@ -71,7 +71,7 @@ impl PlaceKey {
         self.proj.contains(&ProjKey::Deref)
     }
 
-    fn starts_with(&self, prefix: &PlaceKey) -> bool {
+    pub fn starts_with(&self, prefix: &PlaceKey) -> bool {
         self.local == prefix.local && self.proj.starts_with(&prefix.proj)
     }
 
@@ -331,6 +331,24 @@ impl Facts {
         self.vals.insert(pseudo, val);
     }
 
+    /// Local `local` (just written) holds the boolean "the enum at `key`
+    /// has discriminant `c`" (`eq`) or "has not" (`!eq`): a callee that
+    /// tests its argument's variant (`is_none`, `matches!`). Testing the
+    /// local later teaches the variant, even where the paths of the two
+    /// answers have been merged.
+    pub fn set_discr_test(&mut self, local: LocalId, key: PlaceKey, c: u128, eq: bool) {
+        let key = self.normalize(&key);
+        self.vals.insert(
+            local,
+            Val::Cmp {
+                key,
+                aspect: Aspect::Discr,
+                c,
+                eq,
+            },
+        );
+    }
+
     pub fn set_known(&mut self, key: PlaceKey, aspect: Aspect, value: u128) {
         self.known.insert((key, aspect), Known::Is(value));
     }
@@ -448,6 +466,14 @@ impl Facts {
         for &l in escaped {
             self.forget_but(&PlaceKey::local(l), true);
         }
+    }
+
+    /// The place at `key` (possibly behind a pointer) gets a value nothing
+    /// is known about, and nothing else changes: a drop in place behind a
+    /// `&mut` only this body can reach.
+    pub fn forget_place(&mut self, key: &PlaceKey) {
+        let key = self.normalize(key);
+        self.forget(&key);
     }
 
     /// `place` gets a value nothing is known about (a call's destination,

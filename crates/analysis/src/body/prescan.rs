@@ -316,15 +316,44 @@ pub(super) fn narrow_known_targets(
 /// Rust's aliasing rules then keep every other function away from that
 /// memory: a call that is not given it leaves what is known about it alone
 /// (`mem::take` calling `Default::default` before it reads `*dest`).
+/// A borrow of a place behind it that is moved straight into one call
+/// whose result holds no reference (`(*self).slot.is_none()`,
+/// `(*self).slot.take()`) ends at that call, like the borrows
+/// `escaped_locals` lets pass: only that call reaches the memory, and its
+/// summary says what it does there.
 pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
     let mut shared: Vec<LocalId> = Vec::new();
+    // Borrows through an argument: (argument, the local holding the borrow).
+    let mut lent: Vec<(LocalId, LocalId)> = Vec::new();
+    kmir::visit::for_each_assign(body, |place, rvalue, _| {
+        if let Rvalue::Ref { place: p, .. } = rvalue
+            && p.projection.first() == Some(&kmir::Projection::Deref)
+        {
+            if place.projection.is_empty() {
+                lent.push((p.local, place.local));
+            } else {
+                shared.push(p.local);
+            }
+        }
+    });
+    for (arg, holder) in lent {
+        let ends_at_a_call = consumed_by_one_call(dump, body, holder)
+            || reborrowed_once(body, holder)
+                .is_some_and(|reborrow| consumed_by_one_call(dump, body, reborrow));
+        if !ends_at_a_call {
+            shared.push(arg);
+        }
+    }
     kmir::visit::for_each_place(body, |place, context, _| {
         let through = place.projection.first() == Some(&kmir::Projection::Deref);
-        // A borrow aliases it; a drop hands it to the drop glue.
-        let aliases = matches!(
-            context,
-            PlaceContext::Borrow { .. } | PlaceContext::AddressOf { .. } | PlaceContext::Drop
-        );
+        // A borrow aliases it (unless it ends at one call, above), and so
+        // does dropping it whole.
+        let aliases = match context {
+            // Only the drop glue reaches the place dropped behind it.
+            PlaceContext::Borrow { .. } | PlaceContext::Drop => !through,
+            PlaceContext::AddressOf { .. } => true,
+            _ => false,
+        };
         let index = place.projection.iter().filter_map(|q| match q {
             kmir::Projection::Index(l) => Some(*l),
             _ => None,
