@@ -813,6 +813,37 @@ mod tests {
         assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), None);
     }
 
+    /// `is_none`'s answer survives the merge of its two paths: testing it
+    /// afterwards still teaches the variant.
+    #[test]
+    fn variant_test_survives_a_merge() {
+        let key = PlaceKey::local(1);
+        let branch = |variant: u128| {
+            let mut f = Facts::default();
+            f.set_known(key.clone(), Aspect::Discr, variant);
+            f.set_known(PlaceKey::local(2), Aspect::Value, u128::from(variant == 0));
+            f.set_discr_test(2, key.clone(), 0, true);
+            f
+        };
+        let mut merged = branch(0);
+        assert!(merged.intersect(&branch(1)));
+        assert_eq!(merged.known(&key, Aspect::Discr), None);
+        let test = merged.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        let mut on_none = merged.clone();
+        assert!(on_none.assume(&test, Some(1), &[]));
+        assert_eq!(on_none.known(&key, Aspect::Discr), Some(&Known::Is(0)));
+        let mut on_some = merged.clone();
+        assert!(on_some.assume(&test, Some(0), &[]));
+        assert_eq!(
+            on_some.known(&key, Aspect::Discr),
+            Some(&Known::IsNot(vec![0]))
+        );
+        // Overwriting the tested place ends the relation.
+        merged.assign(&local(1), &konst(1), none, &[]);
+        let test = merged.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        assert!(merged.assume(&test, Some(1), &[]));
+    }
+
     #[test]
     fn intersection_keeps_agreement() {
         let mut a = Facts::default();
