@@ -97,6 +97,10 @@ pub enum Val {
     Copy(PlaceKey),
     /// The discriminant of another place.
     Discr(PlaceKey),
+    /// An enum whose variant is that of the enum at another place: what a
+    /// callee mapping each variant to the same one returns
+    /// (`Option::as_ref`).
+    Variant(PlaceKey),
     /// The address of another place.
     Ref(PlaceKey),
     /// The boolean `(key.aspect == c) == eq`: a comparison with a constant,
@@ -163,6 +167,9 @@ impl Facts {
             match (self.vals.get(&place.local), aspect) {
                 (Some(Val::Const(c)), Aspect::Value) => return Resolved::Const(*c),
                 (Some(Val::Copy(source)), _) => return Resolved::Key(source.clone(), aspect),
+                (Some(Val::Variant(of)), Aspect::Discr) => {
+                    return Resolved::Key(of.clone(), Aspect::Discr);
+                }
                 (Some(Val::Discr(of)), Aspect::Value) => {
                     return Resolved::Key(of.clone(), Aspect::Discr);
                 }
@@ -349,6 +356,13 @@ impl Facts {
         );
     }
 
+    /// Local `local` (just written) holds an enum whose variant is that of
+    /// the enum at `key`.
+    pub fn set_same_variant(&mut self, local: LocalId, key: PlaceKey) {
+        let key = self.normalize(&key);
+        self.vals.insert(local, Val::Variant(key));
+    }
+
     pub fn set_known(&mut self, key: PlaceKey, aspect: Aspect, value: u128) {
         self.known.insert((key, aspect), Known::Is(value));
     }
@@ -369,9 +383,10 @@ impl Facts {
             .filter(|(l, v)| {
                 **l != place.local
                     && match v {
-                        Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } => {
-                            k.starts_with(place) || place.starts_with(k)
-                        }
+                        Val::Copy(k)
+                        | Val::Discr(k)
+                        | Val::Variant(k)
+                        | Val::Cmp { key: k, .. } => k.starts_with(place) || place.starts_with(k),
                         Val::Const(_) | Val::Ref(_) => false,
                     }
             })
@@ -414,6 +429,11 @@ impl Facts {
                         self.known.insert((root, Aspect::Value), k);
                     }
                 }
+                Val::Variant(of) => {
+                    if let Some(k) = self.known.get(&(of, Aspect::Discr)).cloned() {
+                        self.known.insert((root, Aspect::Discr), k);
+                    }
+                }
                 Val::Cmp { key, aspect, c, eq } => {
                     if let Some(t) = self.comparison(&key, aspect, c, eq) {
                         self.known
@@ -448,7 +468,9 @@ impl Facts {
         behind.extend(self.addrs.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.holds.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.vals.values().filter_map(|v| match v {
-            Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => {
+            Val::Copy(k) | Val::Discr(k) | Val::Variant(k) | Val::Cmp { key: k, .. }
+                if k.has_deref() =>
+            {
                 Some(k.clone())
             }
             _ => None,

@@ -156,6 +156,13 @@ impl BodyAnalysis<'_> {
                     Resolved::Const(_) => None,
                 }
             });
+            let same_variant = same_variant(summary).and_then(|on_pointee| {
+                let place = if on_pointee { &pointee } else { &arg0 };
+                match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
+                    Resolved::Key(k, _) => Some(k),
+                    Resolved::Const(_) => None,
+                }
+            });
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
                 let feasible = match (case.when, &pointee, &arg0) {
@@ -246,6 +253,13 @@ impl BodyAnalysis<'_> {
                             && !self.escaped.contains(&dest.local)
                         {
                             facts.set_discr_test(dest.local, key.clone(), *c, *eq);
+                        }
+                        if let Some(key) = &same_variant
+                            && let Some(dest) = PlaceKey::of(destination)
+                            && dest.proj.is_empty()
+                            && !self.escaped.contains(&dest.local)
+                        {
+                            facts.set_same_variant(dest.local, key.clone());
                         }
                         if let Some(key) = &pointee_key
                             && !post_addrs.is_empty()
@@ -462,6 +476,35 @@ fn discr_test(summary: &Summary) -> Option<(bool, u128, bool)> {
         ([_, ..], [c]) => Some((on_pointee?, *c, false)),
         _ => None,
     }
+}
+
+/// Whether a summary returns an enum of the same variant as its first
+/// argument's, whatever it is, and changes no lock (`Option::as_ref`,
+/// `as_mut`, `Result::as_ref`): then whether the condition is on the
+/// pointee.
+fn same_variant(summary: &Summary) -> Option<bool> {
+    if summary.ret_field.is_some() || summary.cases.len() < 2 {
+        return None;
+    }
+    let first = summary.cases.first()?;
+    let mut on_pointee = None;
+    for c in &summary.cases {
+        let (pointee, d) = match c.when? {
+            ArgCond::Pointee(d) => (true, d),
+            ArgCond::Value(d) => (false, d),
+        };
+        if *on_pointee.get_or_insert(pointee) != pointee
+            || c.adjust != first.adjust
+            || !c.acquire.is_empty()
+            || !c.release.is_empty()
+            || c.post_arg.is_some()
+            || c.post.is_some_and(|p| p != d)
+            || c.ret != Some(RetFact::Discr(d))
+        {
+            return None;
+        }
+    }
+    on_pointee
 }
 
 /// The arguments of a call, or the place a drop drops.
