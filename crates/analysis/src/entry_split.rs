@@ -27,9 +27,11 @@ pub(crate) fn split_variants(dump: &kmir::CrateDump, ty: kmir::TyId) -> Option<V
         .then(|| adt.discriminants())
 }
 
-/// For a struct type whose field 0 is an enum worth splitting by: that
-/// field and its type. Field types are only known substituted where the
-/// body uses them, so they are looked up there.
+/// For a struct type with a field that is an enum worth splitting by (a
+/// wrapper like the kernel's `ScopeGuard`, or a struct keeping an
+/// `Option<Guard>` beside other fields): that field and its type, the
+/// first such field the body uses. Field types are only known substituted
+/// where the body uses them, so they are looked up there.
 pub(crate) fn newtype_enum_field(
     dump: &kmir::CrateDump,
     body: &kmir::Body,
@@ -42,26 +44,40 @@ pub(crate) fn newtype_enum_field(
     if adt.kind != kmir::AdtKind::Struct {
         return None;
     }
-    // Most structs are not wrappers of an enum: the declared type of the
-    // first field says so without reading the body (a generic parameter
-    // could be anything, so it is read).
-    let declared = &adt.variants.first()?.fields.first()?.ty;
-    let head = declared.split('<').next().unwrap_or(declared);
-    let maybe_enum = match dump.adt(head) {
-        Some(a) => a.kind == kmir::AdtKind::Enum,
-        None => !head.starts_with(['&', '*', '[', '(']) && !head.contains("::"),
-    };
-    if !maybe_enum {
+    // Most structs hold no enum: the declared types of the fields say so
+    // without reading the body (a generic parameter could be anything, so
+    // it is read).
+    let candidates: Vec<u32> = adt
+        .variants
+        .first()?
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            let head = f.ty.split('<').next().unwrap_or(&f.ty);
+            match dump.adt(head) {
+                Some(a) => a.kind == kmir::AdtKind::Enum,
+                None => !head.starts_with(['&', '*', '[', '(']) && !head.contains("::"),
+            }
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    if candidates.is_empty() {
         return None;
     }
     // Type ids are per dump but not unique per type: compare the text.
     let display = &dump.ty(ty)?.display;
     let same_ty = |t: kmir::TyId| t == ty || dump.ty(t).is_some_and(|t| &t.display == display);
-    let place_ty = |p: &kmir::Place| -> Option<kmir::TyId> {
+    let splittable = |t: kmir::TyId| split_variants(dump, t).is_some();
+    let place_ty = |p: &kmir::Place| -> Option<(u32, kmir::TyId)> {
         let mut t = body.local(p.local)?.ty;
         for proj in &p.projection {
             match proj {
-                kmir::Projection::Field { index: 0, ty: f } if same_ty(t) => return Some(*f),
+                kmir::Projection::Field { index, ty: f }
+                    if candidates.contains(index) && same_ty(t) && splittable(*f) =>
+                {
+                    return Some((*index, *f));
+                }
                 kmir::Projection::Field { ty: f, .. } | kmir::Projection::OpaqueCast(f) => t = *f,
                 kmir::Projection::Deref => match &dump.ty(t)?.kind {
                     kmir::TyKind::Ref { pointee, .. } | kmir::TyKind::RawPtr { pointee, .. } => {
@@ -75,8 +91,7 @@ pub(crate) fn newtype_enum_field(
         }
         None
     };
-    let mut found = None;
-    'blocks: for block in &body.blocks {
+    for block in &body.blocks {
         for s in &block.statements {
             let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
                 continue;
@@ -93,30 +108,34 @@ pub(crate) fn newtype_enum_field(
                     kind: kmir::AggregateKind::Adt { ty: agg, .. },
                     operands,
                 } if same_ty(*agg) => {
-                    if let Some(kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = operands.first()
-                        && let Some(l) = body.local(p.local)
-                        && p.projection.is_empty()
-                    {
-                        found = Some(l.ty);
-                        break 'blocks;
+                    let found = candidates
+                        .iter()
+                        .find_map(|&i| match operands.get(i as usize) {
+                            Some(kmir::Operand::Copy(p) | kmir::Operand::Move(p))
+                                if p.projection.is_empty() =>
+                            {
+                                let t = body.local(p.local)?.ty;
+                                splittable(t).then_some((i, t))
+                            }
+                            _ => None,
+                        });
+                    if found.is_some() {
+                        return found;
                     }
                 }
                 _ => {}
             }
-            if let Some(t) = places.into_iter().find_map(&place_ty) {
-                found = Some(t);
-                break 'blocks;
+            if let Some(found) = places.into_iter().find_map(&place_ty) {
+                return Some(found);
             }
         }
         if let kmir::TerminatorKind::Drop { place, .. } = &block.terminator.kind
-            && let Some(t) = place_ty(place)
+            && let Some(found) = place_ty(place)
         {
-            found = Some(t);
-            break;
+            return Some(found);
         }
     }
-    let field_ty = found?;
-    split_variants(dump, field_ty).map(|_| (0, field_ty))
+    None
 }
 
 /// A drop glue whose optimised body only calls `Drop::drop` does not show
@@ -128,10 +147,23 @@ pub(crate) fn split_like_callee(
     summaries: &dyn Summaries,
 ) -> Option<EntrySplit> {
     let (_, inst) = input.program.body_of(f)?;
-    if !matches!(inst.kind, kmir::InstanceKind::DropGlue { .. }) {
+    // Also a function that drops its first argument, taken by value, whole
+    // (`mem::drop::<S>`): split by value on the field its drop glue splits
+    // on.
+    let by_value_drop = inst.body.as_ref().and_then(|body| {
+        body.blocks.iter().position(|b| {
+            matches!(&b.terminator.kind, kmir::TerminatorKind::Drop { place, .. }
+                if place.local == 1 && place.projection.is_empty())
+        })
+    });
+    let glue = matches!(inst.kind, kmir::InstanceKind::DropGlue { .. });
+    if !glue && by_value_drop.is_none() {
         return None;
     }
-    input.program.callees(f).into_iter().find_map(|(g, _)| {
+    input.program.callees(f).into_iter().find_map(|(g, e)| {
+        if !glue && Some(e.block as usize) != by_value_drop {
+            return None;
+        }
         let s = summaries.get(g);
         let field = s.split_field?;
         let mut variants: Vec<u128> =
@@ -151,7 +183,7 @@ pub(crate) fn split_like_callee(
         variants.sort_unstable();
         variants.dedup();
         (variants.len() >= 2).then_some(EntrySplit {
-            pointee: true,
+            pointee: glue,
             field: Some(field),
             variants,
         })

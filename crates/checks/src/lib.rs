@@ -113,8 +113,11 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
             findings.extend(lock_state::proven(input, *f, e, &Final(&summaries)));
         }
     }
+    let handover = lock_state::Handover::new(input, &solved.events);
     for (f, events) in &solved.events {
-        findings.extend(function_findings(input, &summaries, *f, events, &proven));
+        findings.extend(function_findings(
+            input, &summaries, *f, events, &proven, &handover,
+        ));
     }
     let order_edges: Vec<(FnId, analysis::Nesting)> = solved
         .events
@@ -175,6 +178,7 @@ fn function_findings(
     f: FnId,
     events: &Events,
     proven: &[(FnId, kmir::Span)],
+    handover: &lock_state::Handover<'_>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(problem) = &events.drop {
@@ -199,6 +203,7 @@ fn function_findings(
         &all,
         events.declares_adjust,
         proven,
+        handover,
     ));
     if let Some((declared, inferred)) = &events.declared {
         out.extend(texts.annotation_mismatch(declared, inferred));

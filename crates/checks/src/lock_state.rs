@@ -6,10 +6,13 @@ use findings::{Finding, Note, Severity};
 use program::FnId;
 use spec::LockKind;
 
-use analysis::{LockEvent, LockRuns, Nesting, Summaries, Summary, Take};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use analysis::{Events, LockEvent, LockRuns, Nesting, Summaries, Summary, Take};
 use annotations::{KanalyzeAnnotation, LockRef};
 use domains::{Held, has_object};
-use memory::Location;
+use memory::{Location, LockClass};
 use program::FnKind;
 
 use crate::Input;
@@ -66,9 +69,13 @@ findings::declare_kind! {
 }
 
 findings::declare_kind! {
-    /// A safe function returns holding a lock it acquired, and no guard in its
+    /// A function returns holding a lock it acquired, and no guard in its
     /// return value owns it. Declare it with `#[kanalyze::acquires(..)]` if the
-    /// caller is meant to release it.
+    /// caller is meant to release it. An `unsafe fn` may leave the lock to its
+    /// caller by its safety contract, but only where a caller in the program
+    /// takes it over (releases it, or keeps it in a guard, as the kernel's
+    /// `Lock::lock` does with what `Backend::lock` takes); one that nothing
+    /// calls, or whose callers all leave the lock held too, is reported.
     ///
     /// Example:
     ///
@@ -81,13 +88,17 @@ findings::declare_kind! {
     ///
     /// Fix: drop the guard; if the caller is meant to release the lock, declare `#[kanalyze::acquires(0)]`.
     pub LOCK_LEAK, "lock-leak", Error, "lock state",
-    "a safe function returns holding a lock it acquired and no guard in its return value owns"
+    "a function returns holding a lock it acquired and no guard in its return value owns (an `unsafe fn` only where no caller takes it over)"
 }
 
 findings::declare_kind! {
-    /// A safe function releases a lock it did not acquire and no guard passed to
+    /// A function releases a lock it did not acquire and no guard passed to
     /// it owns. Declare `#[kanalyze::releases(..)]` or `must_hold` if that is its
-    /// contract.
+    /// contract. An `unsafe fn` may release a lock its callers hold by
+    /// contract, but only where some caller in the program holds a lock of
+    /// that class when it calls it; for a static lock that means a caller
+    /// that acquired it (a release with no acquire on any caller's path is
+    /// unbalanced).
     ///
     /// Example:
     ///
@@ -99,7 +110,7 @@ findings::declare_kind! {
     ///
     /// Fix: release through the guard that acquired it; if callers hold the lock by contract, make the function `unsafe` or declare `#[kanalyze::releases(0)]`.
     pub UNBALANCED_UNLOCK, "unbalanced-unlock", Error, "lock state",
-    "a safe function releases a lock it did not acquire and no guard passed to it owns"
+    "a function releases a lock it did not acquire and no guard passed to it owns (an `unsafe fn` only where no caller holds it)"
 }
 
 /// A lock path as text in the terms of function `f`.
@@ -324,9 +335,15 @@ pub(crate) fn proven(
 }
 
 /// A lock still held when the function returns.
-pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> Finding {
+pub(crate) fn leak(
+    input: &Input<'_>,
+    f: FnId,
+    held: &Held,
+    ret: kmir::Span,
+    unsafe_fn: bool,
+) -> Finding {
     let class = held.lock.class();
-    Finding::new(
+    let finding = Finding::new(
         &LOCK_LEAK,
         Severity::Error,
         format!("`{}` returns with {} held", name(input, f), held_phrase(held)),
@@ -341,8 +358,13 @@ pub(crate) fn leak(input: &Input<'_>, f: FnId, held: &Held, ret: kmir::Span) -> 
     .note(Note::at(
         loc(input, f, ret),
         "the function returns here with the lock held, and no guard in its return value releases it",
-    ))
-    .note(Note::help(
+    ));
+    let finding = if unsafe_fn {
+        finding.note(handover_note(input, f, false))
+    } else {
+        finding
+    };
+    finding.note(Note::help(
         "release it on every path (drop the guard), return the guard, or, if the caller is meant to release it, declare it with `#[kanalyze::acquires(N)]` (the kernel's `__acquires`)",
     ))
 }
@@ -353,6 +375,7 @@ pub(crate) fn unbalanced(
     f: FnId,
     lock: &Location,
     site: Option<(kmir::Span, FnId)>,
+    unsafe_fn: bool,
 ) -> Finding {
     let class = lock.class();
     let span = site
@@ -373,14 +396,272 @@ pub(crate) fn unbalanced(
     if let Some((_, callee)) = site {
         finding = finding.label(format!("released here by `{}`", name(input, callee)));
     }
-    finding
-        .note(Note::text(format!(
-            "`{}` is not held by the function on this path, and no guard passed to it owns it",
-            describe(input, f, lock)
-        )))
-        .note(Note::help(
+    let finding = finding.note(Note::text(format!(
+        "`{}` is not held by the function on this path, and no guard passed to it owns it",
+        describe(input, f, lock)
+    )));
+    if unsafe_fn {
+        finding
+            .note(handover_note(input, f, true))
+            .note(Note::help(
+                "release the lock the function acquired; if callers must hold this one, declare it with `#[kanalyze::releases(N)]` (the kernel's `__releases`)",
+            ))
+    } else {
+        finding.note(Note::help(
             "if callers must hold the lock, make the function `unsafe` with that safety contract, or declare it with `#[kanalyze::releases(N)]` (the kernel's `__releases`)",
         ))
+    }
+}
+
+/// What a function's own declarations and shape excuse about its lock
+/// balance: `kanalyze::acquires/releases/must_hold`, a klint adjustment,
+/// a guard stored through an argument, a closure's environment.
+struct Excuses<'a> {
+    declared: Vec<&'a KanalyzeAnnotation>,
+    stores_guard: bool,
+    closure: bool,
+    declares_adjust: bool,
+}
+
+impl<'a> Excuses<'a> {
+    fn of(input: &'a Input<'_>, f: FnId, declares_adjust: bool) -> Option<Excuses<'a>> {
+        let (_, inst) = input.program.body_of(f)?;
+        let body = inst.body.as_ref()?;
+        Some(Excuses {
+            declared: input
+                .annotations
+                .get(&inst.item_path)
+                .into_iter()
+                .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
+                .collect(),
+            stores_guard: stores_guard_through_args(input, f, body),
+            closure: inst.kind == kmir::InstanceKind::Closure,
+            declares_adjust,
+        })
+    }
+
+    fn declares(&self, lock: &Location, what: fn(&KanalyzeAnnotation) -> Option<LockRef>) -> bool {
+        self.declared.iter().any(|a| match what(a) {
+            Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
+            Some(LockRef::Return) => true,
+            None => false,
+        })
+    }
+
+    /// A lock held at a return that the function may leave held.
+    fn leak(&self, held: &Held, owned: bool) -> bool {
+        let acquires = self.declares(&held.lock, |a| match a {
+            KanalyzeAnnotation::Acquires(r) => Some(*r),
+            _ => None,
+        });
+        // A klint annotation that the function moves the preemption
+        // count says it returns holding a spinning lock on purpose.
+        let declared_by_klint = self.declares_adjust && !held.kind.may_sleep_while_held();
+        // A closure's environment holds what its creator lent it: a
+        // relock in a cleanup closure (`do_unlocked`) restores the
+        // creator's guard.
+        let env_lock = self.closure && held.lock.arg() == Some(1);
+        owned || env_lock || acquires || self.stores_guard || declared_by_klint
+    }
+
+    /// A lock released that the function did not acquire, which it may.
+    fn release(&self, lock: &Location) -> bool {
+        // The global contexts' balance is the preemption count's (and
+        // an RCU guard's `Drop` ends a section its creator began).
+        lock.is_global()
+            || lock.through_stored_pointer()
+            || (self.closure && lock.arg() == Some(1))
+            || self.declares_adjust
+            || self.declares(lock, |a| match a {
+                KanalyzeAnnotation::Releases(r) | KanalyzeAnnotation::MustHold(r) => Some(*r),
+                _ => None,
+            })
+    }
+}
+
+/// How deep [`Handover`] follows chains of `unsafe fn`s up their callers.
+const MAX_HANDOVER_DEPTH: usize = 8;
+
+/// Whether the lock state an `unsafe fn` leaves (a lock held on return, a
+/// lock released that it did not take) is taken over by a caller, as the
+/// kernel's `Lock::lock` takes over what `Backend::lock` acquires: a safety
+/// contract is only trusted where the program shows a caller keeping it.
+/// An `unsafe fn` nothing in the program calls (and C cannot call: not
+/// exported, not in a static), or whose every caller leaves the same state
+/// behind, is held to the rules of a safe function.
+pub(crate) struct Handover<'a> {
+    input: &'a Input<'a>,
+    events: HashMap<FnId, &'a Events>,
+    /// Functions code outside the program can call: exported, stored in a
+    /// static, or turned into a pointer (passed to C as a callback); and
+    /// trait methods nothing calls, which generic code the program does not
+    /// instantiate calls under the trait's contract (`Backend::lock`).
+    c_callable: HashSet<FnId>,
+    leaks: RefCell<HashMap<FnId, bool>>,
+    releases: RefCell<HashMap<(FnId, LockClass), bool>>,
+}
+
+impl<'a> Handover<'a> {
+    pub(crate) fn new(input: &'a Input<'a>, events: &'a [(FnId, Events)]) -> Handover<'a> {
+        Handover {
+            input,
+            events: events.iter().map(|(f, e)| (*f, e)).collect(),
+            c_callable: input
+                .program
+                .roots
+                .iter()
+                .map(|(f, _)| *f)
+                .chain(input.program.address_taken.iter().copied())
+                .collect(),
+            leaks: RefCell::default(),
+            releases: RefCell::default(),
+        }
+    }
+
+    /// Whether callers outside the program may take `f`'s lock state over.
+    fn outside_callers(&self, f: FnId) -> bool {
+        self.c_callable.contains(&f)
+            || (self
+                .input
+                .program
+                .body_of(f)
+                .is_some_and(|(_, i)| i.trait_item.is_some())
+                && self.callers(f).is_empty())
+    }
+
+    fn is_unsafe(&self, f: FnId) -> bool {
+        self.input
+            .program
+            .body_of(f)
+            .is_some_and(|(_, i)| i.unsafe_fn && !matches!(i.kind, kmir::InstanceKind::Shim { .. }))
+    }
+
+    /// The callers of `f` in the program (not `f` itself).
+    fn callers(&self, f: FnId) -> Vec<FnId> {
+        let mut v: Vec<FnId> = self
+            .input
+            .program
+            .callers(f)
+            .into_iter()
+            .map(|(g, _)| g)
+            .filter(|g| *g != f)
+            .collect();
+        v.dedup();
+        v
+    }
+
+    /// Whether some caller takes over the locks the `unsafe fn` `f`
+    /// returns holding: releases them, or owns them in a guard it returns
+    /// or stores, or declares them, or hands them on to its own caller the
+    /// same way.
+    pub(crate) fn leak_taken_over(&self, f: FnId) -> bool {
+        self.leak_taken_over_at(f, 0)
+    }
+
+    fn leak_taken_over_at(&self, f: FnId, depth: usize) -> bool {
+        if depth > MAX_HANDOVER_DEPTH || self.outside_callers(f) {
+            return true;
+        }
+        if let Some(v) = self.leaks.borrow().get(&f) {
+            return *v;
+        }
+        // A cycle of callers is assumed to take it over until it settles.
+        self.leaks.borrow_mut().insert(f, true);
+        let v = self
+            .callers(f)
+            .into_iter()
+            .any(|g| !self.keeps_leak_from(g, f, depth));
+        self.leaks.borrow_mut().insert(f, v);
+        v
+    }
+
+    /// Whether caller `g` also returns holding, unexcused, a lock that a
+    /// call to `f` acquired.
+    fn keeps_leak_from(&self, g: FnId, f: FnId, depth: usize) -> bool {
+        let Some(events) = self.events.get(&g) else {
+            return false;
+        };
+        let excuses = Excuses::of(self.input, g, events.declares_adjust);
+        events.locks.leaks.iter().any(|l| {
+            l.held.at.callee == f
+                && !excuses.as_ref().is_some_and(|e| e.leak(&l.held, l.owned))
+                && !(self.is_unsafe(g) && self.leak_taken_over_at(g, depth + 1))
+        })
+    }
+
+    /// Whether some caller of the `unsafe fn` `f` holds a lock of `class`
+    /// when `f` releases one: it does not itself release one it did not
+    /// take, or that release is excused there.
+    pub(crate) fn release_covered(&self, f: FnId, class: &LockClass) -> bool {
+        self.release_covered_at(f, class, 0)
+    }
+
+    fn release_covered_at(&self, f: FnId, class: &LockClass, depth: usize) -> bool {
+        if depth > MAX_HANDOVER_DEPTH || self.outside_callers(f) {
+            return true;
+        }
+        let key = (f, class.clone());
+        if let Some(v) = self.releases.borrow().get(&key) {
+            return *v;
+        }
+        self.releases.borrow_mut().insert(key.clone(), true);
+        let v = self
+            .callers(f)
+            .into_iter()
+            .any(|g| !self.releases_unheld(g, class, depth));
+        self.releases.borrow_mut().insert(key, v);
+        v
+    }
+
+    /// Whether `g` releases, unexcused, a lock of `class` it did not take.
+    fn releases_unheld(&self, g: FnId, class: &LockClass, depth: usize) -> bool {
+        let Some(events) = self.events.get(&g) else {
+            return false;
+        };
+        let excuses = Excuses::of(self.input, g, events.declares_adjust);
+        events.locks.released.iter().any(|l| {
+            l.class() == class
+                && !excuses.as_ref().is_some_and(|e| e.release(l))
+                && !(self.is_unsafe(g) && self.release_covered_at(g, class, depth + 1))
+        })
+    }
+
+    /// Whether an unexcused release of `lock` in `g` comes from a callee
+    /// `unsafe fn` that is reported for it already.
+    fn released_by_reported_callee(&self, g: FnId, lock: &Location) -> bool {
+        let class = lock.class();
+        self.input.program.callees(g).into_iter().any(|(h, _)| {
+            h != g
+                && self.is_unsafe(h)
+                && self.events.get(&h).is_some_and(|e| {
+                    let excuses = Excuses::of(self.input, h, e.declares_adjust);
+                    e.locks.released.iter().any(|l| {
+                        l.class() == class && !excuses.as_ref().is_some_and(|x| x.release(l))
+                    })
+                })
+                && !self.release_covered(h, class)
+        })
+    }
+}
+
+/// Why an `unsafe fn` is held to a safe function's balance.
+fn handover_note(input: &Input<'_>, f: FnId, released: bool) -> Note {
+    let what = if released {
+        "releases a lock it did not take"
+    } else {
+        "returns holding a lock"
+    };
+    let why = if input.program.callers(f).iter().all(|(g, _)| *g == f) {
+        "nothing in the program calls it".to_string()
+    } else if released {
+        "no caller in the program holds that lock when it calls it".to_string()
+    } else {
+        "no caller in the program releases that lock or keeps it in a guard".to_string()
+    };
+    Note::text(format!(
+        "`{}` is an `unsafe fn` that {what}, which its safety contract may leave to its caller, but {why}",
+        name(input, f)
+    ))
 }
 
 /// The lock-state findings of one function from its runs' lock results.
@@ -391,20 +672,16 @@ pub(crate) fn findings(
     summaries: &dyn Summaries,
     declares_adjust: bool,
     proven: &[(FnId, kmir::Span)],
+    handover: &Handover<'_>,
 ) -> Vec<Finding> {
     let Some((_, inst)) = input.program.body_of(f) else {
         return Vec::new();
     };
-    let Some(body) = &inst.body else {
+    let Some(excuses) = Excuses::of(input, f, declares_adjust) else {
         return Vec::new();
     };
-    let declared: Vec<&KanalyzeAnnotation> = input
-        .annotations
-        .get(&inst.item_path)
-        .into_iter()
-        .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
-        .collect();
-    let nested = declared
+    let nested = excuses
+        .declared
         .iter()
         .any(|a| matches!(a, KanalyzeAnnotation::NestedLock { .. }));
     let mut out = Vec::new();
@@ -422,73 +699,76 @@ pub(crate) fn findings(
         seen_sites.push(site);
         out.push(event(input, f, e, summaries));
     }
-    // Balance: only for safe functions that are not glue; an `unsafe fn`
-    // may leave lock state to its caller by contract.
-    if inst.unsafe_fn || matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
+    // Balance: not for glue; an `unsafe fn` may leave lock state to its
+    // caller by contract where a caller takes it over (`Handover`).
+    if matches!(inst.kind, kmir::InstanceKind::Shim { .. }) {
         return out;
     }
-    let declares = |lock: &Location, what: fn(&KanalyzeAnnotation) -> Option<LockRef>| {
-        declared.iter().any(|a| match what(a) {
-            Some(LockRef::Arg(n)) => lock.arg() == Some(n + 1),
-            Some(LockRef::Return) => true,
-            None => false,
-        })
-    };
-    let stores_guard = stores_guard_through_args(input, f, body);
-    for held_at_return in &runs.leaks {
-        let (held, ret, owned) = (
-            &held_at_return.held,
-            &held_at_return.ret,
-            held_at_return.owned,
-        );
-        let acquires = declares(&held.lock, |a| match a {
-            KanalyzeAnnotation::Acquires(r) => Some(*r),
-            _ => None,
-        });
-        // A klint annotation that the function moves the preemption
-        // count says it returns holding a spinning lock on purpose.
-        let declared_by_klint = declares_adjust && !held.kind.may_sleep_while_held();
-        // A closure's environment holds what its creator lent it: a
-        // relock in a cleanup closure (`do_unlocked`) restores the
-        // creator's guard.
-        let env_lock = inst.kind == kmir::InstanceKind::Closure && held.lock.arg() == Some(1);
-        if !owned
-            && !env_lock
-            && !acquires
-            && !stores_guard
-            && !declared_by_klint
-            && leak_starts_here(input, held, summaries)
-        {
-            out.push(leak(input, f, held, *ret));
+    let unsafe_fn = inst.unsafe_fn;
+    if !unsafe_fn || !handover.leak_taken_over(f) {
+        for held_at_return in &runs.leaks {
+            let (held, ret, owned) = (
+                &held_at_return.held,
+                &held_at_return.ret,
+                held_at_return.owned,
+            );
+            // An `unsafe fn` whose return value says whether it took the
+            // lock (the kernel's `Backend::try_lock`) hands it over through
+            // that value, like C's `spin_trylock`.
+            let by_return = unsafe_fn && acquired_per_return(summaries.get(f), &held.lock);
+            if !excuses.leak(held, owned)
+                && !by_return
+                && leak_starts_here(input, held, summaries, handover)
+            {
+                out.push(leak(input, f, held, *ret, unsafe_fn));
+            }
         }
     }
     for lock in &runs.released {
-        // The global contexts' balance is the preemption count's (and
-        // an RCU guard's `Drop` ends a section its creator began).
-        let allowed = lock.is_global()
-            || lock.through_stored_pointer()
-            || (inst.kind == kmir::InstanceKind::Closure && lock.arg() == Some(1))
-            || declares_adjust
-            || declares(lock, |a| match a {
-                KanalyzeAnnotation::Releases(r) | KanalyzeAnnotation::MustHold(r) => Some(*r),
-                _ => None,
-            });
-        if !allowed {
-            out.push(unbalanced(input, f, lock, release_site(input, f)));
+        if excuses.release(lock) {
+            continue;
+        }
+        if unsafe_fn {
+            if !handover.release_covered(f, lock.class()) {
+                out.push(unbalanced(input, f, lock, release_site(input, f), true));
+            }
+        } else if !handover.released_by_reported_callee(f, lock) {
+            out.push(unbalanced(input, f, lock, release_site(input, f), false));
         }
     }
     out
+}
+
+/// Whether the summary's cases tell by the returned value whether `lock`
+/// is held on return: one case acquires it, another with a different
+/// returned value does not.
+fn acquired_per_return(summary: &Summary, lock: &Location) -> bool {
+    let takes = |c: &analysis::Case| c.acquire.iter().any(|a| &a.lock == lock);
+    summary.cases.iter().any(|a| {
+        takes(a)
+            && a.ret.is_some()
+            && summary
+                .cases
+                .iter()
+                .any(|b| !takes(b) && b.ret.is_some() && b.ret != a.ret)
+    })
 }
 
 /// Whether a lock still held at a return was lost here: taken by a C lock
 /// function or an `unsafe fn` (whose contract hands it over), or returned
 /// inside a guard that this function then forgot. A lock a safe callee
 /// already leaked is reported in that callee, not again in every caller.
-fn leak_starts_here(input: &Input<'_>, held: &Held, summaries: &dyn Summaries) -> bool {
+fn leak_starts_here(
+    input: &Input<'_>,
+    held: &Held,
+    summaries: &dyn Summaries,
+    handover: &Handover<'_>,
+) -> bool {
     let callee = held.at.callee;
     match input.program.body_of(callee) {
         None => true,
-        Some((_, inst)) if inst.unsafe_fn => true,
+        // Unless no caller takes it over: then it is reported there.
+        Some((_, inst)) if inst.unsafe_fn => handover.leak_taken_over(callee),
         Some(_) => summaries.get(callee).cases.iter().any(|c| {
             !c.acquire.is_empty()
                 && c.acquire.iter().all(|a| {

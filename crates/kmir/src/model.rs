@@ -112,7 +112,7 @@ pub struct Instance {
     pub fn_sig: Option<String>,
     /// Declared `unsafe fn`: its safety contract may include lock state
     /// ("the caller holds the lock"), so the lock analysis does not ask it
-    /// to be balanced.
+    /// to be balanced where a caller takes that state over (docs/locks.md).
     pub unsafe_fn: bool,
     /// Emitted by this crate's codegen. False for instances that the
     /// optimizer inlined everywhere (so codegen never emitted them) but that

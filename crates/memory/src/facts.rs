@@ -71,7 +71,7 @@ impl PlaceKey {
         self.proj.contains(&ProjKey::Deref)
     }
 
-    fn starts_with(&self, prefix: &PlaceKey) -> bool {
+    pub fn starts_with(&self, prefix: &PlaceKey) -> bool {
         self.local == prefix.local && self.proj.starts_with(&prefix.proj)
     }
 
@@ -97,6 +97,10 @@ pub enum Val {
     Copy(PlaceKey),
     /// The discriminant of another place.
     Discr(PlaceKey),
+    /// An enum whose variant is that of the enum at another place: what a
+    /// callee mapping each variant to the same one returns
+    /// (`Option::as_ref`).
+    Variant(PlaceKey),
     /// The address of another place.
     Ref(PlaceKey),
     /// The boolean `(key.aspect == c) == eq`: a comparison with a constant,
@@ -163,6 +167,9 @@ impl Facts {
             match (self.vals.get(&place.local), aspect) {
                 (Some(Val::Const(c)), Aspect::Value) => return Resolved::Const(*c),
                 (Some(Val::Copy(source)), _) => return Resolved::Key(source.clone(), aspect),
+                (Some(Val::Variant(of)), Aspect::Discr) => {
+                    return Resolved::Key(of.clone(), Aspect::Discr);
+                }
                 (Some(Val::Discr(of)), Aspect::Value) => {
                     return Resolved::Key(of.clone(), Aspect::Discr);
                 }
@@ -331,6 +338,31 @@ impl Facts {
         self.vals.insert(pseudo, val);
     }
 
+    /// Local `local` (just written) holds the boolean "the enum at `key`
+    /// has discriminant `c`" (`eq`) or "has not" (`!eq`): a callee that
+    /// tests its argument's variant (`is_none`, `matches!`). Testing the
+    /// local later teaches the variant, even where the paths of the two
+    /// answers have been merged.
+    pub fn set_discr_test(&mut self, local: LocalId, key: PlaceKey, c: u128, eq: bool) {
+        let key = self.normalize(&key);
+        self.vals.insert(
+            local,
+            Val::Cmp {
+                key,
+                aspect: Aspect::Discr,
+                c,
+                eq,
+            },
+        );
+    }
+
+    /// Local `local` (just written) holds an enum whose variant is that of
+    /// the enum at `key`.
+    pub fn set_same_variant(&mut self, local: LocalId, key: PlaceKey) {
+        let key = self.normalize(&key);
+        self.vals.insert(local, Val::Variant(key));
+    }
+
     pub fn set_known(&mut self, key: PlaceKey, aspect: Aspect, value: u128) {
         self.known.insert((key, aspect), Known::Is(value));
     }
@@ -351,9 +383,10 @@ impl Facts {
             .filter(|(l, v)| {
                 **l != place.local
                     && match v {
-                        Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } => {
-                            k.starts_with(place) || place.starts_with(k)
-                        }
+                        Val::Copy(k)
+                        | Val::Discr(k)
+                        | Val::Variant(k)
+                        | Val::Cmp { key: k, .. } => k.starts_with(place) || place.starts_with(k),
                         Val::Const(_) | Val::Ref(_) => false,
                     }
             })
@@ -396,6 +429,11 @@ impl Facts {
                         self.known.insert((root, Aspect::Value), k);
                     }
                 }
+                Val::Variant(of) => {
+                    if let Some(k) = self.known.get(&(of, Aspect::Discr)).cloned() {
+                        self.known.insert((root, Aspect::Discr), k);
+                    }
+                }
                 Val::Cmp { key, aspect, c, eq } => {
                     if let Some(t) = self.comparison(&key, aspect, c, eq) {
                         self.known
@@ -430,7 +468,9 @@ impl Facts {
         behind.extend(self.addrs.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.holds.keys().filter(|k| k.has_deref()).cloned());
         behind.extend(self.vals.values().filter_map(|v| match v {
-            Val::Copy(k) | Val::Discr(k) | Val::Cmp { key: k, .. } if k.has_deref() => {
+            Val::Copy(k) | Val::Discr(k) | Val::Variant(k) | Val::Cmp { key: k, .. }
+                if k.has_deref() =>
+            {
                 Some(k.clone())
             }
             _ => None,
@@ -448,6 +488,14 @@ impl Facts {
         for &l in escaped {
             self.forget_but(&PlaceKey::local(l), true);
         }
+    }
+
+    /// The place at `key` (possibly behind a pointer) gets a value nothing
+    /// is known about, and nothing else changes: a drop in place behind a
+    /// `&mut` only this body can reach.
+    pub fn forget_place(&mut self, key: &PlaceKey) {
+        let key = self.normalize(key);
+        self.forget(&key);
     }
 
     /// `place` gets a value nothing is known about (a call's destination,
@@ -785,6 +833,37 @@ mod tests {
         // `_3` escapes through `&mut`: a call forgets it.
         f.forget_memory(&[3]);
         assert_eq!(f.known(&PlaceKey::local(3), Aspect::Discr), None);
+    }
+
+    /// `is_none`'s answer survives the merge of its two paths: testing it
+    /// afterwards still teaches the variant.
+    #[test]
+    fn variant_test_survives_a_merge() {
+        let key = PlaceKey::local(1);
+        let branch = |variant: u128| {
+            let mut f = Facts::default();
+            f.set_known(key.clone(), Aspect::Discr, variant);
+            f.set_known(PlaceKey::local(2), Aspect::Value, u128::from(variant == 0));
+            f.set_discr_test(2, key.clone(), 0, true);
+            f
+        };
+        let mut merged = branch(0);
+        assert!(merged.intersect(&branch(1)));
+        assert_eq!(merged.known(&key, Aspect::Discr), None);
+        let test = merged.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        let mut on_none = merged.clone();
+        assert!(on_none.assume(&test, Some(1), &[]));
+        assert_eq!(on_none.known(&key, Aspect::Discr), Some(&Known::Is(0)));
+        let mut on_some = merged.clone();
+        assert!(on_some.assume(&test, Some(0), &[]));
+        assert_eq!(
+            on_some.known(&key, Aspect::Discr),
+            Some(&Known::IsNot(vec![0]))
+        );
+        // Overwriting the tested place ends the relation.
+        merged.assign(&local(1), &konst(1), none, &[]);
+        let test = merged.resolve_operand(&Operand::Copy(local(2))).unwrap();
+        assert!(merged.assume(&test, Some(1), &[]));
     }
 
     #[test]

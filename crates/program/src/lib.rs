@@ -185,6 +185,10 @@ pub struct Program {
     pub by_symbol: HashMap<String, FnId>,
     pub graph: CallGraph,
     pub roots: Vec<(FnId, RootReason)>,
+    /// Functions whose address the program takes (reified fn items and
+    /// closures, fn pointers in statics): code outside the program, or
+    /// calls through pointers, may call them.
+    pub address_taken: std::collections::BTreeSet<FnId>,
     pub stats: LinkStats,
 }
 

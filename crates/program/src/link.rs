@@ -597,6 +597,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             by_symbol,
             graph,
             roots,
+            address_taken,
             stats,
         },
         problems,

@@ -636,6 +636,7 @@ fn program_of(n: usize, edges: &[(u32, u32, u32)]) -> program::Program {
         by_symbol: Default::default(),
         graph,
         roots: Vec::new(),
+        address_taken: Default::default(),
         stats: Default::default(),
     }
 }

@@ -148,6 +148,22 @@ impl BodyAnalysis<'_> {
         for t in targets {
             let summary = self.summary_of.get(t.callee);
             let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
+            // A callee that only tests its argument's variant: its result is
+            // tied to that variant on every path, merged or not.
+            let test = discr_test(summary).and_then(|(on_pointee, c, eq)| {
+                let place = if on_pointee { &pointee } else { &arg0 };
+                match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
+                    Resolved::Key(k, _) => Some((k, c, eq)),
+                    Resolved::Const(_) => None,
+                }
+            });
+            let same_variant = same_variant(summary).and_then(|on_pointee| {
+                let place = if on_pointee { &pointee } else { &arg0 };
+                match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
+                    Resolved::Key(k, _) => Some(k),
+                    Resolved::Const(_) => None,
+                }
+            });
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
                 let feasible = match (case.when, &pointee, &arg0) {
@@ -191,8 +207,27 @@ impl BodyAnalysis<'_> {
                 // The callee may write anything reachable through pointers,
                 // except what only this body can reach.
                 let private = self.private_facts(&facts, terminator);
+                // Places behind them that this call is lent may change.
+                let (lent_args, dropped) = call_operands(terminator);
+                let lent: Vec<PlaceKey> = lent_args
+                    .iter()
+                    .filter_map(|a| facts.pointee(a))
+                    .chain(dropped.and_then(PlaceKey::of))
+                    .map(|k| facts.normalize_fully(&k))
+                    .collect();
                 facts.forget_memory(&self.escaped);
                 for (key, known, addrs) in private {
+                    let kept = |suffix: &Vec<ProjKey>| {
+                        let full = PlaceKey {
+                            local: key.local,
+                            proj: key.proj.iter().chain(suffix).copied().collect(),
+                        };
+                        !lent
+                            .iter()
+                            .any(|l| full.starts_with(l) || l.starts_with(&full))
+                    };
+                    let known = known.into_iter().filter(|(s, _, _)| kept(s)).collect();
+                    let addrs = addrs.into_iter().filter(|(s, _)| kept(s)).collect();
                     facts.set_known_under_key(&key, known);
                     facts.set_addrs_under(&key, addrs);
                 }
@@ -214,6 +249,20 @@ impl BodyAnalysis<'_> {
                                 }
                             }
                         }
+                        if let Some((key, c, eq)) = &test
+                            && let Some(dest) = PlaceKey::of(destination)
+                            && dest.proj.is_empty()
+                            && !self.escaped.contains(&dest.local)
+                        {
+                            facts.set_discr_test(dest.local, key.clone(), *c, *eq);
+                        }
+                        if let Some(key) = &same_variant
+                            && let Some(dest) = PlaceKey::of(destination)
+                            && dest.proj.is_empty()
+                            && !self.escaped.contains(&dest.local)
+                        {
+                            facts.set_same_variant(dest.local, key.clone());
+                        }
                         if let Some(key) = &pointee_key
                             && !post_addrs.is_empty()
                         {
@@ -223,7 +272,14 @@ impl BodyAnalysis<'_> {
                             facts.set_known(key, Aspect::Discr, p);
                         }
                     }
-                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    TerminatorKind::Drop { place, .. } => match PlaceKey::of(place) {
+                        // Dropped behind a private `&mut`: only that place
+                        // changes.
+                        Some(key) if self.private.at(terminator).contains(&key.local) => {
+                            facts.forget_place(&key)
+                        }
+                        _ => facts.write_unknown(place, &self.escaped),
+                    },
                     _ => {}
                 }
                 let mut locks = path.locks.clone();
@@ -420,6 +476,75 @@ impl BodyAnalysis<'_> {
         }
         summary.expect
     }
+}
+
+/// Whether a summary is a test of its first argument's variant: every case
+/// is conditioned on a variant, returns a boolean, and does nothing else
+/// (`Option::is_none`, `Result::is_ok`, a helper returning `matches!(..)`).
+/// Then `(on the pointee, c, eq)`: the result is "the variant is `c`" when
+/// `eq`, "is not `c`" otherwise; `None` for a test no single variant
+/// describes (true for two of four variants).
+fn discr_test(summary: &Summary) -> Option<(bool, u128, bool)> {
+    let first = summary.cases.first()?;
+    let mut yes = Vec::new();
+    let mut no = Vec::new();
+    let mut on_pointee = None;
+    for c in &summary.cases {
+        let (pointee, d) = match c.when? {
+            ArgCond::Pointee(d) => (true, d),
+            ArgCond::Value(d) => (false, d),
+        };
+        if *on_pointee.get_or_insert(pointee) != pointee
+            || c.adjust != first.adjust
+            || c.has_lock_effect()
+            || c.post_arg.is_some()
+            || c.post.is_some_and(|p| p != d)
+        {
+            return None;
+        }
+        match c.ret? {
+            RetFact::Is(1) => yes.push(d),
+            RetFact::Is(0) => no.push(d),
+            _ => return None,
+        }
+    }
+    if yes.iter().any(|d| no.contains(d)) {
+        return None;
+    }
+    match (yes.as_slice(), no.as_slice()) {
+        ([c], [_, ..]) => Some((on_pointee?, *c, true)),
+        ([_, ..], [c]) => Some((on_pointee?, *c, false)),
+        _ => None,
+    }
+}
+
+/// Whether a summary returns an enum of the same variant as its first
+/// argument's, whatever it is, and changes no lock (`Option::as_ref`,
+/// `as_mut`, `Result::as_ref`): then whether the condition is on the
+/// pointee.
+fn same_variant(summary: &Summary) -> Option<bool> {
+    if summary.ret_field.is_some() || summary.cases.len() < 2 {
+        return None;
+    }
+    let first = summary.cases.first()?;
+    let mut on_pointee = None;
+    for c in &summary.cases {
+        let (pointee, d) = match c.when? {
+            ArgCond::Pointee(d) => (true, d),
+            ArgCond::Value(d) => (false, d),
+        };
+        if *on_pointee.get_or_insert(pointee) != pointee
+            || c.adjust != first.adjust
+            || !c.acquire.is_empty()
+            || !c.release.is_empty()
+            || c.post_arg.is_some()
+            || c.post.is_some_and(|p| p != d)
+            || c.ret != Some(RetFact::Discr(d))
+        {
+            return None;
+        }
+    }
+    on_pointee
 }
 
 /// The arguments of a call, or the place a drop drops.

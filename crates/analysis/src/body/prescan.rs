@@ -330,6 +330,12 @@ pub struct PrivatePointees {
     /// A `&mut` argument and the locals that may hold a pointer derived
     /// from it.
     args: Vec<(LocalId, Vec<LocalId>)>,
+    /// Derived locals that are a borrow of a place behind an argument moved
+    /// straight into one call whose result holds no reference
+    /// (`(*self).slot.take()`): that call is lent only the place borrowed,
+    /// and what is known about the rest survives it (the caller forgets
+    /// what is under the lent place).
+    lent: Vec<LocalId>,
 }
 
 impl PrivatePointees {
@@ -346,9 +352,21 @@ impl PrivatePointees {
                     kmir::visit::operand_locals(o, &mut reads);
                 }
             }
-            TerminatorKind::Drop { place, .. } => kmir::visit::place_locals(place, &mut reads),
+            // Only the drop glue reaches a place dropped behind the
+            // argument (the caller forgets what is under that place).
+            TerminatorKind::Drop { place, .. } => {
+                let behind = place.projection.first() == Some(&kmir::Projection::Deref);
+                if !behind {
+                    reads.push(place.local);
+                }
+                reads.extend(place.projection.iter().filter_map(|q| match q {
+                    kmir::Projection::Index(l) => Some(*l),
+                    _ => None,
+                }));
+            }
             _ => return Vec::new(),
         }
+        reads.retain(|r| !self.lent.contains(r));
         self.args
             .iter()
             .filter(|(arg, derived)| {
@@ -377,6 +395,25 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees
             out.args.push((arg, derived));
         }
     }
+    // Borrows of places behind an argument that end at one call.
+    kmir::visit::for_each_assign(body, |place, rvalue, _| {
+        let Rvalue::Ref { place: p, .. } = rvalue else {
+            return;
+        };
+        let behind_arg = p.projection.first() == Some(&kmir::Projection::Deref)
+            && out.args.iter().any(|(a, _)| *a == p.local);
+        if !behind_arg || !place.projection.is_empty() {
+            return;
+        }
+        let holder = place.local;
+        if consumed_by_one_call(dump, body, holder) {
+            out.lent.push(holder);
+        } else if let Some(reborrow) = reborrowed_once(body, holder)
+            && consumed_by_one_call(dump, body, reborrow)
+        {
+            out.lent.extend([holder, reborrow]);
+        }
+    });
     out
 }
 
@@ -394,6 +431,21 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
                 ) || t.display.contains(['&', '*', '\''])
                     || t.display.contains("NonNull")
                     || t.display.contains("closure")
+            })
+    };
+    // A call's result can point into the argument's pointee only as a
+    // reference, a raw pointer, or a `dyn`/`fn` value holding one; a value
+    // moved out of it (`take()` of a guard) points where it pointed before.
+    // (An ADT holding a borrow only behind a lifetime parameter is not
+    // seen: lifetimes are erased; the approximation `escaped_locals`
+    // makes too.)
+    let returns_pointer = |local: LocalId| {
+        body.local(local)
+            .and_then(|d| dump.ty(d.ty))
+            .is_none_or(|t| {
+                ["&", "*", "fn(", "dyn ", "NonNull"]
+                    .iter()
+                    .any(|m| t.display.contains(m))
             })
     };
     let is_raw = |local: LocalId| {
@@ -441,8 +493,7 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
                     if destination.projection.contains(&kmir::Projection::Deref) {
                         return None;
                     }
-                    if may_hold_pointer(destination.local) && !tainted(destination.local, &derived)
-                    {
+                    if returns_pointer(destination.local) && !tainted(destination.local, &derived) {
                         derived.push(destination.local);
                     }
                 }

@@ -575,10 +575,17 @@ pub fn cases_at_return(
             cases.push(case);
         }
     }
-    // Two ways of returning that a caller cannot tell apart must agree.
+    // Two ways of returning that a caller cannot tell apart must agree:
+    // it tells them apart by the value returned, or by the variant left
+    // behind the first argument (`arm(&mut s, c)` storing a guard in
+    // `s.slot` on one path only).
+    let apart = |a: &Case, b: &Case| {
+        matches!((a.ret, b.ret), (Some(x), Some(y)) if x != y)
+            || matches!((a.post, b.post), (Some(x), Some(y)) if x != y)
+    };
     for a in &cases {
         for b in &cases {
-            if a.adjust != b.adjust && (a.ret.is_none() || b.ret.is_none() || a.ret == b.ret) {
+            if a.adjust != b.adjust && !apart(a, b) {
                 return Err(());
             }
         }
