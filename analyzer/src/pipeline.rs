@@ -7,7 +7,7 @@ use annotations::ItemAnnotations;
 use findings::{Finding, Loc, Note, Severity};
 use program::Program;
 
-use crate::cli::AnalysisArgs;
+use crate::cli::{AnalysisArgs, Profile};
 use crate::diag::Diagnostic;
 use crate::input::{self, LoadSummary};
 
@@ -16,6 +16,12 @@ pub struct Analysed {
     pub load: LoadSummary,
     pub annotations: HashMap<String, ItemAnnotations>,
     pub spec: spec::Spec,
+    /// The profile the run used, and why (`--profile`, the configuration
+    /// file's line, or what detected it).
+    pub profile: (Profile, String),
+    /// Findings left out because they lie entirely in upstream code
+    /// (`--include-upstream` shows them).
+    pub upstream_hidden: usize,
     pub preempt: checks::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
@@ -52,10 +58,12 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
-    let mut spec = spec::Spec::builtin_kernel();
+    // The user's spec files are read (and a broken one refused) before the
+    // dumps are; the built-in spec they extend depends on the program.
+    let mut user_specs = Vec::new();
     for path in &args.specs {
         match spec::Spec::load(path) {
-            Ok(extra) => spec.extend(extra),
+            Ok(extra) => user_specs.push(extra),
             Err(e) => {
                 Diagnostic::error(format!("invalid spec file: {e}"))
                     .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
@@ -75,6 +83,17 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let (program, load) = input::load_program(paths)?;
+    let profile = match (args.profile, &args.profile_origin) {
+        (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
+        (None, _) => detect_profile(&program),
+    };
+    let mut spec = match profile.0 {
+        Profile::Kernel => spec::Spec::builtin_kernel(),
+        Profile::Userspace => spec::Spec::userspace(),
+    };
+    for extra in user_specs {
+        spec.extend(extra);
+    }
     // Argument indices of the spec can only be checked now: the calls say
     // how many arguments each C function takes.
     let foreign = program.foreign_arities();
@@ -178,7 +197,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         levels.apply(&mut out.findings);
         (out, solve_time, t.elapsed())
     };
-    let (preempt, solve_time, checks_time) = run(&resolved);
+    let (mut preempt, solve_time, checks_time) = run(&resolved);
     if args.timings {
         eprintln!("timings:");
         eprintln!(
@@ -231,11 +250,22 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             u.removes = Some(extra(&resolved.without(i)));
         }
     }
+    let mut upstream_hidden = 0;
+    if !args.include_upstream {
+        let before = preempt.findings.len() + annotation_findings.len();
+        preempt
+            .findings
+            .retain(|f| !entirely_upstream(&program, f));
+        annotation_findings.retain(|f| !entirely_upstream(&program, f));
+        upstream_hidden = before - preempt.findings.len() - annotation_findings.len();
+    }
     Some(Analysed {
         program,
         load,
         annotations,
         spec,
+        profile,
+        upstream_hidden,
         preempt,
         annotation_findings,
         invariants: invariant_uses,
@@ -368,14 +398,72 @@ impl Analysed {
     }
 }
 
-/// Where a source file comes from, for ordering only.
+/// Where a source file comes from: 0 the user's own code, 1 a dependency
+/// from the cargo registry or a git checkout, 2 the standard library (the
+/// toolchain's `rust-src`, or its remapped `/rustc/<hash>/` paths). For the
+/// order of findings, and for what is upstream.
 fn file_rank(path: &str) -> u8 {
     if path.contains("/lib/rustlib/src/rust/") || path.starts_with("/rustc/") {
         2
-    } else if path.contains("/.cargo/registry/") || path.contains("/.cargo/git/") {
+    } else if path.contains("/registry/src/") || path.contains("/git/checkouts/") {
         1
     } else {
         0
+    }
+}
+
+/// A finding all of whose locations (the primary one and every note's) lie
+/// in upstream code: the standard library's sources or a crate from the
+/// registry or a git checkout. The user cannot act on it, so it is counted,
+/// not shown, unless `--include-upstream`; a finding with one frame in the
+/// user's code is theirs (docs/preemption.md, "Findings in upstream
+/// code"). A finding without any location is shown.
+pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
+    let file = |l: &Loc| {
+        program
+            .crates
+            .get(l.krate as usize)
+            .and_then(|c| c.dump.file(l.span.file))
+            .unwrap_or("")
+    };
+    let mut locs = f.primary.iter().chain(f.notes.iter().filter_map(|n| n.loc.as_ref()));
+    let mut any = false;
+    let all = locs.all(|l| {
+        any = true;
+        file_rank(file(l)) > 0
+    });
+    any && all
+}
+
+/// Names of targets the kernel is built for: a target JSON file (x86,
+/// UML; rustc names it by a hash, `target-<n>`, or by its path) or a
+/// bare-metal triple (`aarch64-unknown-none`, `riscv64imac-unknown-none-elf`,
+/// `loongarch64-unknown-none-softfloat`).
+fn is_kernel_target(target: &str) -> bool {
+    target.ends_with(".json")
+        || target.starts_with("target-")
+        || target.split('-').any(|part| part == "none")
+}
+
+/// The profile of a program without `--profile` or `profile =`: the kernel
+/// when a `kernel` crate built for a kernel target is linked (the kernel's
+/// Rust always has one; a cargo project of that name for a hosted triple is
+/// not the kernel), userspace otherwise.
+fn detect_profile(program: &Program) -> (Profile, String) {
+    match program.crates.iter().find(|c| {
+        c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target)
+    }) {
+        Some(c) => (
+            Profile::Kernel,
+            format!(
+                "detected: crate `kernel` for target `{}`",
+                c.dump.header.target
+            ),
+        ),
+        None => (
+            Profile::Userspace,
+            "detected: no `kernel` crate built for a kernel target".to_string(),
+        ),
     }
 }
 

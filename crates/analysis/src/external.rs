@@ -58,7 +58,12 @@ pub(crate) fn external_summary(
                     },
                     None => {
                         unknown.insert(f.symbol.clone());
-                        Summary::may_sleep(Source::UnknownForeign)
+                        match input.spec.unknown {
+                            spec::Unknown::MaySleep => Summary::may_sleep(Source::UnknownForeign),
+                            spec::Unknown::NoConstraint => {
+                                Summary::neutral(Source::UnconstrainedForeign)
+                            }
+                        }
                     }
                 }),
             )
