@@ -19,9 +19,9 @@ pub struct Analysed {
     /// The profile the run used, and why (`--profile`, the configuration
     /// file's line, or what detected it).
     pub profile: (Profile, String),
-    /// Findings left out because they lie entirely in upstream code
-    /// (`--include-upstream` shows them).
-    pub upstream_hidden: usize,
+    /// `--include-upstream`: findings that lie entirely in upstream code
+    /// are shown, not only counted.
+    pub include_upstream: bool,
     pub preempt: checks::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
@@ -197,7 +197,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         levels.apply(&mut out.findings);
         (out, solve_time, t.elapsed())
     };
-    let (mut preempt, solve_time, checks_time) = run(&resolved);
+    let (preempt, solve_time, checks_time) = run(&resolved);
     if args.timings {
         eprintln!("timings:");
         eprintln!(
@@ -250,22 +250,13 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             u.removes = Some(extra(&resolved.without(i)));
         }
     }
-    let mut upstream_hidden = 0;
-    if !args.include_upstream {
-        let before = preempt.findings.len() + annotation_findings.len();
-        preempt
-            .findings
-            .retain(|f| !entirely_upstream(&program, f));
-        annotation_findings.retain(|f| !entirely_upstream(&program, f));
-        upstream_hidden = before - preempt.findings.len() - annotation_findings.len();
-    }
     Some(Analysed {
         program,
         load,
         annotations,
         spec,
         profile,
-        upstream_hidden,
+        include_upstream: args.include_upstream,
         preempt,
         annotation_findings,
         invariants: invariant_uses,
@@ -326,13 +317,37 @@ fn report_problem(
 }
 
 impl Analysed {
-    /// Every finding, in a deterministic order (file, line, column, kind).
+    /// Every finding to report, in a deterministic order (file, line,
+    /// column, kind): without `--include-upstream`, not those entirely in
+    /// upstream code.
+    pub fn findings(&self) -> Vec<&Finding> {
+        let mut all = self.all_findings();
+        if !self.include_upstream {
+            all.retain(|f| !entirely_upstream(&self.program, f));
+        }
+        all
+    }
+
+    /// How many findings (one per item and place, as reported) lie entirely
+    /// in upstream code and are not shown.
+    pub fn upstream_hidden(&self) -> usize {
+        if self.include_upstream {
+            return 0;
+        }
+        self.all_findings()
+            .iter()
+            .filter(|f| entirely_upstream(&self.program, f))
+            .count()
+    }
+
+    /// Every finding, upstream ones included, in a deterministic order
+    /// (file, line, column, kind).
     ///
     /// Files are ranked before they are compared so that the order does not
     /// depend on where the checkout, the cargo registry or the toolchain
     /// happen to live: the user's own code first, then dependencies from the
     /// registry, then the standard library.
-    pub fn findings(&self) -> Vec<&Finding> {
+    fn all_findings(&self) -> Vec<&Finding> {
         let mut all: Vec<&Finding> = self
             .annotation_findings
             .iter()

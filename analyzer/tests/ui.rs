@@ -257,6 +257,8 @@ fn profiles_and_upstream() {
     let mut all = userspace;
     all.push_str(&run(&["--include-upstream"]));
     all.push_str(&run(&["--profile", "kernel"]));
+    // A profile that does not exist is a usage error naming the two.
+    all.push_str(&run(&["--profile", "linux"]));
     let json = run(&["--format", "json"]);
     assert!(json.contains("\"profile\": \"userspace\""), "{json}");
     assert!(json.contains("\"upstream_hidden\": 1"), "{json}");

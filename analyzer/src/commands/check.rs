@@ -304,11 +304,11 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     if !a.invariants.is_empty() {
         line.push_str(&invariants_text(a));
     }
-    if a.upstream_hidden > 0 {
+    let upstream = a.upstream_hidden();
+    if upstream > 0 {
         line.push_str(&format!(
-            "; {} finding{} entirely in upstream code (the standard library, registry crates) not shown (--include-upstream)",
-            a.upstream_hidden,
-            if a.upstream_hidden == 1 { "" } else { "s" }
+            "; {upstream} finding{} entirely in upstream code (the standard library, registry crates) not shown (--include-upstream)",
+            if upstream == 1 { "" } else { "s" }
         ));
     }
     let unknown = &a.preempt.unknown_foreign;
@@ -515,7 +515,7 @@ fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
             unknown_c_functions: a.preempt.unknown_foreign.iter().cloned().collect(),
             profile: a.profile.0.as_str(),
             profile_origin: a.profile.1.clone(),
-            upstream_hidden: a.upstream_hidden,
+            upstream_hidden: a.upstream_hidden(),
             skipped_inputs: a
                 .load
                 .skipped
