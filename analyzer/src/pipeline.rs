@@ -427,27 +427,44 @@ fn file_rank(path: &str) -> u8 {
     }
 }
 
-/// A finding all of whose locations (the primary one and every note's) lie
-/// in upstream code: the standard library's sources or a crate from the
-/// registry or a git checkout. The user cannot act on it, so it is counted,
-/// not shown, unless `--include-upstream`; a finding with one frame in the
-/// user's code is theirs (docs/preemption.md, "Findings in upstream
-/// code"). A finding without any location is shown.
+/// A finding all of whose locations lie in upstream code: the standard
+/// library's sources or a crate from the registry or a git checkout. Its
+/// locations are the primary one, every note's, and every frame of the
+/// call trace from a root that the report prints ("which is called from
+/// here, in …"): a finding that the user's code reaches is theirs, even
+/// when it is located inside `core`'s drop glue. The user cannot act on
+/// the others, so they are counted, not shown, unless `--include-upstream`
+/// (docs/preemption.md, "Findings in upstream code"). A finding without
+/// any location is shown.
 pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
-    let file = |l: &Loc| {
-        program
+    let upstream = |l: &Loc| {
+        let file = program
             .crates
             .get(l.krate as usize)
             .and_then(|c| c.dump.file(l.span.file))
-            .unwrap_or("")
+            .unwrap_or("");
+        file_rank(file) > 0
     };
-    let mut locs = f.primary.iter().chain(f.notes.iter().filter_map(|n| n.loc.as_ref()));
-    let mut any = false;
-    let all = locs.all(|l| {
-        any = true;
-        file_rank(file(l)) > 0
-    });
-    any && all
+    let mut locs = f
+        .primary
+        .iter()
+        .chain(f.notes.iter().filter_map(|n| n.loc.as_ref()))
+        .peekable();
+    if locs.peek().is_none() || !locs.all(upstream) {
+        return false;
+    }
+    let trace = f
+        .trace_from
+        .or(f.function)
+        .map(|g| report::call_trace(program, g))
+        .unwrap_or_default();
+    trace.iter().all(|step| match program.function(step.caller).kind {
+        program::FnKind::Body { krate, .. } => upstream(&Loc {
+            krate,
+            span: step.edge.span,
+        }),
+        _ => true,
+    })
 }
 
 /// Names of targets the kernel is built for: a target JSON file (x86,
