@@ -458,13 +458,15 @@ pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
         .or(f.function)
         .map(|g| report::call_trace(program, g))
         .unwrap_or_default();
-    trace.iter().all(|step| match program.function(step.caller).kind {
-        program::FnKind::Body { krate, .. } => upstream(&Loc {
-            krate,
-            span: step.edge.span,
-        }),
-        _ => true,
-    })
+    trace
+        .iter()
+        .all(|step| match program.function(step.caller).kind {
+            program::FnKind::Body { krate, .. } => upstream(&Loc {
+                krate,
+                span: step.edge.span,
+            }),
+            _ => true,
+        })
 }
 
 /// Names of targets the kernel is built for: a target JSON file (x86,
@@ -482,9 +484,11 @@ fn is_kernel_target(target: &str) -> bool {
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
 fn detect_profile(program: &Program) -> (Profile, String) {
-    match program.crates.iter().find(|c| {
-        c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target)
-    }) {
+    match program
+        .crates
+        .iter()
+        .find(|c| c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target))
+    {
         Some(c) => (
             Profile::Kernel,
             format!(

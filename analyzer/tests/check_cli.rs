@@ -531,7 +531,11 @@ fn configuration_file() {
 
     // `--config` names another file; a missing one is an error.
     std::fs::remove_file(dir.join("kanalyze.toml")).unwrap();
-    std::fs::write(dir.join("other.toml"), "format = \"json\"\nprofile = \"kernel\"\n").unwrap();
+    std::fs::write(
+        dir.join("other.toml"),
+        "format = \"json\"\nprofile = \"kernel\"\n",
+    )
+    .unwrap();
     let (code, stdout, _) = kanalyze(&["check", kmir, "--config", "../../other.toml"], &sub);
     assert_eq!(code, 1);
     assert!(stdout.starts_with('{'), "{stdout}");

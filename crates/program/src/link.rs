@@ -713,7 +713,15 @@ mod tests {
     fn names_printed_through_another_crate_are_canonical() {
         let c = Canonical {
             crates: ["core", "alloc", "kernel", "doctests", "drv", "heck"].into(),
-            modules: ["kernel", "kernel::alloc", "kernel::alloc::kvec", "doctests", "doctests::t", "heck"].into(),
+            modules: [
+                "kernel",
+                "kernel::alloc",
+                "kernel::alloc::kvec",
+                "doctests",
+                "doctests::t",
+                "heck",
+            ]
+            .into(),
         };
         let d = "doctests";
         // The path of an upstream item, and the same inside generic args.
@@ -756,7 +764,11 @@ mod tests {
         // Through another crate's `extern crate alloc`, in a third crate's
         // dump, and inside a trait path.
         assert_eq!(
-            c.name("heck::alloc::vec::Vec::<u8>::reserve", "alloc::vec::Vec::reserve", "drv"),
+            c.name(
+                "heck::alloc::vec::Vec::<u8>::reserve",
+                "alloc::vec::Vec::reserve",
+                "drv"
+            ),
             "alloc::vec::Vec::<u8>::reserve"
         );
         assert_eq!(
@@ -782,7 +794,11 @@ mod tests {
         );
         // The standard library's own modules named like crates.
         assert_eq!(
-            c.name("core::alloc::Layout::new::<u8>", "core::alloc::layout::Layout::new", "drv"),
+            c.name(
+                "core::alloc::Layout::new::<u8>",
+                "core::alloc::layout::Layout::new",
+                "drv"
+            ),
             "core::alloc::Layout::new::<u8>"
         );
     }
