@@ -123,35 +123,59 @@ const STD_CRATES: [&str; 4] = ["core", "alloc", "std", "compiler_builtins"];
 impl<'a> Canonical<'a> {
     fn new(crates: &'a [LinkedCrate]) -> Self {
         let mut names: BTreeSet<&str> = STD_CRATES.into();
-        let mut modules = HashSet::new();
-        // The simple path a definition path starts with (`a::b::C` of
-        // `a::b::C::<T>::f`), each of its proper prefixes.
-        fn prefixes<'a>(modules: &mut HashSet<&'a str>, path: &'a str) {
-            let end = path
-                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .unwrap_or(path.len());
-            let simple = &path[..end];
-            let mut at = 0;
-            while let Some(i) = simple[at..].find("::") {
-                modules.insert(&simple[..at + i]);
-                at += i + 2;
-            }
-        }
+        let first = |path: &'a str| path.split("::").next().unwrap_or_default();
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
         for c in crates {
             names.insert(&c.dump.header.crate_name);
             for e in &c.dump.externals {
                 if let kmir::ExternalKind::Upstream { krate } = &e.kind {
                     names.insert(krate);
                 }
-                prefixes(&mut modules, &e.item_path);
+            }
+            // A definition path starts with its crate's name.
+            for i in &c.dump.instances {
+                let krate = first(&i.item_path);
+                if !krate.is_empty() && krate.chars().all(ident) {
+                    names.insert(krate);
+                }
+            }
+        }
+        // Only modules named like a crate are ever asked about (`name`
+        // asks whether a path up to a crate's name is a module), so only
+        // those are kept: the set stays small on the kernel's dumps.
+        let mut modules = HashSet::new();
+        let mut record = |path: &'a str, whole: bool| {
+            // The simple path a definition path starts with (`a::b::C` of
+            // `a::b::C::<T>::f`): its proper prefixes, and itself if whole.
+            let end = path.find(|c: char| !(ident(c) || c == ':')).unwrap_or(path.len());
+            let simple = &path[..end];
+            let mut at = 0;
+            let mut ends = Vec::new();
+            while let Some(i) = simple[at..].find("::") {
+                ends.push(at + i);
+                at += i + 2;
+            }
+            if whole {
+                ends.push(simple.len());
+            }
+            for end in ends {
+                let prefix = &simple[..end];
+                let last = prefix.rsplit("::").next().unwrap_or_default();
+                if prefix.contains("::") && names.contains(last) {
+                    modules.insert(prefix);
+                }
+            }
+        };
+        for c in crates {
+            for e in &c.dump.externals {
+                record(&e.item_path, false);
             }
             for i in &c.dump.instances {
-                prefixes(&mut modules, &i.item_path);
+                record(&i.item_path, false);
             }
             for a in &c.dump.adts {
                 // The ADT itself is a path other paths run through.
-                modules.insert(&a.path);
-                prefixes(&mut modules, &a.path);
+                record(&a.path, true);
             }
         }
         Canonical {
