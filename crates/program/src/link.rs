@@ -147,7 +147,9 @@ impl<'a> Canonical<'a> {
         let mut record = |path: &'a str, whole: bool| {
             // The simple path a definition path starts with (`a::b::C` of
             // `a::b::C::<T>::f`): its proper prefixes, and itself if whole.
-            let end = path.find(|c: char| !(ident(c) || c == ':')).unwrap_or(path.len());
+            let end = path
+                .find(|c: char| !(ident(c) || c == ':'))
+                .unwrap_or(path.len());
             let simple = &path[..end];
             let mut at = 0;
             let mut ends = Vec::new();
