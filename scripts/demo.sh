@@ -27,9 +27,12 @@ unset KANALYZE_OUT
 echo "== kanalyze $OUT/kmir" >&2
 # Exit status 1 means "findings reported": that is the demo's point.
 status=0
-"$KANALYZE" "$OUT/kmir" --source-root "$ROOT" || status=$?
+# The example is kernel code (the kernel's C spinlock and sleep functions)
+# compiled for the host, where kanalyze would detect a userspace program:
+# the kernel profile is asked for (docs/preemption.md, "Profiles").
+"$KANALYZE" "$OUT/kmir" --profile kernel --source-root "$ROOT" || status=$?
 echo "== kanalyze summary $OUT/kmir demo_driver::wait_for_hardware" >&2
-"$KANALYZE" summary "$OUT/kmir" demo_driver::wait_for_hardware
+"$KANALYZE" summary "$OUT/kmir" --profile kernel demo_driver::wait_for_hardware
 if [ "$status" -ne 1 ]; then
     echo "demo: expected kanalyze to report the bug in demo_driver::reset (exit 1), got exit $status" >&2
     exit 1

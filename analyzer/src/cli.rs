@@ -162,12 +162,52 @@ pub enum Format {
     Sarif,
 }
 
+/// What kind of program is analysed, which decides the built-in
+/// assumptions (docs/preemption.md, "Profiles").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// The Linux kernel: the built-in kernel spec (spinlocks, GFP flags,
+    /// `__rust_alloc` is `GFP_KERNEL`), and C functions the spec does not
+    /// describe may sleep.
+    Kernel,
+    /// Any other program (a cargo project, an embedded firmware): no
+    /// built-in spec, and C functions the spec does not describe constrain
+    /// nothing. Annotations, `--spec` files and klint's `core` annotations
+    /// still apply.
+    Userspace,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Kernel => "kernel",
+            Profile::Userspace => "userspace",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct AnalysisArgs {
     /// Spec files (TOML) describing C functions; they extend and override the
-    /// built-in kernel spec.
+    /// built-in kernel spec (kernel profile) or stand alone (userspace).
     #[arg(long = "spec", value_name = "FILE")]
     pub specs: Vec<PathBuf>,
+
+    /// The kind of program (default: the configuration file's, else
+    /// detected: `kernel` when the program has a `kernel` crate built for a
+    /// kernel target, `userspace` otherwise).
+    #[arg(long = "profile", value_enum, value_name = "PROFILE")]
+    pub profile: Option<Profile>,
+
+    /// Where `--profile` came from, for `--print-config` and the summary.
+    #[arg(skip)]
+    pub profile_origin: Option<String>,
+
+    /// Also report findings that lie entirely in code the user does not
+    /// own (the standard library's sources, crates from the cargo
+    /// registry or git checkouts); by default they are only counted.
+    #[arg(long = "include-upstream")]
+    pub include_upstream: bool,
 
     /// Directories to resolve relative source file names against (for
     /// snippets); the current directory is always tried.

@@ -4,6 +4,8 @@
 //!
 //! ```toml
 //! format = "json"                       # text, json or sarif
+//! profile = "userspace"                 # kernel or userspace (default: detected)
+//! include-upstream = false              # findings entirely in std/registry crates
 //! spec = ["specs/board.toml"]           # relative to this file
 //! invariants = ["kernel-invariants.toml"]
 //! source-root = ["linux"]
@@ -33,6 +35,8 @@ pub const FILE_NAME: &str = "kanalyze.toml";
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawConfig {
     format: Option<Spanned<String>>,
+    profile: Option<Spanned<String>>,
+    include_upstream: Option<Spanned<bool>>,
     #[serde(default)]
     spec: Vec<Spanned<String>>,
     #[serde(default)]
@@ -74,6 +78,9 @@ pub struct Origin(pub String);
 pub struct Config {
     pub path: Option<PathBuf>,
     pub format: Option<(Format, Origin)>,
+    pub profile: Option<(crate::cli::Profile, Origin)>,
+    /// `include-upstream = true`, and where.
+    pub include_upstream: Option<Origin>,
     pub specs: Vec<(PathBuf, Origin)>,
     pub invariants: Vec<(PathBuf, Origin)>,
     pub source_roots: Vec<(PathBuf, Origin)>,
@@ -111,7 +118,7 @@ pub fn load(path: &Path) -> Result<Config, Box<FileError>> {
     parse(path, &text)
 }
 
-const FORMAT_HELP: &str = "the keys are `format`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the table `[levels]` (docs/output.md, \"Configuration file\")";
+const FORMAT_HELP: &str = "the keys are `format`, `profile`, `include-upstream`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the table `[levels]` (docs/output.md, \"Configuration file\")";
 
 /// Parses the text of the configuration file `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
@@ -138,6 +145,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
         allow_partial: raw.allow_partial,
         ..Config::default()
     };
+    if let Some(i) = &raw.include_upstream
+        && *i.get_ref()
+    {
+        config.include_upstream = Some(origin(&i.span()));
+    }
+    if let Some(p) = &raw.profile {
+        let profile = match p.get_ref().as_str() {
+            "kernel" => crate::cli::Profile::Kernel,
+            "userspace" => crate::cli::Profile::Userspace,
+            other => {
+                return Err(err(
+                    Some(p.span()),
+                    format!("unknown profile `{other}`"),
+                    "not a profile",
+                    Some("the profiles are `kernel` (the Linux kernel: the built-in kernel spec) and `userspace` (any other program: no kernel assumptions); without the key the profile is detected from the program".to_string()),
+                ));
+            }
+        };
+        config.profile = Some((profile, origin(&p.span())));
+    }
     if let Some(f) = &raw.format {
         let format = match f.get_ref().as_str() {
             "text" => Format::Text,
@@ -274,6 +301,15 @@ pub fn resolve(args: &mut AnalysisArgs) -> Result<Config, u8> {
 /// first (a later spec file overrides an earlier one's entries), and a
 /// flag's level for a kind replaces the configuration's.
 pub fn merge_analysis(config: &Config, args: &mut AnalysisArgs) {
+    match (args.profile, &config.profile) {
+        (Some(_), _) => args.profile_origin = Some("--profile".to_string()),
+        (None, Some((p, o))) => {
+            args.profile = Some(*p);
+            args.profile_origin = Some(o.0.clone());
+        }
+        (None, None) => {}
+    }
+    args.include_upstream |= config.include_upstream.is_some();
     let mut specs: Vec<PathBuf> = config.specs.iter().map(|(p, _)| p.clone()).collect();
     specs.append(&mut args.specs);
     args.specs = specs;
@@ -323,6 +359,28 @@ pub fn print(
         Format::Sarif => "sarif",
     };
     writeln!(out, "format = \"{format_name}\"  # {format_origin}")?;
+    match (args.profile, &args.profile_origin) {
+        (Some(p), o) => writeln!(
+            out,
+            "profile = \"{}\"  # {}",
+            p.as_str(),
+            o.as_deref().unwrap_or("--profile")
+        )?,
+        (None, _) => writeln!(
+            out,
+            "profile = detected  # default: `kernel` for a program with a `kernel` crate built for a kernel target, else `userspace`"
+        )?,
+    }
+    let include_origin = match &config.include_upstream {
+        Some(o) => o.0.as_str(),
+        None if args.include_upstream => "--include-upstream",
+        None => "default",
+    };
+    writeln!(
+        out,
+        "include-upstream = {}  # {include_origin}",
+        args.include_upstream
+    )?;
     let list = |name: &str,
                 values: &[PathBuf],
                 configured: &[(PathBuf, Origin)],

@@ -82,6 +82,7 @@ fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "--invariants",
         "--config",
         "--triage",
+        "--profile",
     ];
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
         return args;

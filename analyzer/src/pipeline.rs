@@ -7,7 +7,7 @@ use annotations::ItemAnnotations;
 use findings::{Finding, Loc, Note, Severity};
 use program::Program;
 
-use crate::cli::AnalysisArgs;
+use crate::cli::{AnalysisArgs, Profile};
 use crate::diag::Diagnostic;
 use crate::input::{self, LoadSummary};
 
@@ -16,6 +16,12 @@ pub struct Analysed {
     pub load: LoadSummary,
     pub annotations: HashMap<String, ItemAnnotations>,
     pub spec: spec::Spec,
+    /// The profile the run used, and why (`--profile`, the configuration
+    /// file's line, or what detected it).
+    pub profile: (Profile, String),
+    /// `--include-upstream`: findings that lie entirely in upstream code
+    /// are shown, not only counted.
+    pub include_upstream: bool,
     pub preempt: checks::Output,
     /// Malformed annotations, as findings.
     pub annotation_findings: Vec<Finding>,
@@ -55,10 +61,12 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
-    let mut spec = spec::Spec::builtin_kernel();
+    // The user's spec files are read (and a broken one refused) before the
+    // dumps are; the built-in spec they extend depends on the program.
+    let mut user_specs = Vec::new();
     for path in &args.specs {
         match spec::Spec::load(path) {
-            Ok(extra) => spec.extend(extra),
+            Ok(extra) => user_specs.push(extra),
             Err(e) => {
                 Diagnostic::error(format!("invalid spec file: {e}"))
                     .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
@@ -78,6 +86,17 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let (program, load) = input::load_program(paths)?;
+    let profile = match (args.profile, &args.profile_origin) {
+        (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
+        (None, _) => detect_profile(&program),
+    };
+    let mut spec = match profile.0 {
+        Profile::Kernel => spec::Spec::builtin_kernel(),
+        Profile::Userspace => spec::Spec::userspace(),
+    };
+    for extra in user_specs {
+        spec.extend(extra);
+    }
     // Argument indices of the spec can only be checked now: the calls say
     // how many arguments each C function takes.
     let foreign = program.foreign_arities();
@@ -244,6 +263,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         load,
         annotations,
         spec,
+        profile,
+        include_upstream: args.include_upstream,
         preempt,
         annotation_findings,
         invariants: invariant_uses,
@@ -309,13 +330,37 @@ fn report_problem(
 }
 
 impl Analysed {
-    /// Every finding, in a deterministic order (file, line, column, kind).
+    /// Every finding to report, in a deterministic order (file, line,
+    /// column, kind): without `--include-upstream`, not those entirely in
+    /// upstream code.
+    pub fn findings(&self) -> Vec<&Finding> {
+        let mut all = self.all_findings();
+        if !self.include_upstream {
+            all.retain(|f| !entirely_upstream(&self.program, f));
+        }
+        all
+    }
+
+    /// How many findings (one per item and place, as reported) lie entirely
+    /// in upstream code and are not shown.
+    pub fn upstream_hidden(&self) -> usize {
+        if self.include_upstream {
+            return 0;
+        }
+        self.all_findings()
+            .iter()
+            .filter(|f| entirely_upstream(&self.program, f))
+            .count()
+    }
+
+    /// Every finding, upstream ones included, in a deterministic order
+    /// (file, line, column, kind).
     ///
     /// Files are ranked before they are compared so that the order does not
     /// depend on where the checkout, the cargo registry or the toolchain
     /// happen to live: the user's own code first, then dependencies from the
     /// registry, then the standard library.
-    pub fn findings(&self) -> Vec<&Finding> {
+    fn all_findings(&self) -> Vec<&Finding> {
         let mut all: Vec<&Finding> = self
             .annotation_findings
             .iter()
@@ -381,14 +426,95 @@ impl Analysed {
     }
 }
 
-/// Where a source file comes from, for ordering only.
+/// Where a source file comes from: 0 the user's own code, 1 a dependency
+/// from the cargo registry or a git checkout, 2 the standard library (the
+/// toolchain's `rust-src`, or its remapped `/rustc/<hash>/` paths). For the
+/// order of findings, and for what is upstream.
 fn file_rank(path: &str) -> u8 {
     if path.contains("/lib/rustlib/src/rust/") || path.starts_with("/rustc/") {
         2
-    } else if path.contains("/.cargo/registry/") || path.contains("/.cargo/git/") {
+    } else if path.contains("/registry/src/") || path.contains("/git/checkouts/") {
         1
     } else {
         0
+    }
+}
+
+/// A finding all of whose locations lie in upstream code: the standard
+/// library's sources or a crate from the registry or a git checkout. Its
+/// locations are the primary one, every note's, and every frame of the
+/// call trace from a root that the report prints ("which is called from
+/// here, in …"): a finding that the user's code reaches is theirs, even
+/// when it is located inside `core`'s drop glue. The user cannot act on
+/// the others, so they are counted, not shown, unless `--include-upstream`
+/// (docs/preemption.md, "Findings in upstream code"). A finding without
+/// any location is shown.
+pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
+    let upstream = |l: &Loc| {
+        let file = program
+            .crates
+            .get(l.krate as usize)
+            .and_then(|c| c.dump.file(l.span.file))
+            .unwrap_or("");
+        file_rank(file) > 0
+    };
+    let mut locs = f
+        .primary
+        .iter()
+        .chain(f.notes.iter().filter_map(|n| n.loc.as_ref()))
+        .peekable();
+    if locs.peek().is_none() || !locs.all(upstream) {
+        return false;
+    }
+    let trace = f
+        .trace_from
+        .or(f.function)
+        .map(|g| report::call_trace(program, g))
+        .unwrap_or_default();
+    trace
+        .iter()
+        .all(|step| match program.function(step.caller).kind {
+            program::FnKind::Body { krate, .. } => upstream(&Loc {
+                krate,
+                span: step.edge.span,
+            }),
+            _ => true,
+        })
+}
+
+/// Names of targets the kernel is built for: a target JSON file (x86, UML;
+/// rustc names it by the file's stem and a hash of its contents,
+/// `target-5637172677741850002`, or by its path) or a bare-metal triple
+/// (`aarch64-unknown-none`, `riscv64imac-unknown-none-elf`,
+/// `loongarch64-unknown-none-softfloat`).
+fn is_kernel_target(target: &str) -> bool {
+    let hashed_json = target
+        .rsplit_once('-')
+        .is_some_and(|(_, hash)| hash.len() >= 8 && hash.bytes().all(|b| b.is_ascii_digit()));
+    target.ends_with(".json") || hashed_json || target.split('-').any(|part| part == "none")
+}
+
+/// The profile of a program without `--profile` or `profile =`: the kernel
+/// when a `kernel` crate built for a kernel target is linked (the kernel's
+/// Rust always has one; a cargo project of that name for a hosted triple is
+/// not the kernel), userspace otherwise.
+fn detect_profile(program: &Program) -> (Profile, String) {
+    match program
+        .crates
+        .iter()
+        .find(|c| c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target))
+    {
+        Some(c) => (
+            Profile::Kernel,
+            format!(
+                "detected: crate `kernel` for target `{}`",
+                c.dump.header.target
+            ),
+        ),
+        None => (
+            Profile::Userspace,
+            "detected: no `kernel` crate built for a kernel target".to_string(),
+        ),
     }
 }
 
@@ -484,4 +610,32 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_kernel_target;
+
+    #[test]
+    fn kernel_targets() {
+        for t in [
+            "target-5637172677741850002",
+            "rust-target-123456789012",
+            "arch/x86/target.json",
+            "aarch64-unknown-none",
+            "riscv64imac-unknown-none-elf",
+            "loongarch64-unknown-none-softfloat",
+        ] {
+            assert!(is_kernel_target(t), "{t}");
+        }
+        for t in [
+            "x86_64-unknown-linux-gnu",
+            "aarch64-apple-darwin",
+            "x86_64-pc-windows-msvc",
+            "riscv64gc-unknown-linux-musl",
+            "wasm32-wasip1",
+        ] {
+            assert!(!is_kernel_target(t), "{t}");
+        }
+    }
 }

@@ -475,7 +475,7 @@ fn configuration_file() {
     let write = |text: &str| std::fs::write(dir.join("kanalyze.toml"), text).unwrap();
 
     // Found from a subdirectory; its format and levels apply.
-    write("format = \"json\"\n\n[levels]\nsleep-in-atomic = \"warn\"\n");
+    write("format = \"json\"\nprofile = \"kernel\"\n\n[levels]\nsleep-in-atomic = \"warn\"\n");
     let (code, stdout, stderr) = kanalyze(&["check", kmir], &sub);
     assert_eq!(code, 0, "the error is a warning by the file: {stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -514,6 +514,9 @@ fn configuration_file() {
         "[levels]\nsleep-in-atmoic = \"deny\"\n",
         "[levels]\nsleep-in-atomic = \"error\"\n",
         "[levels\n",
+        "profile = \"kern\"\n",
+        "profile = 1\n",
+        "include-upstream = \"yes\"\n",
     ] {
         write(text);
         let (code, stdout, stderr) = kanalyze(&["check", kmir], &sub);
@@ -528,7 +531,11 @@ fn configuration_file() {
 
     // `--config` names another file; a missing one is an error.
     std::fs::remove_file(dir.join("kanalyze.toml")).unwrap();
-    std::fs::write(dir.join("other.toml"), "format = \"json\"\n").unwrap();
+    std::fs::write(
+        dir.join("other.toml"),
+        "format = \"json\"\nprofile = \"kernel\"\n",
+    )
+    .unwrap();
     let (code, stdout, _) = kanalyze(&["check", kmir, "--config", "../../other.toml"], &sub);
     assert_eq!(code, 1);
     assert!(stdout.starts_with('{'), "{stdout}");

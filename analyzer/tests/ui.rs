@@ -394,6 +394,51 @@ fn invariants_about_stores() {
     insta::assert_snapshot!("invariants_stored_errors", errors);
 }
 
+/// The profiles: the same program as it is (no `kernel` crate for a kernel
+/// target: userspace) and as the kernel; findings entirely in the standard
+/// library counted, and shown with `--include-upstream`.
+#[test]
+fn profiles_and_upstream() {
+    let out = extract(&[CrateSpec::lib("ui/profiles.rs")]);
+    let dir = out.dir.path();
+    // Detected, not the harness's `profile = "kernel"`.
+    std::fs::remove_file(dir.join("kanalyze.toml")).unwrap();
+    let sysroot = test_harness::nightly_rustc();
+    let sysroot = sysroot.parent().and_then(|p| p.parent()).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .args(["check", "kmir"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        format!(
+            "== kanalyze check kmir {}\nexit code: {:?}\n{}{}",
+            args.join(" "),
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+        .replace(repo_root().to_str().unwrap(), "$ROOT")
+        .replace(dir.to_str().unwrap(), "$TMP")
+        .replace(sysroot.to_str().unwrap(), "$SYSROOT")
+    };
+    let userspace = run(&[]);
+    assert!(
+        userspace.contains("wait_for_event") && !userspace.contains("getpid` is a C function"),
+        "{userspace}"
+    );
+    let mut all = userspace;
+    all.push_str(&run(&["--include-upstream"]));
+    all.push_str(&run(&["--profile", "kernel"]));
+    // A profile that does not exist is a usage error naming the two.
+    all.push_str(&run(&["--profile", "linux"]));
+    let json = run(&["--format", "json"]);
+    assert!(json.contains("\"profile\": \"userspace\""), "{json}");
+    assert!(json.contains("\"upstream_hidden\": 2"), "{json}");
+    insta::assert_snapshot!("profiles_and_upstream", all);
+}
+
 /// A contract broken in a driver is reported at the driver's code, not at
 /// the generic trampoline of another crate that every driver shares.
 #[test]

@@ -304,6 +304,13 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     if !a.invariants.is_empty() {
         line.push_str(&invariants_text(a));
     }
+    let upstream = a.upstream_hidden();
+    if upstream > 0 {
+        line.push_str(&format!(
+            "; {upstream} finding{} entirely in upstream code (the standard library, registry crates) not shown (--include-upstream)",
+            if upstream == 1 { "" } else { "s" }
+        ));
+    }
     let unknown = &a.preempt.unknown_foreign;
     if !unknown.is_empty() {
         let shown: Vec<&str> = unknown
@@ -313,9 +320,13 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             .collect();
         let more = unknown.len().saturating_sub(UNKNOWN_SHOWN);
         line.push_str(&format!(
-            "; {} C function{} not in the spec, assumed to sleep: {}{}",
+            "; {} C function{} not in the spec, {}: {}{}",
             unknown.len(),
             if unknown.len() == 1 { "" } else { "s" },
+            match a.spec.unknown {
+                spec::Unknown::MaySleep => "assumed to sleep",
+                spec::Unknown::NoConstraint => "taken to constrain nothing (userspace profile)",
+            },
             shown.join(", "),
             if more > 0 {
                 format!(", … {more} more")
@@ -432,6 +443,11 @@ struct JsonSummary {
     errors: usize,
     warnings: usize,
     unknown_c_functions: Vec<String>,
+    /// `kernel` or `userspace`, and where it came from.
+    profile: &'static str,
+    profile_origin: String,
+    /// Findings left out because they lie entirely in upstream code.
+    upstream_hidden: usize,
     /// Every input that could not be used, with why.
     skipped_inputs: Vec<JsonSkipped>,
     /// Inputs were skipped: findings that needed them are missing.
@@ -514,6 +530,9 @@ fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
             errors: count(Severity::Error),
             warnings: count(Severity::Warning),
             unknown_c_functions: a.preempt.unknown_foreign.iter().cloned().collect(),
+            profile: a.profile.0.as_str(),
+            profile_origin: a.profile.1.clone(),
+            upstream_hidden: a.upstream_hidden(),
             skipped_inputs: a
                 .load
                 .skipped

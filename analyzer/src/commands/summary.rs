@@ -126,6 +126,9 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         Source::UnknownForeign => {
             "default for C functions the spec does not describe: may sleep".into()
         }
+        Source::UnconstrainedForeign => {
+            "default for C functions the spec does not describe, outside the kernel profile: no constraint".into()
+        }
         Source::NotExtracted => {
             "default for functions of crates that were not extracted: no constraint".into()
         }

@@ -57,8 +57,20 @@ pub(crate) fn external_summary(
                         )
                     },
                     None => {
-                        unknown.insert(f.symbol.clone());
-                        Summary::may_sleep(Source::UnknownForeign)
+                        // A C function by its link name; a Rust-mangled
+                        // one (the allocator shims `extern "Rust"` declares)
+                        // by its path, `alloc::alloc::__rust_alloc`.
+                        unknown.insert(if f.symbol.starts_with("_R") {
+                            f.name.clone()
+                        } else {
+                            f.symbol.clone()
+                        });
+                        match input.spec.unknown {
+                            spec::Unknown::MaySleep => Summary::may_sleep(Source::UnknownForeign),
+                            spec::Unknown::NoConstraint => {
+                                Summary::neutral(Source::UnconstrainedForeign)
+                            }
+                        }
                     }
                 }),
             )

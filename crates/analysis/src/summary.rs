@@ -141,6 +141,9 @@ pub enum Source {
     Spec { name: String },
     /// A C function the spec does not know: klint's default, "may sleep".
     UnknownForeign,
+    /// A C function the spec does not know, in a program that is not the
+    /// kernel (`spec::Unknown::NoConstraint`): no constraint.
+    UnconstrainedForeign,
     /// A Rust function of a crate that was not extracted: klint's optimistic default.
     NotExtracted,
     /// A call through a pointer or vtable that may reach code outside the program.

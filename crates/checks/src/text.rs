@@ -191,7 +191,7 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                 )));
                 break;
             }
-            Source::NotExtracted | Source::Builtin => break,
+            Source::NotExtracted | Source::UnconstrainedForeign | Source::Builtin => break,
         }
     }
     notes

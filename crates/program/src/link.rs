@@ -1,6 +1,7 @@
 //! Linking: one function per symbol, edges from the chosen bodies, and
 //! targets for indirect calls.
 
+use std::collections::HashSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
@@ -91,24 +92,39 @@ fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
     (inst.body.is_some(), elaborated, inst.codegenned, defining)
 }
 
-/// Names as every dump would print them. A crate compiled around other
-/// crates' code (rustdoc's merged doctests, anything with an `extern crate`
-/// inside a module) prints an upstream item through its own module:
+/// Names as every dump would print them. A crate prints an item of another
+/// crate by its visible path, which can go through an `extern crate` item
+/// of a third crate: `proc_macro2::alloc::vec::Vec::<u8>::reserve` for
+/// `alloc::vec::Vec::<u8>::reserve` (proc_macro2 has `extern crate alloc`),
+/// rustdoc's merged doctests print
 /// `doctests_kernel_generated::rust_doctest_…::kernel::f` for `kernel::f`,
-/// also inside generic arguments (`kernel::Lock::<doctests_…::kernel::X>`).
-/// The canonical path starts at the upstream crate's name, so a path that
-/// starts with the printing crate and later reaches a segment naming
-/// another crate of the program (or the item's own crate) is cut to start
-/// there.
+/// also inside generic arguments. The canonical path starts at the crate
+/// that defines the item, so a path that starts with a crate's name and
+/// later reaches a segment naming another crate of the program (or the
+/// item's own crate) is cut to start there, unless the path up to that
+/// segment is a real module of the program (`kernel::alloc` is the
+/// kernel's module, not the `alloc` crate): one that the definition path
+/// of some instance, external or ADT runs through. Paths that start at a
+/// standard library crate are left alone (`core::alloc`, `std::alloc` are
+/// modules, and the standard library prints no other crate through its
+/// own).
 struct Canonical<'a> {
     /// Crate names: the linked crates, the crates of upstream externals and
     /// the standard library's.
     crates: BTreeSet<&'a str>,
+    /// Every module (and type) path that a definition path runs through:
+    /// `kernel`, `kernel::alloc`, `kernel::alloc::kvec`, ….
+    modules: HashSet<&'a str>,
 }
+
+/// The standard library's crates: paths starting at them are canonical.
+const STD_CRATES: [&str; 4] = ["core", "alloc", "std", "compiler_builtins"];
 
 impl<'a> Canonical<'a> {
     fn new(crates: &'a [LinkedCrate]) -> Self {
-        let mut names: BTreeSet<&str> = ["core", "alloc", "std", "compiler_builtins"].into();
+        let mut names: BTreeSet<&str> = STD_CRATES.into();
+        let first = |path: &'a str| path.split("::").next().unwrap_or_default();
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
         for c in crates {
             names.insert(&c.dump.header.crate_name);
             for e in &c.dump.externals {
@@ -116,48 +132,111 @@ impl<'a> Canonical<'a> {
                     names.insert(krate);
                 }
             }
+            // A definition path starts with its crate's name.
+            for i in &c.dump.instances {
+                let krate = first(&i.item_path);
+                if !krate.is_empty() && krate.chars().all(ident) {
+                    names.insert(krate);
+                }
+            }
         }
-        Canonical { crates: names }
+        // Only modules named like a crate are ever asked about (`name`
+        // asks whether a path up to a crate's name is a module), so only
+        // those are kept: the set stays small on the kernel's dumps.
+        let mut modules = HashSet::new();
+        let mut record = |path: &'a str, whole: bool| {
+            // The simple path a definition path starts with (`a::b::C` of
+            // `a::b::C::<T>::f`): its proper prefixes, and itself if whole.
+            let end = path
+                .find(|c: char| !(ident(c) || c == ':'))
+                .unwrap_or(path.len());
+            let simple = &path[..end];
+            let mut at = 0;
+            let mut ends = Vec::new();
+            while let Some(i) = simple[at..].find("::") {
+                ends.push(at + i);
+                at += i + 2;
+            }
+            if whole {
+                ends.push(simple.len());
+            }
+            for end in ends {
+                let prefix = &simple[..end];
+                let last = prefix.rsplit("::").next().unwrap_or_default();
+                if prefix.contains("::") && names.contains(last) {
+                    modules.insert(prefix);
+                }
+            }
+        };
+        for c in crates {
+            for e in &c.dump.externals {
+                record(&e.item_path, false);
+            }
+            for i in &c.dump.instances {
+                record(&i.item_path, false);
+            }
+            for a in &c.dump.adts {
+                // The ADT itself is a path other paths run through.
+                record(&a.path, true);
+            }
+        }
+        Canonical {
+            crates: names,
+            modules,
+        }
     }
 
     /// `name`, printed by `dump_crate`, for an item of `item_path`.
     fn name(&self, name: &str, item_path: &str, dump_crate: &str) -> String {
         let item_crate = item_path.split("::").next().unwrap_or_default();
-        let is_crate =
-            |seg: &str| seg != dump_crate && (seg == item_crate || self.crates.contains(seg));
-        let prefix = format!("{dump_crate}::");
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
         let mut out = String::with_capacity(name.len());
         let mut rest = name;
-        while let Some(at) = rest.find(&prefix) {
-            // Only a path that starts here: not `my_dump_crate::` inside a
-            // longer identifier.
-            let boundary = rest[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-            out.push_str(&rest[..at]);
-            let path = &rest[at..];
-            // The segments of the path (identifiers joined by `::`), and
-            // the offset of the first that names another crate.
+        // Each path in `name` that starts at a boundary with a crate's name.
+        while let Some(at) = rest.find("::") {
+            let first_start = rest[..at].rfind(|c: char| !ident(c)).map_or(0, |i| i + 1);
+            let first = &rest[first_start..at];
+            let starts_path = if first_start == 0 {
+                !out.ends_with("::")
+            } else {
+                !rest[..first_start].ends_with("::")
+            };
+            let is_start = starts_path
+                && !first.is_empty()
+                && !STD_CRATES.contains(&first)
+                && (first == dump_crate || self.crates.contains(first));
+            if !is_start {
+                out.push_str(&rest[..at + 2]);
+                rest = &rest[at + 2..];
+                continue;
+            }
+            out.push_str(&rest[..first_start]);
+            let path = &rest[first_start..];
+            // The segments after the first, and the offset of the first that
+            // names another crate and is not a module of the program.
             let mut cut = None;
-            let mut offset = prefix.len();
-            if boundary {
-                while let Some(len) = path[offset..]
-                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter(|&len| len > 0 && path[offset + len..].starts_with("::"))
+            let mut offset = first.len() + 2;
+            while let Some(len) = path[offset..]
+                .find(|c: char| !ident(c))
+                .filter(|&len| len > 0 && path[offset + len..].starts_with("::"))
+            {
+                let seg = &path[offset..offset + len];
+                if seg != first
+                    && (seg == item_crate || self.crates.contains(seg))
+                    && !self.modules.contains(&path[..offset + len])
                 {
-                    if is_crate(&path[offset..offset + len]) {
-                        cut = Some(offset);
-                        break;
-                    }
-                    offset += len + 2;
+                    cut = Some(offset);
+                    break;
                 }
+                offset += len + 2;
             }
             match cut {
+                // Go on from the crate's name: the rest of the path may go
+                // through another `extern crate` again.
                 Some(offset) => rest = &path[offset..],
                 None => {
-                    out.push_str(&prefix);
-                    rest = &path[prefix.len()..];
+                    out.push_str(&path[..first.len() + 2]);
+                    rest = &path[first.len() + 2..];
                 }
             }
         }
@@ -660,7 +739,16 @@ mod tests {
     #[test]
     fn names_printed_through_another_crate_are_canonical() {
         let c = Canonical {
-            crates: ["core", "kernel", "doctests", "drv"].into(),
+            crates: ["core", "alloc", "kernel", "doctests", "drv", "heck"].into(),
+            modules: [
+                "kernel",
+                "kernel::alloc",
+                "kernel::alloc::kvec",
+                "doctests",
+                "doctests::t",
+                "heck",
+            ]
+            .into(),
         };
         let d = "doctests";
         // The path of an upstream item, and the same inside generic args.
@@ -700,5 +788,45 @@ mod tests {
         // The item's own crate counts even when it is not linked.
         assert_eq!(c.name("drv::m::up::g", "up::g", "drv"), "up::g");
         assert_eq!(c.name("kernel::f", "kernel::f", "kernel"), "kernel::f");
+        // Through another crate's `extern crate alloc`, in a third crate's
+        // dump, and inside a trait path.
+        assert_eq!(
+            c.name(
+                "heck::alloc::vec::Vec::<u8>::reserve",
+                "alloc::vec::Vec::reserve",
+                "drv"
+            ),
+            "alloc::vec::Vec::<u8>::reserve"
+        );
+        assert_eq!(
+            c.name(
+                "<heck::alloc::string::String as core::fmt::Write>::write_str",
+                "alloc::string::String::write_str",
+                "heck"
+            ),
+            "<alloc::string::String as core::fmt::Write>::write_str"
+        );
+        // A module of the program named like a crate is the module.
+        assert_eq!(
+            c.name(
+                "kernel::alloc::kvec::Vec::<u8>::push",
+                "kernel::alloc::kvec::Vec::push",
+                "drv"
+            ),
+            "kernel::alloc::kvec::Vec::<u8>::push"
+        );
+        assert_eq!(
+            c.name("f::<kernel::alloc::kvec::Vec<u8>>", "drv::f", "drv"),
+            "f::<kernel::alloc::kvec::Vec<u8>>"
+        );
+        // The standard library's own modules named like crates.
+        assert_eq!(
+            c.name(
+                "core::alloc::Layout::new::<u8>",
+                "core::alloc::layout::Layout::new",
+                "drv"
+            ),
+            "core::alloc::Layout::new::<u8>"
+        );
     }
 }

@@ -358,9 +358,24 @@ struct Pattern {
     spec: FnSpec,
 }
 
+/// What a C function the spec does not describe is taken to do.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Unknown {
+    /// It may sleep (klint's default, and the kernel's: any C function of
+    /// the kernel may sleep unless said otherwise).
+    #[default]
+    MaySleep,
+    /// Nothing: adjustment 0, any context. Outside the kernel there is no
+    /// preemption count for a C library to care about, so an unknown C
+    /// function constrains nothing (docs/preemption.md, "Profiles").
+    NoConstraint,
+}
+
 /// Function specs by link name.
 #[derive(Clone, Debug, Default)]
 pub struct Spec {
+    /// What a function that no entry matches does.
+    pub unknown: Unknown,
     exact: HashMap<String, FnSpec>,
     /// Most specific first, then by glob text: lookup takes the first match.
     patterns: Vec<Pattern>,
@@ -391,6 +406,17 @@ impl Spec {
             Spec::parse(KERNEL_TOML, &format!("{BUILTIN_ORIGIN}kernel.toml")).unwrap_or_default(),
         );
         spec
+    }
+
+    /// The spec of a program that is not the kernel (a userspace or
+    /// embedded program): no entries, and C functions no entry describes
+    /// constrain nothing ([`Unknown::NoConstraint`]). `--spec` files extend
+    /// it as they extend the kernel's.
+    pub fn userspace() -> Spec {
+        Spec {
+            unknown: Unknown::NoConstraint,
+            ..Spec::default()
+        }
     }
 
     /// The text of the built-in spec, e.g. to show or copy it.
@@ -453,7 +479,8 @@ impl Spec {
         }
     }
 
-    /// Adds every entry of `other`; its entries override ours.
+    /// Adds every entry of `other`; its entries override ours. What an
+    /// unknown function does stays ours: it is the profile's, not a file's.
     pub fn extend(&mut self, other: Spec) {
         self.fields.extend(other.fields);
         for (name, fn_spec) in other.exact {

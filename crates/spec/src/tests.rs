@@ -8,6 +8,30 @@ fn parse_err(text: &str) -> String {
     Spec::parse(text, "test.toml").unwrap_err().to_string()
 }
 
+/// The userspace spec has no entry (not even the allocator shims the
+/// kernel's describes) and leaves unknown functions unconstrained; a user
+/// spec file adds its entries without changing that, and the kernel's
+/// default stays "may sleep" whatever is added to it.
+#[test]
+fn userspace_has_no_kernel_assumption() {
+    let mut user = Spec::userspace();
+    assert_eq!(user.unknown, Unknown::NoConstraint);
+    for name in ["__rust_alloc", "spin_lock", "kmalloc", "msleep"] {
+        assert!(user.lookup(name).is_none(), "{name}");
+    }
+    user.extend(Spec::parse("[fn.blocking_read]\nexpect = \"0\"\n", "user.toml").unwrap());
+    assert_eq!(user.unknown, Unknown::NoConstraint);
+    assert_eq!(
+        user.lookup("blocking_read").map(|s| s.expect),
+        Some(range("0"))
+    );
+    let mut kernel = Spec::builtin_kernel();
+    assert_eq!(kernel.unknown, Unknown::MaySleep);
+    assert!(kernel.lookup("__rust_alloc").is_some());
+    kernel.extend(Spec::userspace());
+    assert_eq!(kernel.unknown, Unknown::MaySleep);
+}
+
 #[test]
 fn builtin_parses() {
     let parsed = Spec::parse(Spec::builtin_kernel_text(), "kernel.toml");

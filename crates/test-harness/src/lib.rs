@@ -206,6 +206,16 @@ pub fn extract(crates: &[CrateSpec]) -> Extracted {
         );
         stderr.push_str(&err);
     }
+    // The fixtures are kernel code (spinlocks, GFP flags, the kernel's C
+    // functions) compiled for the host, so nothing in the program says
+    // "kernel" and `kanalyze` would detect a userspace program. The
+    // configuration it finds in its working directory says which it is;
+    // a test about the configuration file replaces it.
+    std::fs::write(
+        dir.path().join("kanalyze.toml"),
+        "# Written by test_harness::extract: the fixtures model kernel code.\nprofile = \"kernel\"\n",
+    )
+    .expect("write kanalyze.toml");
     Extracted { dir, stderr }
 }
 
