@@ -573,6 +573,13 @@ fn triage_file() {
         "{stdout}"
     );
 
+    let (code, stdout, stderr) = run(&entry(id, text, "wont-fix"));
+    assert_eq!(
+        code, 0,
+        "a bug that will not be fixed is not shown: {stderr}"
+    );
+    assert!(stdout.contains("1 judged findings not shown"), "{stdout}");
+
     let (code, stdout, _) = run(&entry(id, text, "bug"));
     assert_eq!(code, 1);
     assert!(
