@@ -226,6 +226,17 @@ pub struct AnalysisArgs {
     /// decoding, linking, the solve and the checks took.
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
+
+    /// Draw no progress bar. One is drawn on stderr only when it is a
+    /// terminal, `CI` is not set, the output is text and the run lasts
+    /// more than a second.
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
+
+    /// Testing aid: draw the progress bar from the start, on a terminal
+    /// (CI included), whatever the format.
+    #[arg(long = "progress-now", hide = true, conflicts_with = "no_progress")]
+    pub progress_now: bool,
 }
 
 #[derive(Clone, Debug, Args)]

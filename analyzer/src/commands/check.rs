@@ -40,6 +40,11 @@ pub fn run(args: &CheckArgs) -> u8 {
         (None, Some((f, o))) => (*f, o.0.clone()),
         (None, None) => (Format::Text, "default".to_string()),
     };
+    // JSON and SARIF runs are read by programs: no bar, even on a terminal.
+    if format != Format::Text {
+        args.analysis.no_progress = true;
+        args.analysis.progress_now = false;
+    }
     let baseline_path = match (&args.baseline, &config.baseline) {
         (Some(p), _) => Some((p.clone(), "--baseline".to_string())),
         (None, Some((p, o))) => Some((p.clone(), o.0.clone())),
