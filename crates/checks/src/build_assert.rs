@@ -372,7 +372,7 @@ pub(crate) fn not_inlined(program: &Program) -> Vec<Finding> {
         let Some((_, inst)) = source_body(program, f) else {
             continue;
         };
-        if inst.inline == kmir::Inline::Always {
+        if inst.inline == kmir::Inline::Always || !runs(program, f, inst) {
             continue;
         }
         let name = &program.function(f).name;
@@ -387,6 +387,20 @@ pub(crate) fn not_inlined(program: &Program) -> Vec<Finding> {
         .into_values()
         .filter_map(|(name, f, args)| not_inlined_finding(program, &needs, f, name, &args))
         .collect()
+}
+
+/// Whether `f` has run-time code anywhere: its crate emitted it, it is
+/// exported, or something in the program calls it. A `const fn` that only
+/// constants' initialisers call (the kernel's `DataDirection::const_cast`)
+/// is evaluated by the compiler, where a failing `build_assert!` is a
+/// compile error whatever is inlined.
+fn runs(program: &Program, f: FnId, inst: &kmir::Instance) -> bool {
+    inst.codegenned
+        || inst.exported
+        || program
+            .callers(f)
+            .iter()
+            .any(|(_, e)| e.kind != program::EdgeKind::Drop)
 }
 
 /// The first reason, in block order, `f` needs `args` constant: its own
