@@ -301,6 +301,37 @@ fn check_reports_build_asserts_on_arguments_in_functions_not_inlined() {
         })
         .collect();
     assert_eq!(found, expected, "{}", run.stdout);
+    // Run-time values into assertions: at the call, with the assertion.
+    let runtime: Vec<(String, u64, u64)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "build-assert-runtime-value")
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["span"]["line"].as_u64().unwrap_or(0),
+                f["notes"][0]["span"]["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runtime,
+        [
+            (
+                "not_inlined::poll".to_string(),
+                line("r.read_at(off)"),
+                line("fn check(&self") + 1
+            ),
+            (
+                "not_inlined::from_static".to_string(),
+                line("outer(OFFSET.load"),
+                line("fn inner(off") + 1
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
     // What the text says, for the assertions and for the calls passing
     // the argument on.
     let text = kanalyze(

@@ -93,6 +93,38 @@ findings::declare_kind! {
     "a function whose `build_assert!` depends on its arguments (directly or through the calls it passes them to) is not `#[inline(always)]`"
 }
 
+findings::declare_kind! {
+    /// A call that passes a run-time value (a call's result, memory read
+    /// through a pointer, a static; not an argument of the caller, not a
+    /// constant) for an argument that a `build_assert!` of the callee, or of
+    /// the `#[inline]` chain it calls, needs to be a constant. However much
+    /// is inlined, the optimiser sees no constant there, so the
+    /// `rust_build_error` reference stays and the build fails at link time,
+    /// unless the value folds to a constant after all (a `const fn`'s
+    /// result, which this check takes for a run-time value: hence a
+    /// warning). The arguments the assertion needs are found as for
+    /// `build-assert-not-inlined`; a caller passing its own arguments on is
+    /// that kind, not this one.
+    ///
+    /// Example:
+    ///
+    /// ```text
+    /// #[inline(always)]
+    /// fn read_at(&self, off: usize) -> u32 { build_assert!(off < 0x100); .. }
+    ///
+    /// fn poll(r: &Regs) -> u32 {
+    ///     let off = next_offset();   // a run-time value
+    ///     r.read_at(off)             // warning: `off` reaches the build_assert!
+    /// }
+    /// ```
+    ///
+    /// Fix: pass a constant (`r.read_at(0x10)`), or use the checked,
+    /// run-time variant of the accessor (`try_read`) for values only known
+    /// at run time.
+    pub BUILD_ASSERT_RUNTIME_VALUE, "build-assert-runtime-value", Warning, "build_assert",
+    "a call passes a run-time value for an argument a `build_assert!` of the callee needs to be a constant: the `rust_build_error` reference cannot be optimised away"
+}
+
 /// One assertion site: the smallest instance name that has it (so the
 /// output does not depend on which instance was seen first) and whether
 /// any instance is generic.
@@ -316,11 +348,9 @@ fn arg_list(body: &kmir::Body, args: &BTreeSet<usize>) -> String {
     names.join(", ")
 }
 
-/// Every function (other than `#[inline(always)]` ones) whose arguments
-/// reach the condition of a `build_assert!`, in its own body or, through
-/// the calls it passes them to, in a callee's: once per item.
-pub(crate) fn not_inlined(program: &Program) -> Vec<Finding> {
-    // Which arguments of each function must be constants after inlining.
+/// Which arguments of each function must be constants after inlining for
+/// the `build_assert!`s it has or reaches to be proven.
+pub(crate) fn needs(program: &Program) -> BTreeMap<FnId, BTreeSet<usize>> {
     let mut needs: BTreeMap<FnId, BTreeSet<usize>> = BTreeMap::new();
     for (id, krate, _) in program.bodies() {
         let Some((_, inst)) = source_body(program, id) else {
@@ -362,13 +392,21 @@ pub(crate) fn not_inlined(program: &Program) -> Vec<Finding> {
             }
         }
     }
+    needs.retain(|_, args| !args.is_empty());
+    needs
+}
+
+/// Every function (other than `#[inline(always)]` ones) whose arguments
+/// reach the condition of a `build_assert!`, in its own body or, through
+/// the calls it passes them to, in a callee's: once per item.
+pub(crate) fn not_inlined(
+    program: &Program,
+    needs: &BTreeMap<FnId, BTreeSet<usize>>,
+) -> Vec<Finding> {
     // One finding per item (a generic one has an instance per type): the
     // smallest instance name, so that the output does not depend on order.
     let mut items: BTreeMap<String, (String, FnId, BTreeSet<usize>)> = BTreeMap::new();
-    for (&f, args) in &needs {
-        if args.is_empty() {
-            continue;
-        }
+    for (&f, args) in needs {
         let Some((_, inst)) = source_body(program, f) else {
             continue;
         };
@@ -385,7 +423,7 @@ pub(crate) fn not_inlined(program: &Program) -> Vec<Finding> {
     }
     items
         .into_values()
-        .filter_map(|(name, f, args)| not_inlined_finding(program, &needs, f, name, &args))
+        .filter_map(|(name, f, args)| not_inlined_finding(program, needs, f, name, &args))
         .collect()
 }
 
@@ -489,4 +527,125 @@ fn not_inlined_finding(
             .in_function(f)
             .subject(name),
     )
+}
+
+/// The functions from `f` down to the one holding the assertion its
+/// needed arguments reach (first reasons, as `why`), and that assertion's
+/// condition.
+fn chain_to_assertion(
+    program: &Program,
+    needs: &BTreeMap<FnId, BTreeSet<usize>>,
+    f: FnId,
+) -> (Vec<FnId>, Option<Loc>) {
+    let mut chain = vec![f];
+    let mut at = f;
+    // A recursive chain ends where it started; the bound keeps it finite.
+    for _ in 0..32 {
+        match why(program, needs, at) {
+            Some(Why::Assertion { span }) => {
+                let krate = krate_index(program, at);
+                return (chain, Some(Loc { krate, span }));
+            }
+            Some(Why::Call { callee, .. }) if !chain.contains(&callee) => {
+                chain.push(callee);
+                at = callee;
+            }
+            _ => break,
+        }
+    }
+    (chain, None)
+}
+
+/// Every call that passes a run-time value (not the caller's argument, not
+/// a constant) for an argument an assertion needs: once per call site.
+pub(crate) fn runtime_values(
+    program: &Program,
+    needs: &BTreeMap<FnId, BTreeSet<usize>>,
+) -> Vec<Finding> {
+    // By call site: the smallest caller name, the callee and the arguments.
+    let mut sites: BTreeMap<(u32, kmir::Span), (String, FnId, FnId, BTreeSet<usize>)> =
+        BTreeMap::new();
+    for (&callee, needed) in needs {
+        for (caller, edge) in program.callers(callee) {
+            if edge.kind == program::EdgeKind::Drop {
+                continue;
+            }
+            let Some((_, inst)) = source_body(program, caller) else {
+                continue;
+            };
+            if !runs(program, caller, inst) {
+                continue;
+            }
+            let Some(body) = &inst.body else { continue };
+            let Some(TerminatorKind::Call { args, .. }) = body
+                .blocks
+                .get(edge.block as usize)
+                .map(|b| &b.terminator.kind)
+            else {
+                continue;
+            };
+            let runtime: BTreeSet<usize> = needed
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let mut seeds = Vec::new();
+                    if let Some(op) = passed(args, i) {
+                        operand_locals(op, &mut seeds);
+                    }
+                    !seeds.is_empty() && value_sources(body, &seeds).runtime
+                })
+                .collect();
+            if runtime.is_empty() {
+                continue;
+            }
+            let name = program.function(caller).name.clone();
+            let key = (krate_index(program, caller), edge.span);
+            let entry = sites
+                .entry(key)
+                .or_insert_with(|| (name.clone(), caller, callee, runtime.clone()));
+            if name < entry.0 {
+                *entry = (name, caller, callee, runtime);
+            }
+        }
+    }
+    sites
+        .into_iter()
+        .filter_map(|((krate, span), (name, caller, callee, args))| {
+            let (_, callee_inst) = source_body(program, callee)?;
+            let callee_body = callee_inst.body.as_ref()?;
+            let list = arg_list(callee_body, &args);
+            let (chain, assertion) = chain_to_assertion(program, needs, callee);
+            let names: Vec<String> = chain
+                .iter()
+                .map(|f| format!("`{}`", program.function(*f).name))
+                .collect();
+            let mut finding = Finding::new(
+                &BUILD_ASSERT_RUNTIME_VALUE,
+                Severity::Warning,
+                format!(
+                    "this call passes a run-time value to `{}`, whose `build_assert!` needs a constant",
+                    program.function(callee).name
+                ),
+            )
+            .at(Loc { krate, span })
+            .label(format!("{list} of the callee gets a value only known at run time"));
+            if let Some(at) = assertion {
+                finding = finding.note(Note::at(
+                    at,
+                    format!(
+                        "the assertion it reaches, through {}: its condition depends on that argument, so the optimiser cannot remove the `rust_build_error` call",
+                        names.join(" → ")
+                    ),
+                ));
+            }
+            Some(
+                finding
+                    .note(Note::help(
+                        "pass a constant, or check a value only known at run time with a run-time check (the accessor's `try_` variant)",
+                    ))
+                    .in_function(caller)
+                    .subject(format!("{name} → {}", program.function(callee).name)),
+            )
+        })
+        .collect()
 }
