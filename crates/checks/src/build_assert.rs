@@ -556,6 +556,10 @@ fn chain_to_assertion(
     (chain, None)
 }
 
+/// A call passing run-time values: the caller's instance name, the
+/// caller, the callee and the callee's arguments that get them.
+type RuntimeSite = (String, FnId, FnId, BTreeSet<usize>);
+
 /// Every call that passes a run-time value (not the caller's argument, not
 /// a constant) for an argument an assertion needs: once per call site.
 pub(crate) fn runtime_values(
@@ -563,8 +567,7 @@ pub(crate) fn runtime_values(
     needs: &BTreeMap<FnId, BTreeSet<usize>>,
 ) -> Vec<Finding> {
     // By call site: the smallest caller name, the callee and the arguments.
-    let mut sites: BTreeMap<(u32, kmir::Span), (String, FnId, FnId, BTreeSet<usize>)> =
-        BTreeMap::new();
+    let mut sites: BTreeMap<(u32, kmir::Span), RuntimeSite> = BTreeMap::new();
     for (&callee, needed) in needs {
         for (caller, edge) in program.callers(callee) {
             if edge.kind == program::EdgeKind::Drop {
