@@ -6,12 +6,29 @@
 # See shared/reference/kernel-build.md for where the recipe comes from.
 #
 # Usage: scripts/kernel.sh [--plain] [--clean] [--no-analyse]
+#                          [--tree DIR [--config FILE] [--targets "T…"] [--check]]
 #   --plain       also build the same targets with the pinned nightly's plain
 #                 rustc in a separate object tree and print the extract/plain
 #                 time ratio (doubles the build time; env KANALYZE_KERNEL_PLAIN=1)
 #   --clean       remove the object trees and the dumps first, so that every
 #                 crate is compiled (and timed) again (env KANALYZE_KERNEL_CLEAN=1)
 #   --no-analyse  stop after the build, do not run kanalyze
+#   --tree DIR    build your own kernel tree (rust-next, a driver branch)
+#                 instead of Debian's linux-source-7.3, into a work directory
+#                 outside it (default <repo>/target/kernel-tree/<name of DIR>);
+#                 the tree is never written to. Checked first: a kernel tree,
+#                 with Rust, whose minimum rustc and bindgen versions the
+#                 pinned nightly and kernel.sh's bindgen meet, not configured
+#                 in place (kbuild refuses O= builds of such a tree)
+#   --config FILE the .config to build the tree with (copied, then
+#                 `make olddefconfig`); without it, x86_64_defconfig with the
+#                 options below. Must have CONFIG_RUST=y
+#   --targets "T…" the objects to build after `prepare` and `rust/`
+#                 (default: the Rust drivers and samples below that the
+#                 config enables)
+#   --check       check the tree and the toolchain expectations, build nothing
+# The analysis of a tree uses the tree's kanalyze.toml when it has one,
+# else scripts/kernel-kanalyze.toml.
 #
 # Environment:
 #   KANALYZE_KERNEL_CACHE  downloads and the bindgen install
@@ -39,22 +56,66 @@ source "$ROOT/scripts/toolchain.sh"
 PLAIN=${KANALYZE_KERNEL_PLAIN:-0}
 CLEAN=${KANALYZE_KERNEL_CLEAN:-0}
 ANALYSE=1
-for arg in "$@"; do
-    case "$arg" in
+TREE=""
+TREE_CONFIG=""
+TREE_TARGETS=""
+CHECK_ONLY=0
+usage_error() {
+    echo "kernel.sh: $* (see --help)" >&2
+    exit 2
+}
+die() {
+    echo "kernel.sh: error: $*" >&2
+    exit 1
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
         --plain) PLAIN=1 ;;
         --clean) CLEAN=1 ;;
         --no-analyse | --no-analyze) ANALYSE=0 ;;
+        --tree | --config | --targets)
+            [ $# -ge 2 ] && [ -n "$2" ] || usage_error "\`$1\` needs a value"
+            case "$1" in
+                --tree) TREE=$2 ;;
+                --config) TREE_CONFIG=$2 ;;
+                --targets) TREE_TARGETS=$2 ;;
+            esac
+            shift
+            ;;
+        --check) CHECK_ONLY=1 ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) echo "kernel.sh: unknown argument \`$arg\` (see --help)" >&2; exit 2 ;;
+        *) usage_error "unknown argument \`$1\`" ;;
     esac
+    shift
 done
+if [ -z "$TREE" ]; then
+    [ -z "$TREE_CONFIG" ] || usage_error "--config is for --tree (the Debian source is configured by kernel.sh)"
+    [ -z "$TREE_TARGETS" ] || usage_error "--targets is for --tree"
+    [ "$CHECK_ONLY" = 0 ] || usage_error "--check is for --tree"
+fi
 
 CACHE=${KANALYZE_KERNEL_CACHE:-$HOME/.cache/kanalyze-kernel}
-WORK=${KANALYZE_KERNEL_WORK:-$ROOT/target/kernel}
+if [ -n "$TREE" ]; then
+    WORK=${KANALYZE_KERNEL_WORK:-$ROOT/target/kernel-tree/$(basename "$(realpath -m "$TREE")")}
+else
+    WORK=${KANALYZE_KERNEL_WORK:-$ROOT/target/kernel}
+fi
+WORK=$(realpath -m "$WORK")
 JOBS=${KANALYZE_KERNEL_JOBS:-2}
+BINDGEN_VERSION=0.72.1
+
+if [ -n "$TREE" ]; then
+    source "$ROOT/scripts/kernel-tree.sh"
+    echo "== checking the tree" >&2
+    check_tree
+    if [ "$CHECK_ONLY" = 1 ]; then
+        echo "kernel.sh: the tree fits; run without --check to build it" >&2
+        exit 0
+    fi
+fi
+
 mkdir -p "$CACHE" "$WORK"
 CACHE=$(cd "$CACHE" && pwd)
-WORK=$(cd "$WORK" && pwd)
 LOGS=$WORK/logs
 KMIR=$WORK/kmir
 OBJ=$WORK/obj-kextract
@@ -66,7 +127,6 @@ KVER=7.3
 # set KANALYZE_KERNEL_DEB_VERSION to the version there (apt-cache policy).
 KDEB_VERSION=${KANALYZE_KERNEL_DEB_VERSION:-7.3.4-1~bpo13+1}
 FALLBACK_KVER=6.12
-BINDGEN_VERSION=0.72.1
 LLVM_SUFFIX=-19
 LIBCLANG_PATH=/usr/lib/llvm-19/lib
 export LIBCLANG_PATH
@@ -96,10 +156,6 @@ secs_of() { # the time of the step named $1, or empty
     for i in "${!STEP_NAMES[@]}"; do
         if [ "${STEP_NAMES[$i]}" = "$1" ]; then echo "${STEP_SECS[$i]}"; return; fi
     done
-}
-die() {
-    echo "kernel.sh: error: $*" >&2
-    exit 1
 }
 # Runs a command with its output in a log; on failure shows the end of it.
 logged() {
@@ -155,6 +211,9 @@ RUSTDOC=$NIGHTLY_SYSROOT/bin/rustdoc
 kv=$("$KEXTRACT" -vV) || die "kextract -vV failed"
 pv=$("$PLAIN_RUSTC" -vV)
 [ "$kv" = "$pv" ] || die "kextract -vV differs from $PLAIN_RUSTC -vV:"$'\n'"$kv"$'\n'"vs"$'\n'"$pv"
+# The version the tree check compared with must be this one.
+grep -qx "release: $NIGHTLY_RUSTC_VERSION-nightly" <<<"$kv" ||
+    die "scripts/toolchain.sh says $NIGHTLY is rustc $NIGHTLY_RUSTC_VERSION, but kextract -vV says: $(grep '^release:' <<<"$kv")"
 [ "$("$KEXTRACT" --print sysroot)" = "$NIGHTLY_SYSROOT" ] ||
     die "kextract --print sysroot is not $NIGHTLY_SYSROOT"
 step_done "$(head -n1 <<<"$kv")"
@@ -172,19 +231,28 @@ else
 fi
 
 # ---------------------------------------------------------------- source
-# linux-source-7.3 from trixie-backports, through a private apt state: the
-# system's sources are not touched. Falls back to bookworm's linux-source-6.12.
-step "kernel source package"
-DEBS=$CACHE/debs
-mkdir -p "$DEBS"
-# $1 = kernel series, $2 = package version (a glob); the newest cached match.
-deb_of() { ls -t "$DEBS"/linux-source-"$1"_$2_all.deb 2>/dev/null | head -n1 || true; }
-DEB=$(deb_of "$KVER" "${KDEB_VERSION//:/%3a}")
-if [ -z "$DEB" ]; then
-    APTDIR=$CACHE/apt
-    mkdir -p "$APTDIR/sources.list.d" "$APTDIR/state/lists/partial" "$APTDIR/cache/archives/partial"
-    : >"$APTDIR/sources.list"
-    cat >"$APTDIR/sources.list.d/trixie-backports.sources" <<'EOF'
+if [ -n "$TREE" ]; then
+    SRC=$TREE
+    # What the object tree was configured from: the tree's commit (or its
+    # path), and the config file's content.
+    config_id=none
+    [ -z "$TREE_CONFIG" ] || config_id=$(sha256sum <"$TREE_CONFIG" | cut -c1-16)
+    STAMP="tree $TREE $(git -C "$TREE" rev-parse HEAD 2>/dev/null || echo no-git) config $config_id"
+    KVER=$TREE_KVER
+else
+    # linux-source-7.3 from trixie-backports, through a private apt state: the
+    # system's sources are not touched. Falls back to bookworm's linux-source-6.12.
+    step "kernel source package"
+    DEBS=$CACHE/debs
+    mkdir -p "$DEBS"
+    # $1 = kernel series, $2 = package version (a glob); the newest cached match.
+    deb_of() { ls -t "$DEBS"/linux-source-"$1"_$2_all.deb 2>/dev/null | head -n1 || true; }
+    DEB=$(deb_of "$KVER" "${KDEB_VERSION//:/%3a}")
+    if [ -z "$DEB" ]; then
+        APTDIR=$CACHE/apt
+        mkdir -p "$APTDIR/sources.list.d" "$APTDIR/state/lists/partial" "$APTDIR/cache/archives/partial"
+        : >"$APTDIR/sources.list"
+        cat >"$APTDIR/sources.list.d/trixie-backports.sources" <<'EOF'
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: trixie-backports
@@ -192,48 +260,49 @@ Components: main
 Architectures: amd64
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-    APT_PRIVATE=(-o "Dir::Etc::sourcelist=$APTDIR/sources.list"
-        -o "Dir::Etc::sourceparts=$APTDIR/sources.list.d"
-        -o "Dir::State=$APTDIR/state" -o "Dir::State::status=/var/lib/dpkg/status"
-        -o "Dir::Cache=$APTDIR/cache" -o "APT::Architectures=amd64" -o "Debug::NoLocking=1")
-    if apt-get "${APT_PRIVATE[@]}" update >"$LOGS/apt-trixie-backports.log" 2>&1 &&
-        (cd "$DEBS" && apt-get "${APT_PRIVATE[@]}" download "linux-source-$KVER=$KDEB_VERSION" \
-            >>"$LOGS/apt-trixie-backports.log" 2>&1); then
-        DEB=$(deb_of "$KVER" "${KDEB_VERSION//:/%3a}")
-    else
-        echo "   WARNING: could not fetch linux-source-$KVER=$KDEB_VERSION from trixie-backports" >&2
-        echo "   (log: $LOGS/apt-trixie-backports.log); falling back to bookworm's linux-source-$FALLBACK_KVER" >&2
-        tail -n 5 "$LOGS/apt-trixie-backports.log" | sed 's/^/   | /' >&2
+        APT_PRIVATE=(-o "Dir::Etc::sourcelist=$APTDIR/sources.list"
+            -o "Dir::Etc::sourceparts=$APTDIR/sources.list.d"
+            -o "Dir::State=$APTDIR/state" -o "Dir::State::status=/var/lib/dpkg/status"
+            -o "Dir::Cache=$APTDIR/cache" -o "APT::Architectures=amd64" -o "Debug::NoLocking=1")
+        if apt-get "${APT_PRIVATE[@]}" update >"$LOGS/apt-trixie-backports.log" 2>&1 &&
+            (cd "$DEBS" && apt-get "${APT_PRIVATE[@]}" download "linux-source-$KVER=$KDEB_VERSION" \
+                >>"$LOGS/apt-trixie-backports.log" 2>&1); then
+            DEB=$(deb_of "$KVER" "${KDEB_VERSION//:/%3a}")
+        else
+            echo "   WARNING: could not fetch linux-source-$KVER=$KDEB_VERSION from trixie-backports" >&2
+            echo "   (log: $LOGS/apt-trixie-backports.log); falling back to bookworm's linux-source-$FALLBACK_KVER" >&2
+            tail -n 5 "$LOGS/apt-trixie-backports.log" | sed 's/^/   | /' >&2
+        fi
     fi
-fi
-if [ -z "$DEB" ]; then
-    KVER=$FALLBACK_KVER
-    DEB=$(deb_of "$KVER" '*')
     if [ -z "$DEB" ]; then
-        logged "$LOGS/apt-update-fallback.log" apt-get update
-        (cd "$DEBS" && logged "$LOGS/apt-download-fallback.log" apt-get download "linux-source-$KVER")
+        KVER=$FALLBACK_KVER
         DEB=$(deb_of "$KVER" '*')
+        if [ -z "$DEB" ]; then
+            logged "$LOGS/apt-update-fallback.log" apt-get update
+            (cd "$DEBS" && logged "$LOGS/apt-download-fallback.log" apt-get download "linux-source-$KVER")
+            DEB=$(deb_of "$KVER" '*')
+        fi
+        [ -n "$DEB" ] || die "no kernel source package could be fetched"
+        echo "   WARNING: using the FALLBACK source linux-source-$KVER instead of linux-source-7.3:" >&2
+        echo "   an older kernel with fewer Rust drivers; the newer nightly may not build it" >&2
     fi
-    [ -n "$DEB" ] || die "no kernel source package could be fetched"
-    echo "   WARNING: using the FALLBACK source linux-source-$KVER instead of linux-source-7.3:" >&2
-    echo "   an older kernel with fewer Rust drivers; the newer nightly may not build it" >&2
-fi
-step_done "$(basename "$DEB")"
+    step_done "$(basename "$DEB")"
 
-step "unpacking the source"
-SRC=$WORK/src/linux-source-$KVER
-STAMP="$(basename "$DEB")"
-if [ -f "$SRC/.kanalyze-unpacked" ] && [ "$(cat "$SRC/.kanalyze-unpacked")" = "$STAMP" ]; then
-    step_done "already unpacked in $SRC"
-else
-    rm -rf "$SRC" "$WORK/src/.unpack"
-    mkdir -p "$WORK/src/.unpack"
-    dpkg-deb --fsys-tarfile "$DEB" | tar -xO "./usr/src/linux-source-$KVER.tar.xz" |
-        tar -xJ -C "$WORK/src/.unpack"
-    mv "$WORK/src/.unpack/linux-source-$KVER" "$SRC"
-    rmdir "$WORK/src/.unpack"
-    echo "$STAMP" >"$SRC/.kanalyze-unpacked"
-    step_done "$(du -sh "$SRC" | cut -f1) in $SRC"
+    step "unpacking the source"
+    SRC=$WORK/src/linux-source-$KVER
+    STAMP="$(basename "$DEB")"
+    if [ -f "$SRC/.kanalyze-unpacked" ] && [ "$(cat "$SRC/.kanalyze-unpacked")" = "$STAMP" ]; then
+        step_done "already unpacked in $SRC"
+    else
+        rm -rf "$SRC" "$WORK/src/.unpack"
+        mkdir -p "$WORK/src/.unpack"
+        dpkg-deb --fsys-tarfile "$DEB" | tar -xO "./usr/src/linux-source-$KVER.tar.xz" |
+            tar -xJ -C "$WORK/src/.unpack"
+        mv "$WORK/src/.unpack/linux-source-$KVER" "$SRC"
+        rmdir "$WORK/src/.unpack"
+        echo "$STAMP" >"$SRC/.kanalyze-unpacked"
+        step_done "$(du -sh "$SRC" | cut -f1) in $SRC"
+    fi
 fi
 
 # ---------------------------------------------------------------- targets
@@ -241,28 +310,41 @@ fi
 # through the composite objects in drivers/gpu/Makefile (the sub-directory
 # object builds with the wrong flags). Targets whose source does not exist
 # (the 6.12 fallback) are left out, and said so.
+# Each entry: object, its source, the Kconfig symbol that enables it (a
+# target the configuration does not enable is left out, after configure).
 TARGET_SOURCES=(
-    "drivers/android/binder/rust_binder_main.o:drivers/android/binder/rust_binder_main.rs"
-    "drivers/block/rnull/rnull.o:drivers/block/rnull/rnull.rs"
-    "drivers/cpufreq/rcpufreq_dt.o:drivers/cpufreq/rcpufreq_dt.rs"
-    "drivers/gpu/drm/drm_panic_qr.o:drivers/gpu/drm/drm_panic_qr.rs"
-    "drivers/gpu/nova-core.o:drivers/gpu/nova-core/nova_core.rs"
-    "drivers/gpu/nova-drm.o:drivers/gpu/drm/nova/nova.rs"
-    "drivers/gpu/drm/tyr/tyr.o:drivers/gpu/drm/tyr/tyr.rs"
-    "drivers/net/phy/ax88796b_rust.o:drivers/net/phy/ax88796b_rust.rs"
-    "drivers/net/phy/qt2025.o:drivers/net/phy/qt2025.rs"
-    "drivers/pwm/pwm_th1520.o:drivers/pwm/pwm_th1520.rs"
-    "lib/find_bit_benchmark_rust.o:lib/find_bit_benchmark_rust.rs"
-    "samples/rust/:samples/rust/Makefile"
+    "drivers/android/binder/rust_binder_main.o:drivers/android/binder/rust_binder_main.rs:ANDROID_BINDER_IPC_RUST"
+    "drivers/block/rnull/rnull.o:drivers/block/rnull/rnull.rs:BLK_DEV_RUST_NULL"
+    "drivers/cpufreq/rcpufreq_dt.o:drivers/cpufreq/rcpufreq_dt.rs:CPUFREQ_DT_RUST"
+    "drivers/gpu/drm/drm_panic_qr.o:drivers/gpu/drm/drm_panic_qr.rs:DRM_PANIC_SCREEN_QR_CODE"
+    "drivers/gpu/nova-core.o:drivers/gpu/nova-core/nova_core.rs:NOVA_CORE"
+    "drivers/gpu/nova-drm.o:drivers/gpu/drm/nova/nova.rs:DRM_NOVA"
+    "drivers/gpu/drm/tyr/tyr.o:drivers/gpu/drm/tyr/tyr.rs:DRM_TYR"
+    "drivers/net/phy/ax88796b_rust.o:drivers/net/phy/ax88796b_rust.rs:AX88796B_RUST_PHY"
+    "drivers/net/phy/qt2025.o:drivers/net/phy/qt2025.rs:AMCC_QT2025_PHY"
+    "drivers/pwm/pwm_th1520.o:drivers/pwm/pwm_th1520.rs:PWM_TH1520"
+    "lib/find_bit_benchmark_rust.o:lib/find_bit_benchmark_rust.rs:FIND_BIT_BENCHMARK_RUST"
+    "samples/rust/:samples/rust/Makefile:SAMPLES_RUST"
 )
-TARGETS=()
-for ts in "${TARGET_SOURCES[@]}"; do
-    if [ -e "$SRC/${ts#*:}" ]; then
-        TARGETS+=("${ts%%:*}")
-    else
-        echo "   note: no ${ts#*:} in $KVER: target ${ts%%:*} left out" >&2
+# The targets of the object tree $1's configuration (or --targets).
+targets_of() {
+    local obj=$1 ts rest
+    TARGETS=()
+    if [ -n "$TREE_TARGETS" ]; then
+        read -r -a TARGETS <<<"$TREE_TARGETS"
+        return
     fi
-done
+    for ts in "${TARGET_SOURCES[@]}"; do
+        rest=${ts#*:}
+        if [ ! -e "$SRC/${rest%%:*}" ]; then
+            echo "   note: no ${rest%%:*} in $KVER: target ${ts%%:*} left out" >&2
+        elif ! grep -qE "^CONFIG_${ts##*:}=[ym]$" "$obj/.config"; then
+            echo "   note: CONFIG_${ts##*:} is off in $obj/.config: target ${ts%%:*} left out" >&2
+        else
+            TARGETS+=("${ts%%:*}")
+        fi
+    done
+}
 
 # ---------------------------------------------------------------- config
 CONFIG_OPTS=(-e RUST -e RUST_OVERFLOW_CHECKS -e RUST_DEBUG_ASSERTIONS -e COMPILE_TEST
@@ -313,6 +395,15 @@ configure() {
         return
     fi
     mkdir -p "$obj"
+    if [ -n "$TREE_CONFIG" ]; then
+        # The developer's configuration, as it is.
+        cp "$TREE_CONFIG" "$obj/.config"
+        logged "$LOGS/$name-config.log" kmake "$obj" "$rustc" olddefconfig
+        grep -qx 'CONFIG_RUST=y' "$obj/.config" ||
+            die "CONFIG_RUST did not stick in $obj/.config (is the toolchain accepted? see \`make rustavailable\`)"
+        echo "$want" >"$obj/.kanalyze-config"
+        return
+    fi
     logged "$LOGS/$name-config.log" kmake "$obj" "$rustc" x86_64_defconfig
     "$SRC/scripts/config" --file "$obj/.config" "${CONFIG_OPTS[@]}"
     logged "$LOGS/$name-config.log" kmake "$obj" "$rustc" olddefconfig
@@ -339,6 +430,7 @@ configure() {
 # build in step names and logs.
 build_all() {
     local obj=$1 rustc=$2 name=$3
+    targets_of "$obj"
     step "$name: make prepare"
     logged "$LOGS/$name-prepare.log" kmake "$obj" "$rustc" V=1 prepare
     step_done
@@ -346,7 +438,9 @@ build_all() {
     logged "$LOGS/$name-rust.log" kmake "$obj" "$rustc" V=1 rust/
     step_done
     step "$name: make drivers and samples"
-    logged "$LOGS/$name-drivers.log" kmake "$obj" "$rustc" V=1 "${TARGETS[@]}"
+    if [ ${#TARGETS[@]} -gt 0 ]; then
+        logged "$LOGS/$name-drivers.log" kmake "$obj" "$rustc" V=1 "${TARGETS[@]}"
+    fi
     step_done "${#TARGETS[@]} targets"
 }
 
@@ -457,7 +551,12 @@ if [ "$ANALYSE" = 1 ]; then
     # invariants, audited so the JSON summary says what each removes, and
     # its triage, so that only findings without a verdict, or judged bugs,
     # are shown.
-    INVARIANTS=(--config "$ROOT/scripts/kernel-kanalyze.toml" --audit-invariants)
+    # A tree of one's own brings its own settings when it has them.
+    if [ -n "$TREE" ] && [ -f "$TREE/kanalyze.toml" ]; then
+        INVARIANTS=(--config "$TREE/kanalyze.toml" --audit-invariants)
+    else
+        INVARIANTS=(--config "$ROOT/scripts/kernel-kanalyze.toml" --audit-invariants)
+    fi
     /usr/bin/time -o "$LOGS/check.time" -f '%e s wall, %M KiB peak RSS' \
         "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
     "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" --format json >"$LOGS/findings.json" 2>/dev/null || true

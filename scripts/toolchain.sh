@@ -1,6 +1,10 @@
 # Sourced by the other scripts: makes sure the extractor's pinned nightly and
 # its components are installed (rustup does nothing if they already are).
 NIGHTLY=nightly-2026-05-20
+# The rustc release of that nightly (`rustc -vV`'s `release:` without
+# `-nightly`): what a kernel tree's minimum Rust version is compared with
+# before anything is built. kernel.sh checks it against kextract -vV.
+NIGHTLY_RUSTC_VERSION=1.97.0
 
 ensure_nightly() {
     if ! command -v rustup >/dev/null 2>&1; then

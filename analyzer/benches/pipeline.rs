@@ -72,6 +72,7 @@ fn pipeline(c: &mut Criterion) {
         invariants: &invariants::Resolved::none(),
         spec: &spec,
         trace: None,
+        progress: None,
     };
     let solved = analysis::solve(&input);
     let t = std::time::Instant::now();

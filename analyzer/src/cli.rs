@@ -83,6 +83,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
 
+    /// A triage file (as `check --triage`): every finding is shown with its
+    /// verdict (or `untriaged`, or `re-examine` when its text changed since
+    /// it was judged), and the verdicts can be filtered.
+    #[arg(long, value_name = "FILE")]
+    pub triage: Option<PathBuf>,
+
     #[command(flatten)]
     pub analysis: AnalysisArgs,
 }
@@ -92,6 +98,7 @@ pub enum VerdictArg {
     Bug,
     NotABug,
     Intended,
+    WontFix,
 }
 
 impl From<VerdictArg> for crate::triage::Verdict {
@@ -100,6 +107,7 @@ impl From<VerdictArg> for crate::triage::Verdict {
             VerdictArg::Bug => crate::triage::Verdict::Bug,
             VerdictArg::NotABug => crate::triage::Verdict::NotABug,
             VerdictArg::Intended => crate::triage::Verdict::Intended,
+            VerdictArg::WontFix => crate::triage::Verdict::WontFix,
         }
     }
 }
@@ -258,6 +266,17 @@ pub struct AnalysisArgs {
     /// decoding, linking, the solve and the checks took.
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
+
+    /// Draw no progress bar. One is drawn on stderr only when it is a
+    /// terminal, `CI` is not set, the output is text and the run lasts
+    /// more than a second.
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
+
+    /// Testing aid: draw the progress bar from the start, on a terminal
+    /// (CI included), whatever the format.
+    #[arg(long = "progress-now", hide = true, conflicts_with = "no_progress")]
+    pub progress_now: bool,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -288,8 +307,8 @@ pub struct CheckArgs {
     pub baseline: Option<PathBuf>,
 
     /// A triage file (docs/output.md, "Triage"): verdicts on findings by
-    /// stable id. Findings judged `not-a-bug` or `intended` are not shown
-    /// while their text is unchanged; a changed one is shown again.
+    /// stable id. Findings judged `not-a-bug`, `intended` or `wont-fix` are
+    /// not shown while their text is unchanged; a changed one is shown again.
     #[arg(long, value_name = "FILE")]
     pub triage: Option<PathBuf>,
 

@@ -104,7 +104,18 @@ pub fn load_error(e: &LoadError) -> Diagnostic {
             Problem::Truncated { .. } | Problem::TruncatedPrefix { .. } => {
                 d.help("rebuild the crate with kextract to write its dump again")
             }
-            Problem::Version { .. } => d,
+            Problem::Version { found, supported } if found < supported => d
+                .note(format!(
+                    "the dump is older than this kanalyze: its analysis reads what a \
+                     version {supported} kextract records (docs/dump-format.md)"
+                ))
+                .help(
+                    "rebuild kextract from this source tree and rebuild the crates \
+                     (for a kernel: `scripts/kernel.sh`, or `make … KANALYZE_OUT=…` again)",
+                ),
+            Problem::Version { .. } => d
+                .note("the dump is newer than this kanalyze")
+                .help("rebuild kanalyze from the same source tree as the kextract that wrote it"),
             Problem::Checksum { .. } => d
                 .note("the file changed after kextract wrote it (disk or copy error)")
                 .help("rebuild the crate with kextract to write its dump again"),

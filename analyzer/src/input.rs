@@ -157,6 +157,14 @@ where
 /// they are found and counted in the returned summary; the other crates are
 /// still linked.
 pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)> {
+    load_program_with(paths, &crate::progress::Progress::none())
+}
+
+/// [`load_program`], drawing its progress (dumps loaded, then the link).
+pub fn load_program_with(
+    paths: &[PathBuf],
+    progress: &crate::progress::Progress,
+) -> Option<(program::Program, LoadSummary)> {
     let found = find_dumps(paths);
     let mut summary = LoadSummary {
         files: found.files.len(),
@@ -169,10 +177,15 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
     summary.skipped.extend(found.bad_paths.iter().cloned());
     let named = found.files.len() + found.bad_paths.len();
     let t = std::time::Instant::now();
+    progress.phase("loading dumps", found.files.len() as u64);
     let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
         .files
         .par_iter()
-        .map(|p| (p.clone(), kmir::read_file(p)))
+        .map(|p| {
+            let read = kmir::read_file(p);
+            progress.inc(1);
+            (p.clone(), read)
+        })
         .collect();
     summary.decode_time = t.elapsed();
     let mut crates = Vec::with_capacity(loaded.len());
@@ -208,6 +221,7 @@ pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)
         }
         return None;
     }
+    progress.phase("linking", 1);
     let t = std::time::Instant::now();
     let (program, problems) = program::link(crates);
     summary.link_time = t.elapsed();

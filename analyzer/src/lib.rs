@@ -11,6 +11,7 @@ pub mod diag;
 pub mod input;
 pub mod pipeline;
 pub mod print;
+pub mod progress;
 pub mod triage;
 
 use std::process::ExitCode;

@@ -85,7 +85,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             }
         }
     }
-    let (program, load) = input::load_program(paths)?;
+    let progress = crate::progress::Progress::for_args(args);
+    let (program, load) = input::load_program_with(paths, &progress)?;
     let profile = match (args.profile, &args.profile_origin) {
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
@@ -184,23 +185,29 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     };
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
-    let run = |resolved: &invariants::Resolved| {
+    let observe = |p: analysis::Progress| progress.solver(p);
+    let run = |resolved: &invariants::Resolved,
+               observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
         let input = checks::Input {
             program: &program,
             annotations: &annotations,
             spec: &spec,
             invariants: resolved,
             trace: args.trace.as_deref(),
+            progress: observe,
         };
         let t = std::time::Instant::now();
         let solved = analysis::solve(&input);
         let solve_time = t.elapsed();
+        if observe.is_some() {
+            progress.phase("checking", 1);
+        }
         let t = std::time::Instant::now();
         let mut out = checks::check(&input, solved);
         levels.apply(&mut out.findings);
         (out, solve_time, t.elapsed())
     };
-    let (preempt, solve_time, checks_time) = run(&resolved);
+    let (preempt, solve_time, checks_time) = run(&resolved, Some(&observe));
     if args.timings {
         eprintln!("timings:");
         eprintln!(
@@ -252,12 +259,13 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .collect()
         };
         let with_all = ids(&preempt);
-        let extra = |r: &invariants::Resolved| ids(&run(r).0).difference(&with_all).count();
+        let extra = |r: &invariants::Resolved| ids(&run(r, None).0).difference(&with_all).count();
         removed_by_invariants = Some(extra(&resolved.without_all()));
         for (i, u) in invariant_uses.iter_mut().enumerate() {
             u.removes = Some(extra(&resolved.without(i)));
         }
     }
+    progress.finish();
     Some(Analysed {
         program,
         load,

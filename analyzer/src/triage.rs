@@ -7,15 +7,16 @@
 //! [[finding]]
 //! id = "KAd30163f880c99011"       # the finding's stable id (JSON `id`)
 //! text = "KT0f3a…"                # its text when judged (JSON `text_fingerprint`)
-//! verdict = "not-a-bug"           # bug, not-a-bug or intended
+//! verdict = "not-a-bug"           # bug, not-a-bug, intended or wont-fix
 //! reason = "the list holds another reference (freeze.rs:381)"
 //! by = "A. Maintainer"
 //! date = "2026-12-04"             # optional
 //! reference = "lore.kernel.org/…" # optional: a commit, a list message
 //! ```
 //!
-//! A finding judged `not-a-bug` or `intended` is not shown while its text is
-//! the one judged; one judged `bug` stays, with the verdict as a note; one
+//! A finding judged `not-a-bug`, `intended` or `wont-fix` (a real bug that
+//! will not be fixed) is not shown while its text is the one judged; one
+//! judged `bug` stays, with the verdict as a note; one
 //! whose text changed is shown with the old verdict and "re-examine". Entries
 //! that match no finding any more are counted (fixed, or renamed).
 
@@ -33,15 +34,48 @@ pub enum Verdict {
     Bug,
     NotABug,
     Intended,
+    /// A real bug that will not be fixed (not shown, like `not-a-bug`).
+    WontFix,
 }
 
 impl Verdict {
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Bug,
+        Verdict::NotABug,
+        Verdict::Intended,
+        Verdict::WontFix,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Bug => "bug",
             Verdict::NotABug => "not-a-bug",
             Verdict::Intended => "intended",
+            Verdict::WontFix => "wont-fix",
         }
+    }
+
+    /// Whether `check` leaves a finding with this verdict out (while its
+    /// text is the one judged).
+    pub fn hides(self) -> bool {
+        !matches!(self, Verdict::Bug)
+    }
+}
+
+impl Entry {
+    /// "triaged as `not-a-bug` by A. Maintainer on 2026-12-04: reason".
+    pub fn judged(&self) -> String {
+        let when = self
+            .date
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
+        format!(
+            "triaged as `{}` by {}{when}: {}",
+            self.verdict.as_str(),
+            self.by,
+            self.reason
+        )
     }
 }
 
@@ -147,18 +181,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
                 Some("copy the `text_fingerprint` of the finding from `kanalyze check --format json`: it is how a changed finding is noticed".to_string()),
             ));
         }
-        let verdict = match e.verdict.get_ref().as_str() {
-            "bug" => Verdict::Bug,
-            "not-a-bug" => Verdict::NotABug,
-            "intended" => Verdict::Intended,
-            other => {
-                return Err(err(
-                    Some(e.verdict.span()),
-                    format!("unknown verdict `{other}`"),
-                    "not a verdict",
-                    Some("the verdicts are `bug`, `not-a-bug` and `intended`".to_string()),
-                ));
-            }
+        let Some(verdict) = Verdict::ALL
+            .into_iter()
+            .find(|v| v.as_str() == e.verdict.get_ref())
+        else {
+            return Err(err(
+                Some(e.verdict.span()),
+                format!("unknown verdict `{}`", e.verdict.get_ref()),
+                "not a verdict",
+                Some("the verdicts are `bug`, `not-a-bug`, `intended` and `wont-fix`".to_string()),
+            ));
         };
         for (field, name) in [(&e.reason, "reason"), (&e.by, "by")] {
             if field.get_ref().trim().is_empty() {
@@ -197,7 +229,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
 /// What the triage did to a run's findings.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Outcome {
-    /// Findings not shown, by verdict (`not-a-bug`, `intended`).
+    /// Findings not shown, by verdict (`not-a-bug`, `intended`, `wont-fix`).
     pub hidden: usize,
     /// Findings shown with a `bug` verdict.
     pub bugs: usize,

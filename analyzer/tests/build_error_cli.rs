@@ -217,3 +217,129 @@ fn check_reports_build_asserts_on_constants() {
         run.stdout
     );
 }
+
+/// `kanalyze check`'s `build-assert-not-inlined` on `not_inlined.rs`: every
+/// function that is not `#[inline(always)]` and whose arguments reach an
+/// assertion (directly, through a local, through a call it passes them to,
+/// in a generic or a closure) once; none for `#[inline(always)]` helpers,
+/// const generics, callers passing constants, run-time values that do not
+/// come from an argument, or a `const fn` only constants call. At the
+/// kernel's opt-level 2, where that `const fn` has a drop-elaborated body
+/// (as in the kernel) and the closure is still a call.
+#[test]
+fn check_reports_build_asserts_on_arguments_in_functions_not_inlined() {
+    use test_harness::{CrateSpec, extract};
+    let out = extract(&[
+        CrateSpec::lib("build_error/build_error.rs"),
+        CrateSpec::lib("build_error/not_inlined.rs")
+            .with_extern("build_error")
+            .opt("2"),
+    ]);
+    let run = kanalyze(out.dir.path(), &["check", "kmir", "--format", "json"]);
+    run.assert_no_panic();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let found: Vec<(String, u64, u64)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "build-assert-not-inlined")
+        .map(|f| {
+            let note_line = f["notes"]
+                .as_array()
+                .and_then(|n| n.first())
+                .and_then(|n| n["span"]["line"].as_u64())
+                .unwrap_or(0);
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["span"]["line"].as_u64().unwrap_or(0),
+                note_line,
+            )
+        })
+        .collect();
+    let line = |needle| u64::from(line_of("build_error/not_inlined.rs", needle));
+    let expected = [
+        ("direct", "pub fn direct(", "build_assert!(off < LIMIT);"),
+        (
+            "through_local",
+            "pub fn through_local(",
+            "build_assert!(off < LIMIT, \"offset",
+        ),
+        ("hinted", "pub fn hinted(", "build_assert!(off < LIMIT);"),
+        ("never", "pub fn never(", "build_assert!(off < LIMIT);"),
+        ("Regs::read_at", "pub fn read_at(", "self.check(off);"),
+        (
+            "generic::<u16>",
+            "pub fn generic<T>(",
+            "build_assert!(off < LIMIT);",
+        ),
+        (
+            "closure::{closure#0}",
+            "let check = |off",
+            "let check = |off",
+        ),
+        (
+            "caller_of_direct",
+            "pub fn caller_of_direct(",
+            "direct(index + 1);",
+        ),
+    ];
+    let expected: Vec<(String, u64, u64)> = expected
+        .iter()
+        .map(|(f, def, note)| {
+            // The first match after the definition, for notes on a
+            // line that is spelled the same in several functions.
+            let def_line = line(def);
+            let note_line =
+                std::fs::read_to_string(repo_root().join("fixtures/build_error/not_inlined.rs"))
+                    .expect("the fixture")
+                    .lines()
+                    .enumerate()
+                    .skip(def_line as usize - 1)
+                    .find(|(_, l)| l.contains(note))
+                    .map_or(0, |(i, _)| i as u64 + 1);
+            (format!("not_inlined::{f}"), def_line, note_line)
+        })
+        .collect();
+    assert_eq!(found, expected, "{}", run.stdout);
+    // Run-time values into assertions: at the call, with the assertion.
+    let runtime: Vec<(String, u64, u64)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "build-assert-runtime-value")
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["span"]["line"].as_u64().unwrap_or(0),
+                f["notes"][0]["span"]["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runtime,
+        [
+            (
+                "not_inlined::poll".to_string(),
+                line("r.read_at(off)"),
+                line("fn check(&self") + 1
+            ),
+            (
+                "not_inlined::from_static".to_string(),
+                line("outer(OFFSET.load"),
+                line("fn inner(off") + 1
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
+    // What the text says, for the assertions and for the calls passing
+    // the argument on.
+    let text = kanalyze(
+        out.dir.path(),
+        &["check", "kmir", "--allow", "build-assert-can-be-const"],
+    );
+    text.assert_no_panic();
+    let root = repo_root();
+    let root = root.to_str().expect("a UTF-8 repository path");
+    insta::assert_snapshot!(text.stdout.replace(root, "[ROOT]"));
+}

@@ -580,6 +580,13 @@ fn triage_file() {
         "{stdout}"
     );
 
+    let (code, stdout, stderr) = run(&entry(id, text, "wont-fix"));
+    assert_eq!(
+        code, 0,
+        "a bug that will not be fixed is not shown: {stderr}"
+    );
+    assert!(stdout.contains("1 judged findings not shown"), "{stdout}");
+
     let (code, stdout, _) = run(&entry(id, text, "bug"));
     assert_eq!(code, 1);
     assert!(
@@ -759,4 +766,63 @@ fn triage_command_records_verdicts() {
     let (code, _, stderr) = triage(&["--verdict", "bug", "--reason", "r", "--by", "b"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no findings selected"), "{stderr}");
+}
+
+/// The progress bar: drawn on a terminal (here a pseudo-terminal made by
+/// util-linux's `script`) with the phases, never when stderr is a pipe,
+/// never with `--format json`, and not for a run shorter than a second
+/// (`--progress-now` draws from the start, so a fixture is long enough).
+#[test]
+fn progress_bar_only_on_a_terminal_for_text() {
+    let out = demo();
+    let dir = out.dir.path();
+    // Piped: nothing but the results.
+    let (_, _, stderr) = kanalyze(&["check", "kmir", "--progress-now"], dir);
+    assert!(
+        !stderr.contains('\r') && !stderr.contains("analysing"),
+        "{stderr}"
+    );
+    let Some(script) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("script"))
+            .find(|p| p.is_file())
+    }) else {
+        eprintln!(
+            "skipped: util-linux's `script` is not installed; the bar was not drawn on a terminal"
+        );
+        return;
+    };
+    let on_terminal = |args: &str| {
+        let run = std::process::Command::new(&script)
+            .args(["-qec"])
+            .arg(format!("{} {args}", env!("CARGO_BIN_EXE_kanalyze")))
+            .arg("/dev/null")
+            .current_dir(dir)
+            .env_remove("CI")
+            .output()
+            .expect("run script");
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    let drawn = on_terminal("check kmir --progress-now");
+    for phase in ["loading dumps", "linking", "analysing: level 1/"] {
+        assert!(drawn.contains(phase), "{phase}: {drawn}");
+    }
+    // Cleared (erase line) before the results: the findings' lines are
+    // whole, and the last thing drawn is the clearing.
+    assert!(drawn.contains("\u{1b}[2Kerror: "), "{drawn}");
+    assert!(
+        !drawn
+            .rsplit("\u{1b}[2K")
+            .next()
+            .unwrap_or("")
+            .contains("analysing")
+    );
+    let json = on_terminal("check kmir --progress-now --format json");
+    assert!(!json.contains("analysing"), "{json}");
+    assert!(json.trim_start().starts_with('{'), "{json}");
+    // Without `--progress-now`, a run this short draws nothing.
+    let short = on_terminal("check kmir");
+    assert!(!short.contains("analysing"), "{short}");
+    let off = on_terminal("check kmir --no-progress");
+    assert!(!off.contains("analysing"), "{off}");
 }

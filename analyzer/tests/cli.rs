@@ -199,6 +199,46 @@ fn wrong_format_version() {
     insta::assert_snapshot!(report);
 }
 
+/// A dump of the previous format version (what an existing build
+/// directory holds after a kanalyze upgrade) says it is older and how to
+/// re-extract; a newer one says to rebuild kanalyze instead.
+#[test]
+fn older_and_newer_format_versions_say_which_side_to_rebuild() {
+    let mut bytes = lockapi_bytes().to_vec();
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION - 1).to_le_bytes());
+    let run = rejected("old.kmir", &bytes);
+    let expected = format!(
+        "written by dump format version {}, but this kanalyze reads version {FORMAT_VERSION}; \
+         re-extract the crate with a matching kextract",
+        FORMAT_VERSION - 1
+    );
+    assert!(run.stderr.contains(&expected), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the dump is older than this kanalyze"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("= help: rebuild kextract"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let run = rejected("new.kmir", &bytes);
+    assert!(
+        run.stderr.contains("the dump is newer than this kanalyze"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("= help: rebuild kanalyze"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn wrong_format_version_of_a_real_dump() {
     let mut bytes = lockapi_bytes().to_vec();

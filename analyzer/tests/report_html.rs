@@ -109,6 +109,98 @@ fn baseline_marks_known_findings() {
     assert!(stderr.contains("is not JSON"), "{stderr}");
 }
 
+/// The fixture's findings' ids and text fingerprints, in the page's order.
+fn ids_and_texts(dir: &Path) -> Vec<(String, String, String)> {
+    let json = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", "kmir", "--format", "json"])
+        .current_dir(dir)
+        .output()
+        .expect("run kanalyze");
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or("").to_string();
+            (s("id"), s("text_fingerprint"), s("kind"))
+        })
+        .collect()
+}
+
+/// A triage file over the fixture's four findings: one `bug`, one
+/// `not-a-bug`, one `wont-fix` whose text changed since (re-examine), one
+/// untriaged. Every finding is on the page (the report is for triage),
+/// each with its state.
+fn write_triage(dir: &Path) -> Vec<(String, String)> {
+    let found = ids_and_texts(dir);
+    assert_eq!(found.len(), 4);
+    let entry = |(id, text, _): &(String, String, String), verdict: &str| {
+        format!(
+            "[[finding]]\nid = \"{id}\"\ntext = \"{text}\"\nverdict = \"{verdict}\"\nreason = \"checked <by hand>\"\nby = \"A. Maintainer\"\nreference = \"lore.kernel.org/x\"\n"
+        )
+    };
+    let changed = (
+        found[2].0.clone(),
+        "KT0000000000000000".to_string(),
+        String::new(),
+    );
+    let file = [
+        entry(&found[0], "bug"),
+        entry(&found[1], "not-a-bug"),
+        entry(&changed, "wont-fix"),
+    ]
+    .join("\n");
+    std::fs::write(dir.join("triage.toml"), file).expect("write the triage file");
+    vec![
+        (found[0].0.clone(), "bug".into()),
+        (found[1].0.clone(), "not-a-bug".into()),
+        (found[2].0.clone(), "re-examine".into()),
+        (found[3].0.clone(), "untriaged".into()),
+    ]
+}
+
+#[test]
+fn triage_file_marks_verdicts() {
+    let out = fixture();
+    let dir = out.dir.path();
+    let expected = write_triage(dir);
+    let (code, page, stderr) = report(dir, &["--triage", "triage.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("4 findings, 3 triaged"), "{stderr}");
+    assert!(page.contains(r#"data-group="triage""#));
+    for (id, state) in &expected {
+        assert!(
+            page.contains(&format!(r#"data-id="{id}""#))
+                && page
+                    .split(&format!(r#"data-id="{id}""#))
+                    .nth(1)
+                    .is_some_and(|rest| rest.contains(&format!(r#"data-triage="{state}""#))
+                        && rest
+                            .split('>')
+                            .next()
+                            .is_some_and(|tag| tag.contains(state))),
+            "{id}: {state}"
+        );
+    }
+    // The verdict, its author and reason (escaped), and its reference.
+    assert!(
+        page.contains(
+            "triaged as <code>not-a-bug</code> by A. Maintainer: checked &lt;by hand&gt;"
+        )
+    );
+    assert!(page.contains("see <code>lore.kernel.org/x</code>"));
+    assert!(page.contains("re-examine it"));
+    // Without a triage file there is no triage filter.
+    let (_, page, _) = report(dir, &[]);
+    assert!(!page.contains(r#"data-group="triage""#));
+    // A bad triage file is a usage error naming its place.
+    std::fs::write(dir.join("bad.toml"), "[[finding]]\nid = 3\n").expect("write");
+    let (code, _, stderr) = report(dir, &["--triage", "bad.toml"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("bad.toml"), "{stderr}");
+}
+
 /// Debian's Chromium, or `None` when it is not installed (CI without a
 /// browser skips the browser checks, saying so).
 fn chromium() -> Option<PathBuf> {
@@ -206,10 +298,73 @@ fn report_in_headless_chromium() {
     eprintln!("screenshot: {}", shot.display());
 }
 
+/// The triage filter in the browser: from the URL, one state, then two.
+#[test]
+fn triage_filter_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "skipped: `chromium` is not installed; the triage filter was not checked in a browser"
+        );
+        return;
+    };
+    let out = fixture();
+    let dir = out.dir.path();
+    let expected = write_triage(dir);
+    let (code, _, stderr) = report(dir, &["--triage", "triage.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    let url = format!("file://{}", dir.join("html/index.html").display());
+    let profile = tempfile::tempdir().expect("profile dir");
+    let shown_ids = |query: &str| -> Vec<String> {
+        let run = headless(
+            &browser,
+            profile.path(),
+            &["--dump-dom", &format!("{url}{query}")],
+        );
+        let dom = String::from_utf8_lossy(&run.stdout).into_owned();
+        dom.split(r#"<details class="finding"#)
+            .skip(1)
+            .filter_map(|d| d.split('>').next())
+            .filter(|tag| !tag.contains("hidden"))
+            .filter_map(|tag| tag.split(r#"data-id=""#).nth(1))
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_string)
+            .collect()
+    };
+    let with = |states: &[&str]| -> Vec<String> {
+        expected
+            .iter()
+            .filter(|(_, s)| states.contains(&s.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    assert_eq!(shown_ids("#triage=untriaged"), with(&["untriaged"]));
+    assert_eq!(
+        shown_ids("?triage=bug,re-examine"),
+        with(&["bug", "re-examine"])
+    );
+    assert_eq!(shown_ids("").len(), 4);
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-triage.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        profile.path(),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1400,1100",
+            &format!("{url}?open=f1"),
+        ],
+    );
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(png.starts_with(b"\x89PNG"), "no screenshot");
+    eprintln!("screenshot: {}", shot.display());
+}
+
 /// The kernel's report in the browser, where a kernel run's dumps are
 /// named (`scripts/kernel.sh` leaves them in `target/kernel/kmir`):
 /// `KANALYZE_KERNEL_KMIR=DIR` with `KANALYZE_KERNEL_SRC=DIR` (the source
-/// root) and `KANALYZE_KERNEL_INVARIANTS=FILE` as the kernel run uses them.
+/// root) and `KANALYZE_KERNEL_INVARIANTS=FILE` as the kernel run uses them,
+/// and `KANALYZE_KERNEL_TRIAGE=FILE` (scripts/kernel-triage.toml) for the
+/// page's verdicts (the page has every finding, judged or not).
 /// The page has as many findings as `check --format json` reports, a
 /// filter leaves exactly that kind's, and a screenshot shows the list and
 /// one chain (docs/report-kernel.png is one).
@@ -251,6 +406,10 @@ fn kernel_report_in_headless_chromium() {
 
     let out = tempfile::tempdir().expect("tempdir");
     let html = out.path().join("html");
+    if let Some(triage) = std::env::var_os("KANALYZE_KERNEL_TRIAGE") {
+        flags.push("--triage".into());
+        flags.push(triage.to_string_lossy().into_owned());
+    }
     let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
         .args(["report", &kmir, "--html"])
         .arg(&html)

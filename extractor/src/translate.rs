@@ -449,6 +449,14 @@ impl<'tcx> Translator<'tcx> {
         let unsafe_fn = matches!(internal.def, ty::InstanceKind::Item(_))
             && matches!(fn_ty.kind(), ty::FnDef(..))
             && fn_ty.fn_sig(tcx).safety().is_unsafe();
+        // The attribute written on the item (a closure's own): shims and
+        // drop glue have none of their own.
+        let inline = match internal.def {
+            ty::InstanceKind::Item(_) if tcx.def_kind(def_id).is_fn_like() => {
+                inline_attr(&tcx.codegen_fn_attrs(def_id).inline)
+            }
+            _ => kmir::Inline::None,
+        };
         Ok(kmir::Instance {
             symbol,
             name: stable.name(),
@@ -459,6 +467,7 @@ impl<'tcx> Translator<'tcx> {
             exported,
             fn_sig,
             unsafe_fn,
+            inline,
             codegenned,
             body,
         })
@@ -1631,4 +1640,15 @@ fn remap_const_eval_select<'tcx>(
         *args = Box::new([rustc_span::Spanned { node: tuple, span }]);
     }
     body
+}
+
+/// The dump's form of the compiler's inline attribute.
+fn inline_attr(attr: &rustc_hir::attrs::InlineAttr) -> kmir::Inline {
+    use rustc_hir::attrs::InlineAttr;
+    match attr {
+        InlineAttr::None => kmir::Inline::None,
+        InlineAttr::Hint => kmir::Inline::Hint,
+        InlineAttr::Always | InlineAttr::Force { .. } => kmir::Inline::Always,
+        InlineAttr::Never => kmir::Inline::Never,
+    }
 }

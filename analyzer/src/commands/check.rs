@@ -40,6 +40,11 @@ pub fn run(args: &CheckArgs) -> u8 {
         (None, Some((f, o))) => (*f, o.0.clone()),
         (None, None) => (Format::Text, "default".to_string()),
     };
+    // JSON and SARIF runs are read by programs: no bar, even on a terminal.
+    if format != Format::Text {
+        args.analysis.no_progress = true;
+        args.analysis.progress_now = false;
+    }
     let baseline_path = match (&args.baseline, &config.baseline) {
         (Some(p), _) => Some((p.clone(), "--baseline".to_string())),
         (None, Some((p, o))) => Some((p.clone(), o.0.clone())),
@@ -159,7 +164,7 @@ struct Shown {
 }
 
 /// The triage's verdicts applied: judged findings whose text is unchanged
-/// are hidden (`not-a-bug`, `intended`) or kept with their verdict
+/// are hidden (`not-a-bug`, `intended`, `wont-fix`) or kept with their verdict
 /// (`bug`); changed ones are kept with a note to re-examine them.
 fn apply_triage(
     a: &Analysed,
@@ -171,7 +176,6 @@ fn apply_triage(
     Vec<(findings::Finding, String, String)>,
 ) {
     let mut suppressed = Vec::new();
-    use crate::triage::Verdict;
     let mut outcome = crate::triage::Outcome::default();
     let mut matched = std::collections::HashSet::new();
     let mut kept = Vec::new();
@@ -182,17 +186,7 @@ fn apply_triage(
             continue;
         };
         matched.insert(id);
-        let when = entry
-            .date
-            .as_ref()
-            .map(|d| format!(" on {d}"))
-            .unwrap_or_default();
-        let judged = format!(
-            "triaged as `{}` by {}{when}: {}",
-            entry.verdict.as_str(),
-            entry.by,
-            entry.reason
-        );
+        let judged = entry.judged();
         let now = report::text_fingerprint(f);
         if now != entry.text {
             outcome.reexamine += 1;
@@ -204,17 +198,14 @@ fn apply_triage(
             kept.push(f);
             continue;
         }
-        match entry.verdict {
-            Verdict::Bug => {
-                outcome.bugs += 1;
-                let mut f = f.clone();
-                f.notes.push(findings::Note::text(judged));
-                kept.push(f);
-            }
-            Verdict::NotABug | Verdict::Intended => {
-                outcome.hidden += 1;
-                suppressed.push((f.clone(), entry.verdict.as_str().to_string(), judged));
-            }
+        if entry.verdict.hides() {
+            outcome.hidden += 1;
+            suppressed.push((f.clone(), entry.verdict.as_str().to_string(), judged));
+        } else {
+            outcome.bugs += 1;
+            let mut f = f.clone();
+            f.notes.push(findings::Note::text(judged));
+            kept.push(f);
         }
     }
     let mut stale: Vec<String> = triage

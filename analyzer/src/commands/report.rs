@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use report::html::{Entry, Page};
+use report::html::{Entry, Page, Triaged, Verdict};
 
 use crate::cli::ReportArgs;
 use crate::diag::Diagnostic;
@@ -36,20 +36,42 @@ pub fn run(args: &ReportArgs) -> u8 {
         },
         None => None,
     };
+    // The triage file likewise (flag, else configuration file); a bad one
+    // is a usage error, with its place in the file.
+    let triage_path = args
+        .triage
+        .clone()
+        .or_else(|| config.triage.as_ref().map(|(p, _)| p.clone()));
+    let triage = match &triage_path {
+        Some(p) => match crate::triage::load(p) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                crate::diag::emit_miette(e.as_ref());
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
     let Some(a) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
     let findings = a.findings();
     let entries: Vec<Entry<'_>> = findings
         .iter()
-        .map(|f| Entry {
-            finding: f,
-            known: baseline
-                .as_ref()
-                .is_some_and(|ids| ids.contains(&report::stable_id(&a.program, f))),
+        .map(|f| {
+            let id = report::stable_id(&a.program, f);
+            Entry {
+                finding: f,
+                known: baseline.as_ref().is_some_and(|ids| ids.contains(&id)),
+                triage: triage.as_ref().map(|t| triaged(t, &id, f)),
+            }
         })
         .collect();
     let known = entries.iter().filter(|e| e.known).count();
+    let judged = entries
+        .iter()
+        .filter(|e| !matches!(e.triage, None | Some(Triaged::Untriaged)))
+        .count();
 
     let mut sources = report::Sources::default();
     sources.roots = args.analysis.source_roots.clone();
@@ -71,6 +93,9 @@ pub fn run(args: &ReportArgs) -> u8 {
     if baseline.is_some() {
         facts.push(("known in the baseline".to_string(), known.to_string()));
     }
+    if triage.is_some() {
+        facts.push(("triaged".to_string(), judged.to_string()));
+    }
     if !a.load.skipped.is_empty() {
         facts.push((
             "inputs skipped (the result is partial)".to_string(),
@@ -85,6 +110,7 @@ pub fn run(args: &ReportArgs) -> u8 {
         title: format!("kanalyze report: {}", inputs.join(" ")),
         entries,
         baseline: baseline.is_some(),
+        triage: triage.is_some(),
         facts,
     };
     let html = report::html::page(&a.program, &page, &mut sources, &mut |f| {
@@ -98,11 +124,16 @@ pub fn run(args: &ReportArgs) -> u8 {
         return EXIT_FAILURE;
     }
     eprintln!(
-        "kanalyze: wrote {} ({} findings{}, {} KiB)",
+        "kanalyze: wrote {} ({} findings{}{}, {} KiB)",
         out.display(),
         page.entries.len(),
         if page.baseline {
             format!(", {known} known")
+        } else {
+            String::new()
+        },
+        if page.triage {
+            format!(", {judged} triaged")
         } else {
             String::new()
         },
@@ -114,6 +145,23 @@ pub fn run(args: &ReportArgs) -> u8 {
         EXIT_OK
     } else {
         super::check::EXIT_PARTIAL
+    }
+}
+
+/// What the triage file says of the finding with stable id `id`.
+fn triaged(triage: &crate::triage::Triage, id: &str, f: &findings::Finding) -> Triaged {
+    let Some(entry) = triage.entries.get(id) else {
+        return Triaged::Untriaged;
+    };
+    let verdict = Verdict {
+        verdict: entry.verdict.as_str().to_string(),
+        judged: entry.judged(),
+        reference: entry.reference.clone(),
+    };
+    if report::text_fingerprint(f) == entry.text {
+        Triaged::Judged(verdict)
+    } else {
+        Triaged::Reexamine(verdict)
     }
 }
 

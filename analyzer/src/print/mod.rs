@@ -231,6 +231,10 @@ impl<'d> Printer<'d> {
         if inst.exported {
             facts.push_str(", exported");
         }
+        if let Some(attr) = inst.inline.attribute() {
+            facts.push_str(", ");
+            facts.push_str(attr);
+        }
         if !inst.codegenned {
             facts.push_str(", not codegenned (inlined everywhere)");
         }

@@ -39,6 +39,7 @@ pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};
 pub use external::annotation_of;
 pub use lock_runs::{Leak, LockRuns};
+pub use solver::Progress;
 pub use summary::{
     Acquisition, ArgCond, Case, Final, Overlay, Reason, RetFact, Source, Summaries, Summary, Take,
     adjust_text,
@@ -56,6 +57,9 @@ pub struct Input<'a> {
     /// Print the body fixed point of functions whose name contains this
     /// text (a debugging aid of the CLI's `--trace`).
     pub trace: Option<&'a str>,
+    /// Told how far the solve is (the CLI's progress bar); the results do
+    /// not depend on it.
+    pub progress: Option<&'a (dyn Fn(solver::Progress) + Sync)>,
 }
 
 /// Every function's summary and the events of every analysed function.
@@ -77,7 +81,13 @@ pub fn solve(input: &Input<'_>) -> Solved {
         unknown_foreign: Mutex::new(BTreeSet::new()),
     };
     let schedule = solver::Schedule::new(program);
-    let solution = solver::solve(program, &schedule, &domain, solver::Limits::default());
+    let solution = solver::solve_observed(
+        program,
+        &schedule,
+        &domain,
+        solver::Limits::default(),
+        input.progress.unwrap_or(&|_| {}),
+    );
     Solved {
         summaries: solution.summaries,
         events: solution

@@ -61,6 +61,8 @@ pub static KINDS: &[&Kind] = &[
     &lock_state::UNBALANCED_UNLOCK,
     &irq_safety::IRQ_UNSAFE_LOCK,
     &build_assert::BUILD_ASSERT_CAN_BE_CONST,
+    &build_assert::BUILD_ASSERT_NOT_INLINED,
+    &build_assert::BUILD_ASSERT_RUNTIME_VALUE,
     &annotation::REPORT,
 ];
 
@@ -146,6 +148,9 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     findings.extend(checks.reports());
     findings.extend(checks.exported());
     findings.extend(build_assert::can_be_const(input.program));
+    let needs = build_assert::needs(input.program);
+    findings.extend(build_assert::not_inlined(input.program, &needs));
+    findings.extend(build_assert::runtime_values(input.program, &needs));
     findings.extend(callbacks::check(input, &registrations, &summaries));
     findings.extend(lock_order::cycles(input, &order_edges, &summaries));
     let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);

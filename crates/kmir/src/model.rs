@@ -114,6 +114,9 @@ pub struct Instance {
     /// ("the caller holds the lock"), so the lock analysis does not ask it
     /// to be balanced where a caller takes that state over (docs/locks.md).
     pub unsafe_fn: bool,
+    /// The item's `#[inline]` attribute (version 7). `Inline::None` for
+    /// instances that are not items (drop glue, shims).
+    pub inline: Inline,
     /// Emitted by this crate's codegen. False for instances that the
     /// optimizer inlined everywhere (so codegen never emitted them) but that
     /// the drop-elaborated bodies of this dump still call: their bodies are
@@ -122,6 +125,34 @@ pub struct Instance {
     /// `None` for instances the compiler has no MIR for (never the case for
     /// codegenned items; kept optional so a partial extraction stays readable).
     pub body: Option<Body>,
+}
+
+/// An item's inline attribute, as written on the function (or closure).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Encode, Decode)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub enum Inline {
+    /// No `#[inline]` attribute.
+    #[default]
+    None,
+    /// `#[inline]`: a hint.
+    Hint,
+    /// `#[inline(always)]` (and the compiler-internal
+    /// `#[rustc_force_inline]`, which forces it harder).
+    Always,
+    /// `#[inline(never)]`.
+    Never,
+}
+
+impl Inline {
+    /// The attribute as written, or `None` for no attribute.
+    pub fn attribute(self) -> Option<&'static str> {
+        match self {
+            Inline::None => None,
+            Inline::Hint => Some("#[inline]"),
+            Inline::Always => Some("#[inline(always)]"),
+            Inline::Never => Some("#[inline(never)]"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]

@@ -187,6 +187,30 @@ struct Component<D: SummaryDomain> {
     unsettled: bool,
 }
 
+/// What [`solve_observed`] reports while it works, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Before the first level: how many levels and functions (members of
+    /// all components) there are.
+    Start {
+        /// Levels of the schedule.
+        levels: usize,
+        /// Functions of the schedule.
+        functions: usize,
+    },
+    /// A component of `functions` functions is solved. Reported from the
+    /// worker thread that solved it.
+    Component {
+        /// Its members.
+        functions: usize,
+    },
+    /// Level `level` (0-based) is solved.
+    Level {
+        /// Its index.
+        level: usize,
+    },
+}
+
 /// Solves every function of `graph` in `schedule`'s order.
 ///
 /// `schedule` must be `graph`'s ([`Schedule::new`]); its levels are solved
@@ -198,6 +222,18 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
     domain: &D,
     limits: Limits,
 ) -> Solution<D> {
+    solve_observed(graph, schedule, domain, limits, &|_| {})
+}
+
+/// [`solve`], telling `observe` how far it is ([`Progress`]). The order
+/// and results of the work do not depend on it.
+pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
+    graph: &G,
+    schedule: &Schedule,
+    domain: &D,
+    limits: Limits,
+    observe: &(dyn Fn(Progress) + Sync),
+) -> Solution<D> {
     let n = graph.function_count();
     let mut solver = Solver {
         domain,
@@ -208,11 +244,23 @@ pub fn solve<G: CallGraph, D: SummaryDomain>(
     };
     let mut events = Vec::new();
     let mut stats = Stats::default();
-    for level in &schedule.levels {
+    observe(Progress::Start {
+        levels: schedule.levels.len(),
+        functions: schedule.sccs.iter().map(Vec::len).sum(),
+    });
+    for (index, level) in schedule.levels.iter().enumerate() {
         let components: Vec<Component<D>> = level
             .par_iter()
-            .map(|&scc| solver.component(graph, &schedule.sccs[scc as usize]))
+            .map(|&scc| {
+                let members = &schedule.sccs[scc as usize];
+                let c = solver.component(graph, members);
+                observe(Progress::Component {
+                    functions: members.len(),
+                });
+                c
+            })
             .collect();
+        observe(Progress::Level { level: index });
         for c in components {
             if c.results.is_empty() {
                 continue;

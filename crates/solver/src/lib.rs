@@ -33,6 +33,6 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{Env, Limits, Solution, Stats, SummaryDomain, solve};
+pub use engine::{Env, Limits, Progress, Solution, Stats, SummaryDomain, solve, solve_observed};
 pub use program::FnId;
 pub use schedule::{CallGraph, SccId, Schedule};

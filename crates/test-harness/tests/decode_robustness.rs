@@ -122,11 +122,12 @@ fn u128_length_marker_is_worded() {
 #[test]
 fn other_format_version_is_named() {
     let mut bytes = real_dump_bytes();
-    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let other = kmir::FORMAT_VERSION + 1;
+    bytes[8..12].copy_from_slice(&other.to_le_bytes());
     assert_eq!(
         kmir::decode(&bytes).unwrap_err(),
         Problem::Version {
-            found: 7,
+            found: other,
             supported: kmir::FORMAT_VERSION
         }
     );

@@ -88,3 +88,45 @@ fn static_whose_type_is_a_projection() {
         "aliases::IdArray<u8, 2>"
     );
 }
+
+/// Each instance carries its item's inline attribute (dump format 7):
+/// local items, a closure, and an upstream item of another crate
+/// (`build_error`'s `#[inline(never)]` function) and of `core`.
+#[test]
+fn inline_attributes_are_recorded_per_instance() {
+    use kmir::Inline;
+    let out = extract(&[
+        CrateSpec::lib("build_error/build_error.rs"),
+        CrateSpec::lib("build_error/not_inlined.rs").with_extern("build_error"),
+    ]);
+    let dump = out.dump("not_inlined");
+    for (name, inline) in [
+        ("not_inlined::direct", Inline::None),
+        ("not_inlined::hinted", Inline::Hint),
+        ("not_inlined::never", Inline::Never),
+        ("not_inlined::always", Inline::Always),
+        ("not_inlined::Regs::check", Inline::Always),
+        ("not_inlined::generic::<u8>", Inline::None),
+        ("not_inlined::closure::{closure#0}", Inline::None),
+        ("core::mem::size_of::<u8>", Inline::Always),
+    ] {
+        assert_eq!(dump.instance_named(name).inline, inline, "{name}");
+    }
+    let build_error = out.dump("build_error");
+    let never = build_error
+        .instances
+        .iter()
+        .find(|i| i.symbol == "rust_build_error")
+        .expect("`build_error` is in its crate's dump");
+    assert_eq!(never.inline, Inline::Never);
+    // Drop glue and shims have no attribute of their own.
+    assert!(
+        dump.instances
+            .iter()
+            .filter(|i| !matches!(
+                i.kind,
+                kmir::InstanceKind::Item | kmir::InstanceKind::Closure
+            ))
+            .all(|i| i.inline == Inline::None)
+    );
+}

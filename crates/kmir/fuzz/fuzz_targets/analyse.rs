@@ -305,6 +305,7 @@ fn analyse(dump: CrateDump) {
         spec,
         invariants: &resolved,
         trace: None,
+        progress: None,
     });
     let mut sources = report::Sources::default();
     let findings: Vec<&findings::Finding> = out.findings.iter().collect();

@@ -35,10 +35,46 @@ const MAX_REASON_STEPS: usize = 24;
 /// rest are reached by following the links).
 const REASON_HEAD: usize = 3;
 
-/// One finding of the page, with whether the baseline already had it.
+/// One finding of the page, with whether the baseline already had it and
+/// what the triage file says of it.
 pub struct Entry<'a> {
     pub finding: &'a Finding,
     pub known: bool,
+    /// `None` when no triage file was given.
+    pub triage: Option<Triaged>,
+}
+
+/// A finding's triage state, for the page's triage filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Triaged {
+    /// No entry for the finding.
+    Untriaged,
+    /// Judged, and its text is the one judged.
+    Judged(Verdict),
+    /// Judged, but what the finding says changed since.
+    Reexamine(Verdict),
+}
+
+/// A triage entry as the page shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// `bug`, `not-a-bug`, `intended` or `wont-fix`.
+    pub verdict: String,
+    /// "triaged as `…` by … on …: reason".
+    pub judged: String,
+    /// A commit or list message where it was discussed.
+    pub reference: Option<String>,
+}
+
+impl Triaged {
+    /// The filter value: the verdict, `re-examine` or `untriaged`.
+    pub fn value(&self) -> &str {
+        match self {
+            Triaged::Untriaged => "untriaged",
+            Triaged::Judged(v) => &v.verdict,
+            Triaged::Reexamine(_) => "re-examine",
+        }
+    }
 }
 
 /// What the page shows besides the findings.
@@ -48,6 +84,8 @@ pub struct Page<'a> {
     /// Whether a baseline was given: without one every finding is new and
     /// the new/known filter says nothing, so it is left out.
     pub baseline: bool,
+    /// Whether a triage file was given (the triage filter is shown then).
+    pub triage: bool,
     /// Facts about the run for the header (`crates`, `bodies`, …).
     pub facts: Vec<(String, String)>,
 }
@@ -111,6 +149,10 @@ fn held_lock(note: &Note) -> Option<HeldLock<'_>> {
         loc: note.loc,
     })
 }
+
+/// A finding's filter values: kind, crate, severity, baseline status,
+/// triage state.
+type Row = [String; 5];
 
 /// One node of a finding's chain, from the root down.
 struct Frame {
@@ -320,13 +362,14 @@ pub fn page(
     let has_summary = |f: FnId| summaries.contains_key(&f);
 
     // Filter values with their counts.
-    let mut groups: [(&str, &str, BTreeMap<String, usize>); 4] = [
+    let mut groups: [(&str, &str, BTreeMap<String, usize>); 5] = [
         ("kind", "Kind", BTreeMap::new()),
         ("crate", "Crate", BTreeMap::new()),
         ("severity", "Severity", BTreeMap::new()),
         ("status", "Baseline", BTreeMap::new()),
+        ("triage", "Triage", BTreeMap::new()),
     ];
-    let rows: Vec<[String; 4]> = page
+    let rows: Vec<Row> = page
         .entries
         .iter()
         .map(|e| {
@@ -335,6 +378,10 @@ pub fn page(
                 crate_of(program, e.finding),
                 e.finding.severity.as_str().to_string(),
                 if e.known { "known" } else { "new" }.to_string(),
+                e.triage
+                    .as_ref()
+                    .map_or("untriaged", Triaged::value)
+                    .to_string(),
             ]
         })
         .collect();
@@ -368,7 +415,7 @@ pub fn page(
     }
     out.push_str("</p></header>\n<nav id=\"filters\">");
     for (name, title, values) in &groups {
-        if *name == "status" && !page.baseline {
+        if (*name == "status" && !page.baseline) || (*name == "triage" && !page.triage) {
             continue;
         }
         let _ = write!(
@@ -425,7 +472,7 @@ fn finding_html(
     sources: &mut Sources,
     i: usize,
     e: &Entry<'_>,
-    row: &[String; 4],
+    row: &Row,
     frames: &[Frame],
     by_name: &HashMap<&str, FnId>,
     has_summary: &dyn Fn(FnId) -> bool,
@@ -439,13 +486,21 @@ fn finding_html(
         .unwrap_or_default();
     let _ = write!(
         out,
-        r#"<details class="finding sev-{sev}" id="f{i}" data-id="{id}" data-kind="{kind}" data-crate="{krate}" data-severity="{sev}" data-status="{status}"><summary><span class="sev">{sev}</span> <span class="kind">{kind}</span>{new} <span class="msg">{msg}</span> <span class="at">{at}</span></summary>
+        r#"<details class="finding sev-{sev}" id="f{i}" data-id="{id}" data-kind="{kind}" data-crate="{krate}" data-severity="{sev}" data-status="{status}" data-triage="{triage}"><summary><span class="sev">{sev}</span> <span class="kind">{kind}</span>{new}{verdict} <span class="msg">{msg}</span> <span class="at">{at}</span></summary>
 <div class="body">"#,
         sev = esc(&row[2]),
         id = esc(&id),
         kind = esc(&row[0]),
         krate = esc(&row[1]),
         status = esc(&row[3]),
+        triage = esc(&row[4]),
+        verdict = match &e.triage {
+            Some(t) => format!(
+                r#" <span class="verdict v-{v}">{v}</span>"#,
+                v = esc(t.value())
+            ),
+            None => String::new(),
+        },
         new = if e.known {
             r#" <span class="known">known</span>"#
         } else {
@@ -466,6 +521,24 @@ fn finding_html(
             r#" · crate <code>{}</code> · id <code>{}</code></p>"#,
             esc(&row[1]),
             esc(&id)
+        );
+    }
+    if let Some(Triaged::Judged(v) | Triaged::Reexamine(v)) = &e.triage {
+        let changed = matches!(e.triage, Some(Triaged::Reexamine(_)));
+        let _ = write!(
+            out,
+            r#"<p class="judged v-{}">{}{}{}</p>"#,
+            esc(&v.verdict),
+            prose(&v.judged),
+            v.reference
+                .as_ref()
+                .map(|r| format!(" · see <code>{}</code>", esc(r)))
+                .unwrap_or_default(),
+            if changed {
+                " · <b>what the finding says changed since: re-examine it</b>"
+            } else {
+                ""
+            }
         );
     }
     out.push_str(&snippet(program, sources, f.primary, f.label.as_deref()));
