@@ -89,6 +89,11 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub triage: Option<PathBuf>,
 
+    /// Accept a partial result, as `check --allow-partial`: the page still
+    /// says how many inputs were skipped, but the exit status is not 3.
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
+
     #[command(flatten)]
     pub analysis: AnalysisArgs,
 }

@@ -391,6 +391,20 @@ fn a_broken_input_fails_the_run() {
         ),
         "{stdout}"
     );
+    // `report` too: exit 3 over a partial program, 0 with `--allow-partial`;
+    // the page is written either way and says how many inputs were skipped.
+    for (flag, expected) in [(None, 3), (Some("--allow-partial"), 0)] {
+        let mut args = vec!["report", "kmir", "kmri", "--html", "html"];
+        args.extend(flag);
+        let (code, _, stderr) = kanalyze(&args, dir);
+        assert_eq!(code, expected, "{flag:?}: {stderr}");
+        let page = std::fs::read_to_string(dir.join("html/index.html")).unwrap();
+        assert!(
+            page.contains("inputs skipped (the result is partial)"),
+            "{flag:?}"
+        );
+        std::fs::remove_dir_all(dir.join("html")).unwrap();
+    }
     // A path named twice, or a file and its directory, is one input.
     let (code, stdout, stderr) = kanalyze(
         &[

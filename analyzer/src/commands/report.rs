@@ -141,7 +141,7 @@ pub fn run(args: &ReportArgs) -> u8 {
     );
     // Like `check`: a report over an incomplete program is not a result
     // a batch may take for complete.
-    if a.load.skipped.is_empty() {
+    if a.load.skipped.is_empty() || args.allow_partial {
         EXIT_OK
     } else {
         super::check::EXIT_PARTIAL
