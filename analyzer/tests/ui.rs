@@ -111,6 +111,27 @@ ui!(
     vtables,
 );
 
+/// `kanalyze check kmir ARGS` in `dir`: exit code, stdout and stderr with
+/// the repository and `dir` replaced by `$ROOT` and `$TMP`.
+fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        .args(["check", "kmir"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let clean = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .replace(repo_root().to_str().unwrap(), "$ROOT")
+            .replace(dir.to_str().unwrap(), "$TMP")
+    };
+    (
+        o.status.code().unwrap_or(-1),
+        clean(&o.stdout),
+        clean(&o.stderr),
+    )
+}
+
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
 /// in an invariants file. Without the file the teardown of a `Proc` under
 /// a spinlock is a warning (through `log`); with it, clean; the audit says
@@ -120,24 +141,7 @@ fn invariants_in_source_and_in_a_file() {
     let out = extract(&[CrateSpec::lib("ui/invariants.rs")]);
     let dir = out.dir.path();
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-            .args(["check", "kmir"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        let clean = |b: &[u8]| {
-            String::from_utf8_lossy(b)
-                .replace(repo_root().to_str().unwrap(), "$ROOT")
-                .replace(dir.to_str().unwrap(), "$TMP")
-        };
-        (
-            o.status.code().unwrap_or(-1),
-            clean(&o.stdout),
-            clean(&o.stderr),
-        )
-    };
+    let run = |args: &[&str]| check_in(dir, args);
     let entry = |ty: &str, field: &str, emptier: &str| {
         format!(
             "# Proc::release takes it.\n[[empty_at_teardown]]\ntype = \"{ty}\"\nfield = \"{field}\"\nemptied_by = [\"{emptier}\"]\nbecause = \"release() takes it out before the last reference goes\"\n"
@@ -249,24 +253,7 @@ fn invariants_about_stores() {
     let out = extract(&[CrateSpec::lib("ui/invariants_stored.rs")]);
     let dir = out.dir.path();
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-            .args(["check", "kmir"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        let clean = |b: &[u8]| {
-            String::from_utf8_lossy(b)
-                .replace(repo_root().to_str().unwrap(), "$ROOT")
-                .replace(dir.to_str().unwrap(), "$TMP")
-        };
-        (
-            o.status.code().unwrap_or(-1),
-            clean(&o.stdout),
-            clean(&o.stderr),
-        )
-    };
+    let run = |args: &[&str]| check_in(dir, args);
     let entry = |ty: &str, field: &str, storer: &str| {
         format!(
             "[[empty_when_stored]]\ntype = \"{ty}\"\nfield = \"{field}\"\nstored_by = [\"{storer}\"]\nbecause = \"it stores only into an empty field\"\n"
