@@ -26,18 +26,7 @@ fn clean_paths(b: &[u8], dir: &std::path::Path) -> String {
 
 fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
     let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
-    let dir = out.dir.path();
-    let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-        .args(["check", "kmir", "--format", format])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let clean = |b: &[u8]| clean_paths(b, dir);
-    (
-        run.status.code().unwrap_or(-1),
-        clean(&run.stdout),
-        clean(&run.stderr),
-    )
+    check_in(out.dir.path(), &["--format", format])
 }
 
 macro_rules! ui {
@@ -112,7 +101,7 @@ ui!(
 );
 
 /// `kanalyze check kmir ARGS` in `dir`: exit code, stdout and stderr with
-/// the repository and `dir` replaced by `$ROOT` and `$TMP`.
+/// paths cleaned as `clean_paths` does.
 fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
         .args(["check", "kmir"])
@@ -120,15 +109,10 @@ fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
         .current_dir(dir)
         .output()
         .unwrap();
-    let clean = |b: &[u8]| {
-        String::from_utf8_lossy(b)
-            .replace(repo_root().to_str().unwrap(), "$ROOT")
-            .replace(dir.to_str().unwrap(), "$TMP")
-    };
     (
         o.status.code().unwrap_or(-1),
-        clean(&o.stdout),
-        clean(&o.stderr),
+        clean_paths(&o.stdout, dir),
+        clean_paths(&o.stderr, dir),
     )
 }
 
@@ -471,15 +455,7 @@ fn callback_stored_through_inlined_code() {
                 .with_extern("kfreq")
                 .opt(opt),
         ]);
-        let dir = out.dir.path();
-        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-            .args(["check", "kmir"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&run.stdout)
-            .replace(repo_root().to_str().unwrap(), "$ROOT")
-            .replace(dir.to_str().unwrap(), "$TMP");
+        let (_, stdout, _) = check_in(out.dir.path(), &[]);
         let first = stdout.lines().nth(1).unwrap_or_default().to_string();
         assert!(
             first.contains("fixtures/ui/crates/kfreq_driver.rs:16:"),
@@ -517,13 +493,7 @@ fn violation_in_inlined_library_code() {
                 .with_extern("kinline")
                 .opt(opt),
         ]);
-        let dir = out.dir.path();
-        let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-            .args(["check", "kmir"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        let stdout = clean_paths(&run.stdout, dir);
+        let (_, stdout, _) = check_in(out.dir.path(), &[]);
         let first = stdout.lines().nth(1).unwrap_or_default().to_string();
         assert!(
             first.contains("fixtures/ui/crates/kinline.rs:14:"),
