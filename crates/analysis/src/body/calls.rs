@@ -111,11 +111,11 @@ impl BodyAnalysis<'_> {
 
     /// What is known about the pointees of the private `&mut` arguments,
     /// one dereference deep.
-    fn private_facts(&self, facts: &Facts, terminator: &TerminatorKind) -> Vec<PointeeFacts> {
+    fn private_facts(&self, facts: &Facts, block: BlockId) -> Vec<PointeeFacts> {
         self.private
-            .at(terminator)
-            .into_iter()
-            .map(|l| {
+            .at(block)
+            .iter()
+            .map(|&l| {
                 let key = PlaceKey {
                     local: l,
                     proj: vec![ProjKey::Deref],
@@ -141,6 +141,7 @@ impl BodyAnalysis<'_> {
         &self,
         path: &Path,
         terminator: &TerminatorKind,
+        block: BlockId,
         span: kmir::Span,
         targets: &[Target],
         out: &mut PcState,
@@ -206,7 +207,7 @@ impl BodyAnalysis<'_> {
                     .unwrap_or_default();
                 // The callee may write anything reachable through pointers,
                 // except what only this body can reach.
-                let private = self.private_facts(&facts, terminator);
+                let private = self.private_facts(&facts, block);
                 // Places behind them that this call is lent may change.
                 let (lent_args, dropped) = call_operands(terminator);
                 let lent: Vec<PlaceKey> = lent_args
@@ -275,7 +276,7 @@ impl BodyAnalysis<'_> {
                     TerminatorKind::Drop { place, .. } => match PlaceKey::of(place) {
                         // Dropped behind a private `&mut`: only that place
                         // changes.
-                        Some(key) if self.private.at(terminator).contains(&key.local) => {
+                        Some(key) if self.private.at(block).contains(&key.local) => {
                             facts.forget_place(&key)
                         }
                         _ => facts.write_unknown(place, &self.escaped),
@@ -364,7 +365,7 @@ impl BodyAnalysis<'_> {
                 }
                 out.add(p.with(p.adj, facts));
             } else {
-                self.call_effect(p, terminator, span, targets, &mut out);
+                self.call_effect(p, terminator, block, span, targets, &mut out);
             }
         }
         out

@@ -65,6 +65,9 @@ pub struct BodyAnalysis<'a> {
     /// `&mut` arguments whose pointee no call can reach unless given a
     /// pointer derived from it (see `PrivatePointees`).
     pub private: PrivatePointees,
+    /// Statements that read a value of an uninhabited type, by block and
+    /// index (sorted): never reached.
+    pub uninhabited_reads: Vec<(BlockId, usize)>,
     /// A branch depends on an argument's value (see `branches_on_args`).
     pub branches_on_args: bool,
     pub summary_of: &'a dyn Summaries,
@@ -113,6 +116,7 @@ impl<'a> BodyAnalysis<'a> {
             sites,
             escaped: escaped_locals(dump, body),
             private: private_pointees(dump, body),
+            uninhabited_reads: statements::uninhabited_reads(dump, body),
             branches_on_args: branches_on_args(body),
             summary_of,
             entry: None,
@@ -265,13 +269,17 @@ impl Analysis for BodyAnalysis<'_> {
         &self,
         state: &mut PcState,
         statement: &Statement,
-        _block: BlockId,
-        _index: usize,
+        block: BlockId,
+        index: usize,
     ) {
         // A value of an uninhabited type (`!`, `Infallible`, an empty
         // enum) cannot exist, so a statement that reads one (the payload of
         // `Err` in a `Result<T, Infallible>`) is never reached.
-        if self.reads_uninhabited(statement) {
+        if self
+            .uninhabited_reads
+            .binary_search(&(block, index))
+            .is_ok()
+        {
             state.paths.clear();
             return;
         }

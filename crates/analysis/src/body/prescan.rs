@@ -336,12 +336,21 @@ pub struct PrivatePointees {
     /// and what is known about the rest survives it (the caller forgets
     /// what is under the lent place).
     lent: Vec<LocalId>,
+    /// By block: the arguments private across its call or drop (what
+    /// `private_at` says of its terminator), computed once per body.
+    at: HashMap<BlockId, Vec<LocalId>>,
 }
 
 impl PrivatePointees {
+    /// The arguments whose pointee the call or drop ending `block` cannot
+    /// reach.
+    pub fn at(&self, block: BlockId) -> &[LocalId] {
+        self.at.get(&block).map_or(&[], Vec::as_slice)
+    }
+
     /// The arguments whose pointee a call or drop cannot reach: none of its
     /// operands holds a pointer derived from them.
-    pub fn at(&self, terminator: &TerminatorKind) -> Vec<LocalId> {
+    fn private_at(&self, terminator: &TerminatorKind) -> Vec<LocalId> {
         let mut reads = Vec::new();
         match terminator {
             TerminatorKind::Call { args, callee, .. } => {
@@ -414,6 +423,14 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees
             out.lent.extend([holder, reborrow]);
         }
     });
+    if !out.args.is_empty() {
+        for (block, b) in body.blocks.iter().enumerate() {
+            let private = out.private_at(&b.terminator.kind);
+            if !private.is_empty() {
+                out.at.insert(block as BlockId, private);
+            }
+        }
+    }
     out
 }
 
@@ -421,33 +438,23 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees
 /// `arg`, or `None` when one may escape where no call-by-call check can
 /// follow it (a raw pointer, a write through another pointer).
 fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<LocalId>> {
-    let may_hold_pointer = |local: LocalId| {
+    // Whether the type of `local` shows one of `markers` (an unknown type
+    // counts as one that may).
+    let shows = |local: LocalId, markers: &[&str]| {
         body.local(local)
             .and_then(|d| dump.ty(d.ty))
-            .is_none_or(|t| {
-                matches!(
-                    t.kind,
-                    kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. }
-                ) || t.display.contains(['&', '*', '\''])
-                    || t.display.contains("NonNull")
-                    || t.display.contains("closure")
-            })
+            .is_none_or(|t| markers.iter().any(|m| t.display.contains(m)))
     };
+    // A value built from a derived pointer may hold it: a reference, a raw
+    // pointer, `NonNull`, anything with a lifetime, a closure capturing it.
+    let may_hold_pointer = |local: LocalId| shows(local, &["&", "*", "'", "NonNull", "closure"]);
     // A call's result can point into the argument's pointee only as a
     // reference, a raw pointer, or a `dyn`/`fn` value holding one; a value
     // moved out of it (`take()` of a guard) points where it pointed before.
     // (An ADT holding a borrow only behind a lifetime parameter is not
     // seen: lifetimes are erased; the approximation `escaped_locals`
     // makes too.)
-    let returns_pointer = |local: LocalId| {
-        body.local(local)
-            .and_then(|d| dump.ty(d.ty))
-            .is_none_or(|t| {
-                ["&", "*", "fn(", "dyn ", "NonNull"]
-                    .iter()
-                    .any(|m| t.display.contains(m))
-            })
-    };
+    let returns_pointer = |local: LocalId| shows(local, &["&", "*", "fn(", "dyn ", "NonNull"]);
     let is_raw = |local: LocalId| {
         body.local(local)
             .and_then(|d| dump.ty(d.ty))

@@ -1,6 +1,6 @@
 //! What a statement does to the value facts, and the type questions it asks.
 
-use kmir::{AggregateKind, Place, Rvalue, Statement, StatementKind};
+use kmir::{AggregateKind, BlockId, Place, Rvalue, Statement, StatementKind};
 
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
@@ -221,33 +221,6 @@ impl BodyAnalysis<'_> {
         self.dump.enum_of(ty).map(kmir::AdtDef::discriminants)
     }
 
-    /// Whether `statement` reads a field whose type has no values: `!`,
-    /// or an enum without variants (`core::convert::Infallible`).
-    pub(super) fn reads_uninhabited(&self, statement: &Statement) -> bool {
-        let StatementKind::Assign { rvalue, .. } = &statement.kind else {
-            return false;
-        };
-        let mut found = false;
-        kmir::visit::for_each_rvalue_place(rvalue, |place| {
-            found |= place.projection.iter().any(|p| match p {
-                kmir::Projection::Field { ty, .. } => self.uninhabited(*ty),
-                _ => false,
-            });
-        });
-        found
-    }
-
-    fn uninhabited(&self, ty: kmir::TyId) -> bool {
-        match self.dump.ty(ty).map(|t| &t.kind) {
-            Some(kmir::TyKind::Never) => true,
-            Some(kmir::TyKind::Adt { path, .. }) => self
-                .dump
-                .adt(path)
-                .is_some_and(|a| a.kind == kmir::AdtKind::Enum && a.variants.is_empty()),
-            _ => false,
-        }
-    }
-
     pub(super) fn place_ty(&self, place: &Place) -> Option<kmir::TyId> {
         self.dump.place_ty(self.body, place)
     }
@@ -266,4 +239,39 @@ pub(super) fn aggregate_field(variant: Option<u32>, i: usize, suffix: &[ProjKey]
     proj.push(ProjKey::Field(i as u32));
     proj.extend_from_slice(suffix);
     proj
+}
+
+/// The statements of `body` that read a field whose type has no values
+/// (`!`, or an enum without variants such as `core::convert::Infallible`),
+/// by block and index, sorted: no path reaches past them.
+pub(super) fn uninhabited_reads(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+) -> Vec<(BlockId, usize)> {
+    let uninhabited = |ty: kmir::TyId| match dump.ty(ty).map(|t| &t.kind) {
+        Some(kmir::TyKind::Never) => true,
+        Some(kmir::TyKind::Adt { path, .. }) => dump
+            .adt(path)
+            .is_some_and(|a| a.kind == kmir::AdtKind::Enum && a.variants.is_empty()),
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for (block, b) in body.blocks.iter().enumerate() {
+        for (index, statement) in b.statements.iter().enumerate() {
+            let StatementKind::Assign { rvalue, .. } = &statement.kind else {
+                continue;
+            };
+            let mut found = false;
+            kmir::visit::for_each_rvalue_place(rvalue, |place| {
+                found |= place.projection.iter().any(|p| match p {
+                    kmir::Projection::Field { ty, .. } => uninhabited(*ty),
+                    _ => false,
+                });
+            });
+            if found {
+                out.push((block as BlockId, index));
+            }
+        }
+    }
+    out
 }
