@@ -88,6 +88,10 @@ pub struct BodyAnalysis<'a> {
     /// (`refcount_dec_and_test`): on a path where one is known non-zero,
     /// this function is tearing an object down.
     pub last_reference_tests: Vec<LocalId>,
+    /// Drops (and `mem::drop` calls) of a reference that a declared
+    /// invariant says is not the last one (kept alive elsewhere): the
+    /// callee's last-reference expectation does not apply there.
+    pub not_last: Vec<BlockId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -125,6 +129,7 @@ impl<'a> BodyAnalysis<'a> {
             context: None,
             specialize: false,
             last_reference_tests,
+            not_last: Vec::new(),
         }
     }
 
