@@ -94,6 +94,8 @@ ui!(
     fp_field_behind_mut,
     field_behind_mut,
     uninhabited_paths,
+    shared_lend,
+    drop_flags,
     placement,
     callback_glue,
     callback_paths,

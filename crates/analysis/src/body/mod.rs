@@ -92,6 +92,9 @@ pub struct BodyAnalysis<'a> {
     /// invariant says is not the last one (kept alive elsewhere): the
     /// callee's last-reference expectation does not apply there.
     pub not_last: Vec<BlockId>,
+    /// Drop flags (see `prescan::drop_flags`): paths that differ in them
+    /// are kept apart.
+    pub drop_flags: Vec<LocalId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -130,6 +133,7 @@ impl<'a> BodyAnalysis<'a> {
             specialize: false,
             last_reference_tests,
             not_last: Vec::new(),
+            drop_flags: prescan::drop_flags(dump, body),
         }
     }
 
@@ -267,6 +271,7 @@ impl Analysis for BodyAnalysis<'_> {
                 );
             }
         }
+        facts.set_split_locals(self.drop_flags.clone());
         PcState::single(Adj::Known(0), facts)
     }
 
