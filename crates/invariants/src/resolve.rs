@@ -712,28 +712,50 @@ const MEM_DROP: &[&str] = &["core::mem::drop", "std::mem::drop", "alloc::mem::dr
 /// taken out too.
 fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, BlockId)> {
     use std::collections::HashSet;
-    let bodies: Vec<_> = program
-        .bodies()
-        .filter_map(|(f, krate, inst)| Some((f, &krate.dump, inst.body.as_ref()?)))
-        .collect();
-    let mut returning: HashSet<FnId> = HashSet::new();
-    loop {
-        let before = returning.len();
-        for &(f, dump, body) in &bodies {
-            if returning.contains(&f) {
-                continue;
+    let body_of = |f: FnId| {
+        let (krate, inst) = program.body_of(f)?;
+        Some((&krate.dump, inst.body.as_ref()?))
+    };
+    // Only bodies that borrow the field, and (transitively) the callers of
+    // functions found to return what was taken out of it, can take
+    // anything out: a worklist, re-examining a function's callers each
+    // time it joins `returning`.
+    let mut relevant: HashSet<FnId> = HashSet::new();
+    let mut work: Vec<FnId> = Vec::new();
+    for (f, krate, inst) in program.bodies() {
+        let Some(body) = &inst.body else { continue };
+        let mut borrows = false;
+        kmir::visit::for_each_assign(body, |_, rvalue, _| {
+            if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } =
+                rvalue
+            {
+                borrows |= is_field_of(&krate.dump, body, r, ty, field);
             }
-            let returns_taken = |symbol: &str| {
-                program
-                    .lookup(symbol)
-                    .is_some_and(|g| returning.contains(&g))
-            };
-            if taken_out(dump, body, ty, field, &returns_taken).contains(&0) {
-                returning.insert(f);
-            }
+        });
+        if borrows {
+            relevant.insert(f);
+            work.push(f);
         }
-        if returning.len() == before {
-            break;
+    }
+    let mut returning: HashSet<FnId> = HashSet::new();
+    while let Some(f) = work.pop() {
+        if returning.contains(&f) {
+            continue;
+        }
+        let Some((dump, body)) = body_of(f) else {
+            continue;
+        };
+        let returns_taken = |symbol: &str| {
+            program
+                .lookup(symbol)
+                .is_some_and(|g| returning.contains(&g))
+        };
+        if taken_out(dump, body, ty, field, &returns_taken).contains(&0) {
+            returning.insert(f);
+            for (caller, _) in program.callers(f) {
+                relevant.insert(caller);
+                work.push(caller);
+            }
         }
     }
     let returns_taken = |symbol: &str| {
@@ -746,8 +768,13 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
             .lookup(symbol)
             .is_some_and(|f| MEM_DROP.contains(&program.function(f).item_path.as_str()))
     };
+    let mut relevant: Vec<FnId> = relevant.into_iter().collect();
+    relevant.sort_unstable();
     let mut out = Vec::new();
-    for &(f, dump, body) in &bodies {
+    for f in relevant {
+        let Some((dump, body)) = body_of(f) else {
+            continue;
+        };
         let taken = taken_out(dump, body, ty, field, &returns_taken);
         if taken.is_empty() {
             continue;
