@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod cache;
 pub mod config;
 pub mod diag;
 pub mod input;
