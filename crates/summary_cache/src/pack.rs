@@ -155,8 +155,9 @@ pub(crate) fn write(dir: &Path, path: &Path, pack: &Pack) -> Result<u64, String>
     let tmp = dir.join(format!(".{}.{nanos}.tmp", std::process::id()));
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
+        // Not synced: a pack a crash leaves short or empty fails its
+        // length or checksum, and costs a cold run, never a result.
         f.write_all(&bytes)?;
-        f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
