@@ -4,9 +4,9 @@
 //! The binary is a thin shell over this library so that integration tests
 //! (and later subcommands) can reach the loader and the printer directly.
 
+pub mod cache;
 pub mod cli;
 pub mod commands;
-pub mod cache;
 pub mod config;
 pub mod diag;
 pub mod input;

@@ -189,11 +189,23 @@ fn settings_that_shape_summaries_are_in_the_key() {
     assert_eq!(counts, (0, all), "a new spec file");
     let cold = work.cold("json", &with_spec);
     assert_eq!(warm, cold);
-    assert_ne!(cold.stdout, work.cold("json", &[]).stdout, "the spec matters");
+    assert_ne!(
+        cold.stdout,
+        work.cold("json", &[]).stdout,
+        "the spec matters"
+    );
     assert_eq!(work.cached("json", &with_spec).1, (all, all));
     // The same file name with other contents.
-    std::fs::write(&spec, "[fn]\nmsleep = { expect = \"0..\", note = \"edited\" }\n").expect("spec");
-    assert_eq!(work.cached("json", &with_spec).1, (0, all), "an edited spec file");
+    std::fs::write(
+        &spec,
+        "[fn]\nmsleep = { expect = \"0..\", note = \"edited\" }\n",
+    )
+    .expect("spec");
+    assert_eq!(
+        work.cached("json", &with_spec).1,
+        (0, all),
+        "an edited spec file"
+    );
     // Another profile.
     let (warm, counts) = work.cached("json", &["--profile", "userspace"]);
     assert_eq!(counts, (0, all), "another profile");
@@ -214,7 +226,11 @@ fn a_bad_cache_is_ignored_with_a_warning() {
     let mut other_format = good.clone();
     other_format[16] ^= 0x01;
     for (what, bytes, says) in [
-        ("foreign", b"GIF89a, not a cache".to_vec(), "not a kanalyze summary cache"),
+        (
+            "foreign",
+            b"GIF89a, not a cache".to_vec(),
+            "not a kanalyze summary cache",
+        ),
         ("empty", Vec::new(), "not a kanalyze summary cache"),
         ("corrupt", flipped, "checksum does not match"),
         ("truncated", good[..good.len() - 3].to_vec(), "truncated"),
@@ -251,7 +267,8 @@ fn no_cache_writes_nothing_and_an_unwritable_cache_only_warns() {
     assert_eq!(recalled, 0);
     assert_eq!(run.stdout, cold.stdout);
     assert!(
-        run.stderr.contains("warning: the summary cache could not be written"),
+        run.stderr
+            .contains("warning: the summary cache could not be written"),
         "{}",
         run.stderr
     );

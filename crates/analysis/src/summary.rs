@@ -11,14 +11,18 @@ use memory::ProjKey;
 
 /// A condition on the first argument at entry: the discriminant of the
 /// enum it points to (`&mut self` methods, drop glue) or is (by value).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum ArgCond {
     Pointee(u128),
     Value(u128),
 }
 
 /// What is known about the returned value on a case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum RetFact {
     /// The returned enum has this discriminant (`try_lock` returning `Some`).
     Discr(u128),

@@ -29,7 +29,9 @@ pub struct PlaceKey {
     pub proj: Vec<ProjKey>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum ProjKey {
     Deref,
     Field(u32),

@@ -66,7 +66,10 @@ pub trait SummaryDomain: Sync {
     /// give them; `None` to analyse it. The domain must only recall what
     /// analysing the component again would give, to the byte: results are
     /// used as they come. Asked before a component with bodies is analysed.
-    fn recall(&self, _members: &[FnId]) -> Option<Vec<(FnId, Self::Summary, Self::Events)>> {
+    fn recall(&self, _members: &[FnId]) -> Option<Results<Self>>
+    where
+        Self: Sized,
+    {
         None
     }
 
@@ -74,6 +77,14 @@ pub trait SummaryDomain: Sync {
     /// a later [`SummaryDomain::recall`].
     fn remember(&self, _members: &[FnId], _results: &[(FnId, Self::Summary, Self::Events)]) {}
 }
+
+/// A component's results: each member analysed, callees first, with its
+/// summary and events.
+pub type Results<D> = Vec<(
+    FnId,
+    <D as SummaryDomain>::Summary,
+    <D as SummaryDomain>::Events,
+)>;
 
 /// How long a recursive component iterates.
 #[derive(Clone, Copy, Debug)]
@@ -329,7 +340,10 @@ impl<D: SummaryDomain> Solver<'_, D> {
             };
         }
         if let Some(results) = self.domain.recall(members)
-            && results.iter().map(|(f, _, _)| *f).eq(bodies.iter().copied())
+            && results
+                .iter()
+                .map(|(f, _, _)| *f)
+                .eq(bodies.iter().copied())
         {
             return Component {
                 results,

@@ -152,7 +152,9 @@ pub enum TrySuccess {
     ReturnsZero,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, bincode::Encode, bincode::Decode)]
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, bincode::Encode, bincode::Decode,
+)]
 pub enum LockKind {
     /// `spinlock_t` (a sleeping lock under PREEMPT_RT).
     Spin,

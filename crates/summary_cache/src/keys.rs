@@ -74,8 +74,12 @@ fn file_hash(path: &std::path::Path) -> std::io::Result<u128> {
 fn global(program: &Program, settings: &Fingerprint) -> Result<u128, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot locate the kanalyze executable: {e}"))?;
-    let build = file_hash(&exe)
-        .map_err(|e| format!("cannot read the kanalyze executable `{}`: {e}", exe.display()))?;
+    let build = file_hash(&exe).map_err(|e| {
+        format!(
+            "cannot read the kanalyze executable `{}`: {e}",
+            exe.display()
+        )
+    })?;
     let mut h = Fingerprint::new();
     h.u32(FORMAT_VERSION);
     h.add("version", env!("CARGO_PKG_VERSION").as_bytes());
@@ -91,7 +95,12 @@ fn global(program: &Program, settings: &Fingerprint) -> Result<u128, String> {
     let mut traits: Vec<&str> = program
         .crates
         .iter()
-        .flat_map(|c| c.dump.vtables.iter().filter_map(|v| v.trait_path.as_deref()))
+        .flat_map(|c| {
+            c.dump
+                .vtables
+                .iter()
+                .filter_map(|v| v.trait_path.as_deref())
+        })
         .collect();
     traits.sort_unstable();
     traits.dedup();

@@ -60,11 +60,13 @@ pub struct Figures {
     pub bytes_written: u64,
 }
 
-/// One component's stored results: the functions they name, in the
-/// positions [`program::wire`] gave them, and the encoded results.
-struct Stored {
-    ids: Vec<FnId>,
-    bytes: std::sync::Arc<[u8]>,
+/// One component's results for the next pack.
+enum Stored {
+    /// Recalled: entry `index` of the previous pack, as it is.
+    Recalled(usize),
+    /// Analysed: the functions the results name, in the positions
+    /// [`program::wire`] gave them, and the encoded results.
+    Analysed { ids: Vec<FnId>, bytes: Vec<u8> },
 }
 
 /// The cache of one run: the keys of its components, the previous run's
@@ -186,9 +188,22 @@ impl<'p> Cache<'p> {
         let mut index: HashMap<FnId, u32> = HashMap::new();
         let mut entries = Vec::new();
         for (scc, slot) in self.slots.iter().enumerate() {
-            let Some(stored) = slot.get() else { continue };
-            let ids = stored
-                .ids
+            let (fns, bytes): (Vec<FnId>, &[u8]) = match slot.get() {
+                None => continue,
+                Some(Stored::Recalled(i)) => {
+                    let e = &self.old.entries[*i];
+                    // Recalled, so every symbol is one of the program's.
+                    let fns: Option<Vec<FnId>> = e
+                        .ids
+                        .iter()
+                        .map(|&i| self.old_ids.get(i as usize).copied().flatten())
+                        .collect();
+                    let Some(fns) = fns else { continue };
+                    (fns, &e.bytes)
+                }
+                Some(Stored::Analysed { ids, bytes }) => (ids.clone(), bytes),
+            };
+            let ids = fns
                 .iter()
                 .map(|&f| {
                     *index.entry(f).or_insert_with(|| {
@@ -197,13 +212,13 @@ impl<'p> Cache<'p> {
                     })
                 })
                 .collect();
-            entries.push(pack::Entry {
+            entries.push(pack::EntryRef {
                 key: self.keys[scc],
                 ids,
-                bytes: stored.bytes.to_vec(),
+                bytes,
             });
         }
-        let new = pack::Pack { symbols, entries };
+        let new = pack::PackRef { symbols, entries };
         match pack::write(&self.dir, &self.pack_path, &new) {
             Ok(n) => self.figures.bytes_written = n,
             Err(why) => self.warnings.push(format!(
@@ -228,7 +243,8 @@ impl<'p> Cache<'p> {
 impl analysis::Recall for Cache<'_> {
     fn recall(&self, members: &[FnId]) -> Option<ComponentResults> {
         let scc = self.scc(members)?;
-        let entry = &self.old.entries[*self.old_by_key.get(&self.keys[scc])?];
+        let index = *self.old_by_key.get(&self.keys[scc])?;
+        let entry = &self.old.entries[index];
         let ids: Option<Vec<FnId>> = entry
             .ids
             .iter()
@@ -240,12 +256,9 @@ impl analysis::Recall for Cache<'_> {
             self.unreadable.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        match program::wire::decode::<ComponentResults>(&entry.bytes, ids.clone()) {
+        match program::wire::decode::<ComponentResults>(&entry.bytes, ids) {
             Ok(results) => {
-                let _ = self.slots[scc].set(Stored {
-                    ids,
-                    bytes: entry.bytes.as_slice().into(),
-                });
+                let _ = self.slots[scc].set(Stored::Recalled(index));
                 self.recalled.fetch_add(1, Ordering::Relaxed);
                 Some(results)
             }
@@ -261,10 +274,7 @@ impl analysis::Recall for Cache<'_> {
         self.analysed.fetch_add(1, Ordering::Relaxed);
         match program::wire::encode(&results) {
             Ok((bytes, ids)) => {
-                let _ = self.slots[scc].set(Stored {
-                    ids,
-                    bytes: bytes.into(),
-                });
+                let _ = self.slots[scc].set(Stored::Analysed { ids, bytes });
             }
             Err(_) => {
                 self.unreadable.fetch_add(1, Ordering::Relaxed);

@@ -130,23 +130,47 @@ fn decode_bounded(payload: &[u8]) -> Result<(Pack, usize), bincode::error::Decod
     }
 }
 
-pub(crate) fn encode(pack: &Pack) -> Result<Vec<u8>, String> {
-    let payload = bincode::encode_to_vec(pack, bincode::config::standard())
+/// What [`write`] writes: [`Pack`]'s layout, with the entries' bytes
+/// borrowed (from the previous pack or this run's results).
+#[derive(bincode::Encode)]
+pub(crate) struct PackRef<'a> {
+    pub symbols: Vec<String>,
+    pub entries: Vec<EntryRef<'a>>,
+}
+
+#[derive(bincode::Encode)]
+pub(crate) struct EntryRef<'a> {
+    pub key: u128,
+    pub ids: Vec<u32>,
+    pub bytes: &'a [u8],
+}
+
+/// The header and the payload of a pack.
+fn encode_parts(pack: &impl bincode::Encode) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let mut payload = Vec::new();
+    bincode::encode_into_std_write(pack, &mut payload, bincode::config::standard())
         .map_err(|e| format!("cannot encode it: {e}"))?;
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&XxHash3_128::oneshot(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    header.extend_from_slice(&XxHash3_128::oneshot(&payload).to_le_bytes());
+    Ok((header, payload))
+}
+
+/// A whole pack file's bytes.
+#[cfg(test)]
+pub(crate) fn encode(pack: &impl bincode::Encode) -> Result<Vec<u8>, String> {
+    let (mut header, payload) = encode_parts(pack)?;
+    header.extend_from_slice(&payload);
+    Ok(header)
 }
 
 /// Writes `pack` to `path` in `dir` through a temporary file renamed over
 /// it: a concurrent reader sees the old pack or the new one. Returns the
 /// bytes written.
-pub(crate) fn write(dir: &Path, path: &Path, pack: &Pack) -> Result<u64, String> {
-    let bytes = encode(pack)?;
+pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Result<u64, String> {
+    let (header, payload) = encode_parts(pack)?;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -157,14 +181,15 @@ pub(crate) fn write(dir: &Path, path: &Path, pack: &Pack) -> Result<u64, String>
         let mut f = std::fs::File::create(&tmp)?;
         // Not synced: a pack a crash leaves short or empty fails its
         // length or checksum, and costs a cold run, never a result.
-        f.write_all(&bytes)?;
+        f.write_all(&header)?;
+        f.write_all(&payload)?;
         std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e.to_string());
     }
-    Ok(bytes.len() as u64)
+    Ok((header.len() + payload.len()) as u64)
 }
 
 /// Keeps the [`MAX_PACKS`] most recently written packs of `dir` (`keep`
@@ -194,7 +219,7 @@ pub(crate) fn evict(dir: &Path, keep: &Path) {
         }
     }
     // Newest first; `keep` is one of the kept.
-    packs.sort_by(|a, b| b.0.cmp(&a.0));
+    packs.sort_by_key(|p| std::cmp::Reverse(p.0));
     for (_, path) in packs.into_iter().skip(MAX_PACKS - 1) {
         let _ = std::fs::remove_file(path);
     }

@@ -18,10 +18,34 @@ fn a_pack_reads_back() {
 }
 
 #[test]
+fn borrowed_entries_are_written_as_owned_ones_are_read() {
+    let owned = sample();
+    let borrowed = pack::PackRef {
+        symbols: owned.symbols.clone(),
+        entries: owned
+            .entries
+            .iter()
+            .map(|e| pack::EntryRef {
+                key: e.key,
+                ids: e.ids.clone(),
+                bytes: &e.bytes,
+            })
+            .collect(),
+    };
+    assert_eq!(
+        pack::encode(&borrowed).unwrap(),
+        pack::encode(&owned).unwrap()
+    );
+}
+
+#[test]
 fn a_foreign_file_is_refused() {
     let err = pack::decode(b"not a cache at all, just some text in a file").unwrap_err();
     assert_eq!(err, "not a kanalyze summary cache");
-    assert_eq!(pack::decode(b"").unwrap_err(), "not a kanalyze summary cache");
+    assert_eq!(
+        pack::decode(b"").unwrap_err(),
+        "not a kanalyze summary cache"
+    );
 }
 
 #[test]
@@ -65,7 +89,8 @@ fn writes_replace_and_old_packs_go() {
         let path = dir.path().join(format!("{i:032x}.kcache"));
         pack::write(dir.path(), &path, &sample()).unwrap();
         // Distinct modification times, oldest first.
-        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + i as u64);
+        let t = std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_secs(1_000_000 + i as u64);
         std::fs::File::options()
             .write(true)
             .open(&path)
