@@ -31,6 +31,8 @@ mod engine;
 mod schedule;
 
 #[cfg(test)]
+mod recall_tests;
+#[cfg(test)]
 mod tests;
 
 pub use engine::{
