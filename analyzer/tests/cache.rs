@@ -273,3 +273,38 @@ fn no_cache_writes_nothing_and_an_unwritable_cache_only_warns() {
         run.stderr
     );
 }
+
+#[test]
+fn concurrent_runs_leave_a_whole_cache() {
+    let work = Work::new();
+    work.install(&program(&[]));
+    let cold = work.cold("json", &[]);
+    let cache = work.cache.to_str().expect("utf-8");
+    let runs: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+                .args(["check", "kmir", "--format", "json", "--cache-dir", cache])
+                .current_dir(work.dir.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("kanalyze starts")
+        })
+        .collect();
+    for child in runs {
+        let out = child.wait_with_output().expect("kanalyze runs");
+        assert_eq!(out.status.code(), cold.code);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), cold.stdout);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), cold.stderr);
+    }
+    // One whole pack, no temporary file left, and it serves the next run.
+    let names: Vec<String> = std::fs::read_dir(&work.cache)
+        .expect("the cache directory")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (run, (recalled, all)) = work.cached("json", &[]);
+    assert_eq!(recalled, all);
+    assert_eq!(run, cold);
+}

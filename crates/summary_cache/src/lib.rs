@@ -24,7 +24,7 @@
 //! directory, rewritten whole after each run with that run's components
 //! (so its size follows the program's), written to a temporary file and
 //! renamed, so a reader sees an old pack or a new one, never a torn one.
-//! At most [`MAX_PACKS`] packs are kept, the least recently written go.
+//! At most [`MAX_PACKS`] packs are kept, the least recently used go.
 
 mod keys;
 mod pack;
@@ -94,9 +94,10 @@ pub struct Cache<'p> {
 impl<'p> Cache<'p> {
     /// Opens the cache in `dir` for `program` (read from `inputs`, the
     /// paths given on the command line) solved in `schedule`'s order.
-    /// `None` (with the reason among the warnings) when the cache cannot be
-    /// used at all this run: the binary or a dump cannot be read, or a dump
-    /// changed since it was loaded. A bad pack only makes the run cold.
+    /// `None` (with the reason added to `warnings`) when the cache cannot
+    /// be used at all this run: the binary or a dump cannot be read, or a
+    /// dump changed since it was loaded. A bad pack only makes the run
+    /// cold (with a warning too).
     pub fn open(
         dir: &Path,
         inputs: &[PathBuf],
@@ -153,7 +154,7 @@ impl<'p> Cache<'p> {
             analysed: AtomicUsize::new(0),
             unreadable: AtomicUsize::new(0),
             figures,
-            warnings: std::mem::take(warnings),
+            warnings: Vec::new(),
         })
     }
 
@@ -165,7 +166,7 @@ impl<'p> Cache<'p> {
         let unreadable = self.unreadable.load(Ordering::Relaxed);
         if unreadable > 0 {
             self.warnings.push(format!(
-                "{unreadable} component(s) of the summary cache could not be read or written; they were analysed"
+                "{unreadable} component(s) could not be decoded from, or encoded into, the summary cache (one that could not be decoded was analysed)"
             ));
         }
         self.figures.recalled = self.recalled.load(Ordering::Relaxed);

@@ -23,7 +23,7 @@ const HEADER: usize = 44;
 /// of another layout from being decoded at all).
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Packs kept in a cache directory; the least recently written go first.
+/// Packs kept in a cache directory; the least recently used go first.
 pub const MAX_PACKS: usize = 8;
 
 const EXTENSION: &str = "kcache";
@@ -192,7 +192,7 @@ pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Res
     Ok((header.len() + payload.len()) as u64)
 }
 
-/// Keeps the [`MAX_PACKS`] most recently written packs of `dir` (`keep`
+/// Keeps the [`MAX_PACKS`] most recently used (written, or recalled whole) packs of `dir` (`keep`
 /// among them) and removes temporary files left by writers that died
 /// more than an hour ago. Failures are ignored: another run may be
 /// removing the same files.
