@@ -19,7 +19,8 @@ impl CallGraph for Graph {
     }
 }
 
-type Stored = HashMap<Vec<FnId>, Vec<(FnId, BTreeSet<u32>, u32)>>;
+type Component = Vec<(FnId, BTreeSet<u32>, u32)>;
+type Stored = HashMap<Vec<FnId>, Component>;
 
 /// Summary: the functions a function reaches (itself included); events:
 /// how many callees it has. Remembers what it analyses; recalls what
@@ -28,7 +29,7 @@ struct Memo<'g> {
     graph: &'g Graph,
     remembered: Mutex<Stored>,
     recall: Stored,
-    tamper: fn(&mut Vec<(FnId, BTreeSet<u32>, u32)>),
+    tamper: fn(&mut Component),
 }
 
 impl<'g> Memo<'g> {
@@ -158,7 +159,7 @@ fn a_recall_for_other_members_is_not_used() {
     let first = solve_memo(&cold);
     let stored = cold.remembered.into_inner().unwrap_or_default();
     for tamper in [
-        (|r: &mut Vec<(FnId, BTreeSet<u32>, u32)>| r.reverse()) as fn(&mut _),
+        (|r: &mut Component| r.reverse()) as fn(&mut _),
         |r| {
             r.pop();
         },
