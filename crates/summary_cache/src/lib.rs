@@ -185,7 +185,7 @@ impl<'p> Cache<'p> {
             self.figures.save = t.elapsed();
             return (self.figures, self.warnings);
         }
-        let mut symbols: Vec<String> = Vec::new();
+        let mut symbols: Vec<&str> = Vec::new();
         let mut index: HashMap<FnId, u32> = HashMap::new();
         let mut entries = Vec::new();
         for (scc, slot) in self.slots.iter().enumerate() {
@@ -208,7 +208,7 @@ impl<'p> Cache<'p> {
                 .iter()
                 .map(|&f| {
                     *index.entry(f).or_insert_with(|| {
-                        symbols.push(self.program.function(f).symbol.clone());
+                        symbols.push(&self.program.function(f).symbol);
                         (symbols.len() - 1) as u32
                     })
                 })

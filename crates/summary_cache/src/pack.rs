@@ -9,7 +9,7 @@
 //!     44     …  payload: `Pack`, bincode 2 standard configuration
 //! ```
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use twox_hash::XxHash3_128;
@@ -134,7 +134,7 @@ fn decode_bounded(payload: &[u8]) -> Result<(Pack, usize), bincode::error::Decod
 /// borrowed (from the previous pack or this run's results).
 #[derive(bincode::Encode)]
 pub(crate) struct PackRef<'a> {
-    pub symbols: Vec<String>,
+    pub symbols: Vec<&'a str>,
     pub entries: Vec<EntryRef<'a>>,
 }
 
@@ -145,51 +145,84 @@ pub(crate) struct EntryRef<'a> {
     pub bytes: &'a [u8],
 }
 
-/// The header and the payload of a pack.
-fn encode_parts(pack: &impl bincode::Encode) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut payload = Vec::new();
-    bincode::encode_into_std_write(pack, &mut payload, bincode::config::standard())
-        .map_err(|e| format!("cannot encode it: {e}"))?;
+/// The header of a payload of `len` bytes hashing to `hash`.
+fn header(len: u64, hash: u128) -> Vec<u8> {
     let mut header = Vec::with_capacity(HEADER);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    header.extend_from_slice(&XxHash3_128::oneshot(&payload).to_le_bytes());
-    Ok((header, payload))
+    header.extend_from_slice(&len.to_le_bytes());
+    header.extend_from_slice(&hash.to_le_bytes());
+    header
 }
 
 /// A whole pack file's bytes.
 #[cfg(test)]
 pub(crate) fn encode(pack: &impl bincode::Encode) -> Result<Vec<u8>, String> {
-    let (mut header, payload) = encode_parts(pack)?;
-    header.extend_from_slice(&payload);
-    Ok(header)
+    let payload = bincode::encode_to_vec(pack, bincode::config::standard())
+        .map_err(|e| format!("cannot encode it: {e}"))?;
+    let mut out = header(payload.len() as u64, XxHash3_128::oneshot(&payload));
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Passes what is written on to a file, hashing and counting it.
+struct Hashing<W> {
+    inner: W,
+    hasher: XxHash3_128,
+    len: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.write(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Writes `pack` to `path` in `dir` through a temporary file renamed over
-/// it: a concurrent reader sees the old pack or the new one. Returns the
-/// bytes written.
+/// it: a concurrent reader sees the old pack or the new one. The payload
+/// is encoded straight into the file (its header, written last, says how
+/// long it is and its hash). Returns the bytes written.
 pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Result<u64, String> {
-    let (header, payload) = encode_parts(pack)?;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{}.{nanos}.tmp", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+    let written = (|| -> Result<u64, String> {
+        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+        // A placeholder: a pack left like this fails its magic check.
+        file.write_all(&[0; HEADER]).map_err(|e| e.to_string())?;
+        let mut out = Hashing {
+            inner: std::io::BufWriter::with_capacity(1 << 20, &mut file),
+            hasher: XxHash3_128::new(),
+            len: 0,
+        };
+        bincode::encode_into_std_write(pack, &mut out, bincode::config::standard())
+            .map_err(|e| format!("cannot encode it: {e}"))?;
+        out.flush().map_err(|e| e.to_string())?;
+        let (len, hash) = (out.len, out.hasher.finish_128());
+        drop(out);
+        file.seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.write_all(&header(len, hash)))
+            .map_err(|e| e.to_string())?;
         // Not synced: a pack a crash leaves short or empty fails its
         // length or checksum, and costs a cold run, never a result.
-        f.write_all(&header)?;
-        f.write_all(&payload)?;
-        std::fs::rename(&tmp, path)
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
+        Ok(HEADER as u64 + len)
     })();
-    if let Err(e) = written {
+    if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e.to_string());
     }
-    Ok((header.len() + payload.len()) as u64)
+    written
 }
 
 /// Keeps the [`MAX_PACKS`] most recently used (written, or recalled whole) packs of `dir` (`keep`

@@ -21,7 +21,7 @@ fn a_pack_reads_back() {
 fn borrowed_entries_are_written_as_owned_ones_are_read() {
     let owned = sample();
     let borrowed = pack::PackRef {
-        symbols: owned.symbols.clone(),
+        symbols: owned.symbols.iter().map(String::as_str).collect(),
         entries: owned
             .entries
             .iter()
