@@ -308,3 +308,55 @@ fn concurrent_runs_leave_a_whole_cache() {
     assert_eq!(recalled, all);
     assert_eq!(run, cold);
 }
+
+/// `cache = false` and `cache-dir = "…"` in `kanalyze.toml`, and the flags
+/// over them.
+#[test]
+fn the_configuration_file_places_or_turns_off_the_cache() {
+    let work = Work::new();
+    work.install(&program(&[]));
+    let dir = work.dir.path();
+    let toml = |extra: &str| {
+        std::fs::write(
+            dir.join("kanalyze.toml"),
+            format!("profile = \"kernel\"\n{extra}"),
+        )
+        .expect("kanalyze.toml")
+    };
+    let packs = |d: &Path| -> usize {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "kcache"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let cold = work.cold("json", &[]);
+    // Relative to the file; created on demand.
+    toml("cache-dir = \"here/cache\"\n");
+    assert_eq!(run(dir, &["check", "kmir", "--format", "json"]), cold);
+    assert_eq!(packs(&dir.join("here/cache")), 1);
+    // `--no-cache` over the file's directory.
+    std::fs::remove_dir_all(dir.join("here")).expect("remove");
+    assert_eq!(
+        run(dir, &["check", "kmir", "--format", "json", "--no-cache"]),
+        cold
+    );
+    assert!(!dir.join("here").exists());
+    // Off in the file; `--cache-dir` turns it on again.
+    toml("cache = false\ncache-dir = \"here/cache\"\n");
+    assert_eq!(run(dir, &["check", "kmir", "--format", "json"]), cold);
+    assert!(!dir.join("here").exists());
+    let elsewhere = dir.join("elsewhere");
+    let flag = elsewhere.to_str().expect("utf-8");
+    assert_eq!(
+        run(
+            dir,
+            &["check", "kmir", "--format", "json", "--cache-dir", flag]
+        ),
+        cold
+    );
+    assert_eq!(packs(&elsewhere), 1);
+    assert!(!dir.join("here").exists());
+}
