@@ -267,6 +267,16 @@ pub struct AnalysisArgs {
     #[arg(long = "trace", value_name = "TEXT", hide = true)]
     pub trace: Option<String>,
 
+    /// Neither read nor write the summary cache: analyse every function
+    /// (docs/output.md, "Incremental re-runs").
+    #[arg(long = "no-cache")]
+    pub no_cache: bool,
+
+    /// The summary cache's directory (default: `$XDG_CACHE_HOME/kanalyze`,
+    /// else `~/.cache/kanalyze`).
+    #[arg(long = "cache-dir", value_name = "DIR", conflicts_with = "no_cache")]
+    pub cache_dir: Option<PathBuf>,
+
     /// Benchmarking aid (docs/performance.md): print on stderr how long
     /// decoding, linking, the solve and the checks took.
     #[arg(long = "timings", hide = true)]

@@ -10,6 +10,7 @@
 //! invariants = ["kernel-invariants.toml"]
 //! source-root = ["linux"]
 //! baseline = "triaged.json"
+//! cache-dir = "/var/cache/kanalyze"   # the summary cache (or `cache = false`)
 //!
 //! [levels]                              # allow, warn or deny per finding kind
 //! last-reference-in-atomic = "deny"
@@ -47,6 +48,8 @@ struct RawConfig {
     triage: Option<Spanned<String>>,
     #[serde(default)]
     allow_partial: bool,
+    cache: Option<Spanned<bool>>,
+    cache_dir: Option<Spanned<String>>,
     #[serde(default)]
     levels: std::collections::BTreeMap<Spanned<String>, Spanned<String>>,
 }
@@ -87,6 +90,10 @@ pub struct Config {
     pub baseline: Option<(PathBuf, Origin)>,
     pub triage: Option<(PathBuf, Origin)>,
     pub allow_partial: bool,
+    /// `cache = …` (the summary cache on or off), and where.
+    pub cache: Option<(bool, Origin)>,
+    /// `cache-dir = "…"`, relative to the file, and where.
+    pub cache_dir: Option<(PathBuf, Origin)>,
     pub levels: Vec<(String, Level, Origin)>,
 }
 
@@ -230,6 +237,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
     if let Some(t) = &raw.triage {
         config.triage = Some(file(t, "triage file", false)?);
     }
+    if let Some(c) = &raw.cache {
+        config.cache = Some((*c.get_ref(), origin(&c.span())));
+    }
+    // Created when first written: it need not exist yet.
+    if let Some(d) = &raw.cache_dir {
+        config.cache_dir = Some((dir.join(d.get_ref()), origin(&d.span())));
+    }
     for (kind, level) in &raw.levels {
         let Some(known) = checks::kind(kind.get_ref()) else {
             let near = checks::KINDS
@@ -319,6 +333,15 @@ pub fn merge_analysis(config: &Config, args: &mut AnalysisArgs) {
     let mut roots: Vec<PathBuf> = config.source_roots.iter().map(|(p, _)| p.clone()).collect();
     roots.append(&mut args.source_roots);
     args.source_roots = roots;
+    // `--cache-dir` turns the cache on whatever the file says; `--no-cache`
+    // turns it off whatever the file says.
+    if args.cache_dir.is_none() && !args.no_cache {
+        if let Some((false, _)) = &config.cache {
+            args.no_cache = true;
+        } else if let Some((d, _)) = &config.cache_dir {
+            args.cache_dir = Some(d.clone());
+        }
+    }
     let flagged = |k: &str| {
         args.deny
             .iter()
@@ -405,6 +428,32 @@ pub fn print(
     match triage {
         Some((p, o)) => writeln!(out, "triage = \"{}\"  # {o}", p.display())?,
         None => writeln!(out, "triage = none  # default")?,
+    }
+    let cache_origin = match &config.cache {
+        Some((false, o)) if args.no_cache => o.0.clone(),
+        _ if args.no_cache => "--no-cache".to_string(),
+        // Off in the file, on by `--cache-dir`.
+        Some((false, _)) => "--cache-dir".to_string(),
+        Some((true, o)) => o.0.clone(),
+        None => "default".to_string(),
+    };
+    writeln!(out, "cache = {}  # {cache_origin}", !args.no_cache)?;
+    match (&args.cache_dir, &config.cache_dir) {
+        (Some(d), Some((c, o))) if d == c => {
+            writeln!(out, "cache-dir = \"{}\"  # {}", d.display(), o.0)?
+        }
+        (Some(d), _) => writeln!(out, "cache-dir = \"{}\"  # --cache-dir", d.display())?,
+        (None, _) => match summary_cache::default_dir() {
+            Some(d) => writeln!(
+                out,
+                "cache-dir = \"{}\"  # default ($XDG_CACHE_HOME/kanalyze, else ~/.cache/kanalyze)",
+                d.display()
+            )?,
+            None => writeln!(
+                out,
+                "cache-dir = none  # default: neither $XDG_CACHE_HOME nor $HOME is set"
+            )?,
+        },
     }
     writeln!(out, "[levels]")?;
     for kind in checks::KINDS {

@@ -4,6 +4,7 @@
 //! The binary is a thin shell over this library so that integration tests
 //! (and later subcommands) can reach the loader and the printer directly.
 
+pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod config;

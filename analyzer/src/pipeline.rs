@@ -187,6 +187,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
     let observe = |p: analysis::Progress| progress.solver(p);
+    let cache_figures = std::cell::RefCell::new(None);
     let run = |resolved: &invariants::Resolved,
                observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
         let input = checks::Input {
@@ -198,7 +199,14 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             progress: observe,
         };
         let t = std::time::Instant::now();
-        let solved = analysis::solve(&input);
+        // The summary cache serves the run itself, not the audit's reruns.
+        let solved = if observe.is_some() {
+            let (solved, figures) = crate::cache::solve(&input, paths, args, profile.0);
+            cache_figures.replace(figures);
+            solved
+        } else {
+            analysis::solve(&input)
+        };
         let solve_time = t.elapsed();
         if observe.is_some() {
             progress.phase("checking", 1);
@@ -222,6 +230,9 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             solve_time.as_secs_f64()
         );
         eprintln!("  checks:    {:.3}s", checks_time.as_secs_f64());
+        if let Some(c) = cache_figures.borrow().as_ref() {
+            crate::cache::print_timings(c);
+        }
     }
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();

@@ -17,6 +17,11 @@ fn fixture() -> Extracted {
 
 fn report(dir: &Path, extra: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["report", "kmir", "--html", "html"])
         .args(extra)
         .current_dir(dir)
@@ -86,6 +91,11 @@ fn baseline_marks_known_findings() {
     let out = fixture();
     let dir = out.dir.path();
     let json = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["check", "kmir", "--format", "json"])
         .current_dir(dir)
         .output()
@@ -112,6 +122,11 @@ fn baseline_marks_known_findings() {
 /// The fixture's findings' ids and text fingerprints, in the page's order.
 fn ids_and_texts(dir: &Path) -> Vec<(String, String, String)> {
     let json = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["check", "kmir", "--format", "json"])
         .current_dir(dir)
         .output()
@@ -389,6 +404,11 @@ fn kernel_report_in_headless_chromium() {
     }
     let kmir = kmir.to_string_lossy().into_owned();
     let json = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["check", &kmir, "--format", "json", "--allow-partial"])
         .args(&flags)
         .output()
@@ -413,6 +433,11 @@ fn kernel_report_in_headless_chromium() {
         flags.push(triage.to_string_lossy().into_owned());
     }
     let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["report", &kmir, "--allow-partial", "--html"])
         .arg(&html)
         .args(&flags)

@@ -106,6 +106,11 @@ ui!(
 /// paths cleaned as `clean_paths` does.
 fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["check", "kmir"])
         .args(args)
         .current_dir(dir)
@@ -503,6 +508,11 @@ fn profiles_and_upstream() {
     let sysroot = sysroot.parent().and_then(|p| p.parent()).unwrap();
     let run = |args: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            // The tests' summary cache, not the user's (as in `common::kanalyze`).
+            .env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+            )
             .args(["check", "kmir"])
             .args(args)
             .current_dir(dir)
@@ -545,6 +555,11 @@ fn callback_in_a_driver_crate() {
     ]);
     let dir = out.dir.path();
     let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+        )
         .args(["check", "kmir"])
         .current_dir(dir)
         .output()
@@ -793,6 +808,11 @@ fn output_does_not_depend_on_input_order() {
     let dir = out.dir.path();
     let run = |paths: &[String], format: &str| {
         let run = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            // The tests' summary cache, not the user's (as in `common::kanalyze`).
+            .env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+            )
             .arg("check")
             .args(paths)
             .args(["--format", format])

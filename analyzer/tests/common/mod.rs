@@ -37,6 +37,9 @@ pub fn kanalyze(dir: &Path, args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
         .args(args)
         .current_dir(dir)
+        // The summary cache of the tests' runs: not the user's, and the
+        // same wherever the tests run (docs/output.md, "Incremental re-runs").
+        .env("XDG_CACHE_HOME", test_cache_home())
         .output()
         .expect("the kanalyze binary runs");
     Run {
@@ -44,6 +47,11 @@ pub fn kanalyze(dir: &Path, args: &[&str]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// Where the tests' runs keep their summary cache.
+pub fn test_cache_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache-home")
 }
 
 /// `kanalyze ARGS` in `dir`: exit code, stdout and stderr with the

@@ -54,7 +54,7 @@ pub(crate) fn declared(input: &Input<'_>, f: FnId) -> Option<Declared> {
 }
 
 /// What the text helpers need to know about a declaration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct DeclaredView {
     pub adjust: Option<i32>,
     pub expect: Option<ExpectRange>,

@@ -20,6 +20,8 @@ pub(crate) struct PreemptDomain<'a> {
     /// C functions called that neither the spec nor an annotation
     /// describes, found while giving external summaries.
     pub unknown_foreign: Mutex<BTreeSet<String>>,
+    /// Results of earlier solves (the CLI's summary cache).
+    pub recall: Option<&'a dyn crate::Recall>,
 }
 
 /// What a function being analysed reads: the engine's view of the
@@ -90,6 +92,20 @@ impl SummaryDomain for PreemptDomain<'_> {
     /// recursion level); expectations only narrow, so they always settle.
     fn settles(&self, before: &Summary, after: &Summary) -> bool {
         before.cases == after.cases
+    }
+
+    fn recall(&self, members: &[FnId]) -> Option<Vec<(FnId, Summary, Option<Box<Events>>)>> {
+        // `--trace` prints what the analysis of a body does: never skip it.
+        if self.input.trace.is_some() {
+            return None;
+        }
+        self.recall?.recall(members)
+    }
+
+    fn remember(&self, members: &[FnId], results: &[(FnId, Summary, Option<Box<Events>>)]) {
+        if let Some(r) = self.recall {
+            r.remember(members, results);
+        }
     }
 
     fn unsettled(&self, _f: FnId, summary: &mut Summary, events: &mut Option<Box<Events>>) {

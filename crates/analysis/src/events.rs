@@ -10,7 +10,7 @@ use crate::lock_runs::LockRuns;
 use crate::summary::Summary;
 
 /// The events of one function's analysis.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, bincode::Encode, bincode::Decode)]
 pub struct Events {
     /// Calls and drops whose callee's expectation the preemption count at
     /// the site violates (sleep family).
@@ -48,7 +48,7 @@ impl Events {
 
 /// Why an array's or slice's drop glue cannot be summarised from its
 /// elements' drop.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub enum DropProblem {
     /// Dropping the elements one after another leaves no count at which
     /// the last one may be dropped.

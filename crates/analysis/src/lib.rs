@@ -75,15 +75,42 @@ pub struct Solved {
 
 /// Summarises the whole program bottom-up.
 pub fn solve(input: &Input<'_>) -> Solved {
+    solve_with(input, &solver::Schedule::new(input.program), None)
+}
+
+/// The results of one component of the solve, its members callees first
+/// (as [`Recall::recall`] gives them back).
+pub type ComponentResults = Vec<(FnId, Summary, Option<Box<Events>>)>;
+
+/// Results of earlier solves, by component (the CLI's summary cache).
+///
+/// An implementation must only recall, for a component, what analysing it
+/// again would give: the same summaries and events, to the byte. The solve
+/// uses what it recalls as it comes.
+pub trait Recall: Sync {
+    /// The results of the component of `members` (sorted, as in the
+    /// schedule); `None` to analyse it.
+    fn recall(&self, members: &[FnId]) -> Option<ComponentResults>;
+    /// The results of the component of `members`, just analysed.
+    fn remember(&self, members: &[FnId], results: &[(FnId, Summary, Option<Box<Events>>)]);
+}
+
+/// [`solve`] in `schedule`'s order (`solver::Schedule::new(input.program)`),
+/// recalling components from `recall` where it can.
+pub fn solve_with(
+    input: &Input<'_>,
+    schedule: &solver::Schedule,
+    recall: Option<&dyn Recall>,
+) -> Solved {
     let program = input.program;
     let domain = domain::PreemptDomain {
         input,
         unknown_foreign: Mutex::new(BTreeSet::new()),
+        recall,
     };
-    let schedule = solver::Schedule::new(program);
     let solution = solver::solve_observed(
         program,
-        &schedule,
+        schedule,
         &domain,
         solver::Limits::default(),
         input.progress.unwrap_or(&|_| {}),

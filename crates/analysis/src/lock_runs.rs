@@ -5,7 +5,7 @@ use crate::body;
 use crate::summary;
 
 /// The lock results of a function's runs (one per entry variant).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, bincode::Encode, bincode::Decode)]
 pub struct LockRuns {
     pub takes: Vec<summary::Take>,
     pub events: Vec<body::LockEvent>,
@@ -67,7 +67,7 @@ impl LockRuns {
 }
 
 /// A lock still held at a return that the function did not hold on entry.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct Leak {
     pub held: domains::Held,
     /// The return.

@@ -11,14 +11,18 @@ use memory::ProjKey;
 
 /// A condition on the first argument at entry: the discriminant of the
 /// enum it points to (`&mut self` methods, drop glue) or is (by value).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum ArgCond {
     Pointee(u128),
     Value(u128),
 }
 
 /// What is known about the returned value on a case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum RetFact {
     /// The returned enum has this discriminant (`try_lock` returning `Some`).
     Discr(u128),
@@ -34,7 +38,7 @@ pub enum RetFact {
 /// argument `post_arg` held (`mem::replace(dest, src)` leaves `*dest` with
 /// `src`'s variant). Lock paths are in the callee's terms (rooted at its
 /// arguments or statics).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct Case {
     pub when: Option<ArgCond>,
     pub ret: Option<RetFact>,
@@ -57,7 +61,7 @@ pub struct Case {
 }
 
 /// A lock a function returns holding.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct Acquisition {
     /// In the function's terms.
     pub lock: Location,
@@ -131,7 +135,7 @@ impl Case {
 }
 
 /// Where a summary comes from; shown by `kanalyze summary`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub enum Source {
     /// Inferred from the body.
     Inferred,
@@ -156,7 +160,7 @@ pub enum Source {
 
 /// A lock acquired somewhere during a call (not necessarily still held on
 /// return): what the lock-order graph and the IRQ-safety check need.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct Take {
     /// In the terms of the function whose summary holds it.
     pub lock: Location,
@@ -182,7 +186,7 @@ pub const MAX_VIA: usize = 8;
 pub const MAX_TAKES: usize = 64;
 
 /// The call or drop that determined a function's expectation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct Reason {
     pub block: u32,
     pub span: kmir::Span,
@@ -201,7 +205,7 @@ pub struct Reason {
     pub via_last: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct Summary {
     /// Never empty; one `Always` case for ordinary functions.
     pub cases: Vec<Case>,

@@ -12,7 +12,7 @@ use crate::token::{self, Cursor, Punct, Tok, Tree};
 /// Every operation that can produce an empty range returns the canonical
 /// empty range [`ExpectRange::EMPTY`] (`0..0`, klint's own "unsatisfiable"
 /// value), so that derived equality agrees with set equality.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, bincode::Encode, bincode::Decode)]
 pub struct ExpectRange {
     pub lo: u32,
     pub hi: Option<u32>,

@@ -10,7 +10,9 @@
 use dataflow::JoinSemiLattice;
 
 /// How far the preemption count moved since the function's entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum Adj {
     Known(i32),
     /// Different on different iterations or paths that could not be kept

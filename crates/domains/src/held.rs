@@ -13,7 +13,7 @@ use dataflow::MeetSemiLattice;
 use memory::Location;
 use spec::LockKind;
 /// Where a lock was acquired, in the function whose state holds it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct Acquired {
     pub span: kmir::Span,
     /// The callee called there (the lock function, or the function that
@@ -22,7 +22,7 @@ pub struct Acquired {
 }
 
 /// One lock held on a path.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct Held {
     pub lock: Location,
     pub kind: LockKind,

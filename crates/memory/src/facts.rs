@@ -23,13 +23,15 @@ use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue, UnOp}
 use crate::location::Location;
 
 /// A place facts can follow: a local and field/downcast/deref projections.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct PlaceKey {
     pub local: LocalId,
     pub proj: Vec<ProjKey>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub enum ProjKey {
     Deref,
     Field(u32),

@@ -17,7 +17,7 @@
 //! object; two different locations of one class may be two instances.
 
 /// What a lock path starts from.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub enum Root {
     /// The storage of argument `index` (1-based MIR local) on entry; its
     /// contents are what the caller passed.
@@ -36,7 +36,7 @@ pub enum Root {
 /// One step of a lock path. Only the structure (which field, a deref)
 /// identifies a lock; the type and field names are for messages, and may be
 /// missing (`?`) where a path is rebuilt through an alias.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub enum Step {
     /// Follow the pointer stored here to a value of type `to`.
     Deref { to: String },
@@ -289,7 +289,7 @@ impl Location {
 }
 
 /// A lock class, by its readable name (`Binder.inner`, `static DEVICES`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
 pub struct LockClass(pub String);
 
 impl std::fmt::Display for LockClass {
@@ -408,3 +408,27 @@ mod tests {
         );
     }
 }
+
+/// On the wire (the summary cache) a location is its root and steps; the
+/// class is derived again when first asked for.
+impl bincode::Encode for Location {
+    fn encode<E: bincode::enc::Encoder>(
+        &self,
+        encoder: &mut E,
+    ) -> Result<(), bincode::error::EncodeError> {
+        self.root.encode(encoder)?;
+        self.steps.encode(encoder)
+    }
+}
+
+impl<Context> bincode::Decode<Context> for Location {
+    fn decode<D: bincode::de::Decoder<Context = Context>>(
+        decoder: &mut D,
+    ) -> Result<Self, bincode::error::DecodeError> {
+        let root = Root::decode(decoder)?;
+        let steps = Vec::<Step>::decode(decoder)?;
+        Ok(Location::from_parts(root, steps))
+    }
+}
+
+bincode::impl_borrow_decode!(Location);

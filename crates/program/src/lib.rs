@@ -15,6 +15,7 @@
 //!   stands for "code outside the program".
 
 mod link;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -77,7 +78,7 @@ pub enum IndirectKey {
     Virtual { trait_method: String, slot: u32 },
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, bincode::Encode, bincode::Decode)]
 pub enum EdgeKind {
     /// A statically resolved call.
     Call,

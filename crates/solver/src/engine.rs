@@ -60,7 +60,31 @@ pub trait SummaryDomain: Sync {
     /// when the round limit was reached: mark the summary as given up and
     /// record why.
     fn unsettled(&self, f: FnId, summary: &mut Self::Summary, events: &mut Self::Events);
+
+    /// The results of the component of `members` (sorted, as in the
+    /// schedule) from an earlier solve, in the order its analysis would
+    /// give them; `None` to analyse it. The domain must only recall what
+    /// analysing the component again would give, to the byte: results are
+    /// used as they come. Asked before a component with bodies is analysed.
+    fn recall(&self, _members: &[FnId]) -> Option<Results<Self>>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
+    /// The final results of the component of `members`, just analysed, for
+    /// a later [`SummaryDomain::recall`].
+    fn remember(&self, _members: &[FnId], _results: &[(FnId, Self::Summary, Self::Events)]) {}
 }
+
+/// A component's results: each member analysed, callees first, with its
+/// summary and events.
+pub type Results<D> = Vec<(
+    FnId,
+    <D as SummaryDomain>::Summary,
+    <D as SummaryDomain>::Events,
+)>;
 
 /// How long a recursive component iterates.
 #[derive(Clone, Copy, Debug)]
@@ -101,6 +125,10 @@ pub struct Stats {
     /// threads that miss the cache at once both compute one; it counts
     /// once, so that the figure does not depend on the number of threads.
     pub specialisations: usize,
+    /// Components whose results the domain recalled
+    /// ([`SummaryDomain::recall`]) instead of analysing them; their rounds,
+    /// analyses and specialisations are not counted.
+    pub recalled_components: usize,
 }
 
 /// The result of a solve.
@@ -185,6 +213,7 @@ struct Component<D: SummaryDomain> {
     recursive: bool,
     rounds: usize,
     unsettled: bool,
+    recalled: bool,
 }
 
 /// What [`solve_observed`] reports while it works, for a progress display.
@@ -266,6 +295,7 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
                 continue;
             }
             stats.components += 1;
+            stats.recalled_components += usize::from(c.recalled);
             stats.recursive_components += usize::from(c.recursive);
             stats.unsettled_components += usize::from(c.unsettled);
             stats.max_rounds = stats.max_rounds.max(c.rounds);
@@ -306,6 +336,21 @@ impl<D: SummaryDomain> Solver<'_, D> {
                 recursive,
                 rounds: 0,
                 unsettled: false,
+                recalled: false,
+            };
+        }
+        if let Some(results) = self.domain.recall(members)
+            && results
+                .iter()
+                .map(|(f, _, _)| *f)
+                .eq(bodies.iter().copied())
+        {
+            return Component {
+                results,
+                recursive,
+                rounds: 0,
+                unsettled: false,
+                recalled: true,
             };
         }
         let mut provisional: HashMap<FnId, D::Summary> = bodies
@@ -354,11 +399,13 @@ impl<D: SummaryDomain> Solver<'_, D> {
                         unsettled = true;
                     }
                 }
+                self.domain.remember(members, &outcomes);
                 return Component {
                     results: outcomes,
                     recursive,
                     rounds,
                     unsettled,
+                    recalled: false,
                 };
             }
         }

@@ -31,8 +31,12 @@ mod engine;
 mod schedule;
 
 #[cfg(test)]
+mod recall_tests;
+#[cfg(test)]
 mod tests;
 
-pub use engine::{Env, Limits, Progress, Solution, Stats, SummaryDomain, solve, solve_observed};
+pub use engine::{
+    Env, Limits, Progress, Results, Solution, Stats, SummaryDomain, solve, solve_observed,
+};
 pub use program::FnId;
 pub use schedule::{CallGraph, SccId, Schedule};

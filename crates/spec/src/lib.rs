@@ -112,7 +112,7 @@ pub struct Contract {
 
 /// Not `Copy`: callers clone it out of an `Option` (and clippy would flag
 /// that clone on a `Copy` type).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, bincode::Encode, bincode::Decode)]
 pub struct FlagCondition {
     pub arg: u32,
     pub mask: u64,
@@ -152,7 +152,9 @@ pub enum TrySuccess {
     ReturnsZero,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, bincode::Encode, bincode::Decode,
+)]
 pub enum LockKind {
     /// `spinlock_t` (a sleeping lock under PREEMPT_RT).
     Spin,

@@ -46,7 +46,7 @@ pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 pub use memory::ENTRY_ARG0;
 
 /// A call or drop target at one site.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, bincode::Encode, bincode::Decode)]
 pub struct Target {
     pub callee: FnId,
     pub kind: EdgeKind,

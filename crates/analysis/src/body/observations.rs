@@ -12,7 +12,7 @@ use domains::Held;
 use super::Target;
 
 /// A call or drop whose callee's expectation cannot be met.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct Violation {
     pub block: BlockId,
     pub span: kmir::Span,
@@ -34,7 +34,7 @@ pub struct Violation {
 
 /// A lock acquired at a call or drop site while another is held: an edge
 /// of the lock-order graph, or, when both are one class, a finding.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct Nesting {
     pub held: Held,
     pub take: Take,
@@ -45,7 +45,7 @@ pub struct Nesting {
 
 /// A nesting of one lock class in itself: the same object (a double lock)
 /// or possibly two instances.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct LockEvent {
     pub nesting: Nesting,
     pub same_object: bool,
@@ -57,7 +57,7 @@ pub struct LockEvent {
 
 /// How a caller proves that a callee's nesting of one lock class is on one
 /// object: substituted at its call, both locations are the same.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct Proof {
     /// The function in which the nesting happens.
     pub origin: FnId,
@@ -73,7 +73,7 @@ pub struct Proof {
 /// (`self.inner` held while `thread.process.inner` is taken, and the
 /// caller passes `thread.process` as `self`). Kept in summaries
 /// ([`Summary::open_nestings`](crate::Summary)), resolved at call sites.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct OpenNesting {
     /// The held and the taken lock, in the summary's function's terms.
     pub held: memory::Location,
@@ -90,7 +90,7 @@ pub struct OpenNesting {
 pub const MAX_OPEN_NESTINGS: usize = 4;
 
 /// Why the adjustment could not be inferred.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct AdjustFailure {
     /// The returns reached with each adjustment.
     pub returns: Vec<(Adj, kmir::Span)>,
@@ -99,7 +99,7 @@ pub struct AdjustFailure {
 }
 
 /// A call or drop whose callee moves the preemption count.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, bincode::Encode, bincode::Decode)]
 pub struct CountChange {
     pub span: kmir::Span,
     pub callee: FnId,

@@ -1,0 +1,108 @@
+//! The summary cache around the solve (`crates/summary_cache`): what the
+//! CLI knows that shapes summaries goes into every component's key, and
+//! the cache's warnings become the CLI's.
+
+use std::path::PathBuf;
+
+use crate::cli::{AnalysisArgs, Profile};
+use crate::diag::Diagnostic;
+
+/// What a run did with the cache, for `--timings`.
+pub type Figures = summary_cache::Figures;
+
+/// Solves `input`'s program (read from `paths`), recalling components from
+/// the summary cache and writing this run's back, unless `--no-cache`, or
+/// `--trace` (whose output comes from the analysis of each body), or no
+/// cache directory is known. `None` figures when the cache was not used.
+pub fn solve(
+    input: &checks::Input<'_>,
+    paths: &[PathBuf],
+    args: &AnalysisArgs,
+    profile: Profile,
+) -> (analysis::Solved, Option<Figures>) {
+    let dir = match (&args.cache_dir, args.no_cache || args.trace.is_some()) {
+        (_, true) => None,
+        (Some(d), false) => Some(d.clone()),
+        (None, false) => summary_cache::default_dir(),
+    };
+    let schedule = solver::Schedule::new(input.program);
+    let Some(dir) = dir else {
+        return (analysis::solve_with(input, &schedule, None), None);
+    };
+    let mut warnings = Vec::new();
+    let cache = settings(input, args, profile, &mut warnings).and_then(|s| {
+        summary_cache::Cache::open(&dir, paths, input.program, &schedule, &s, &mut warnings)
+    });
+    for w in warnings {
+        Diagnostic::warning(w).emit();
+    }
+    let Some(cache) = cache else {
+        return (analysis::solve_with(input, &schedule, None), None);
+    };
+    let solved = analysis::solve_with(input, &schedule, Some(&cache));
+    let (figures, warnings) = cache.save();
+    for w in warnings {
+        Diagnostic::warning(w).emit();
+    }
+    (solved, Some(figures))
+}
+
+/// Everything besides the dumps that shapes a summary: the profile (which
+/// built-in spec), the user's spec files, the annotations of the program's
+/// items, and the declared invariants with the drops each elides. `None`
+/// (with a warning) when a spec file cannot be read again.
+fn settings(
+    input: &checks::Input<'_>,
+    args: &AnalysisArgs,
+    profile: Profile,
+    warnings: &mut Vec<String>,
+) -> Option<summary_cache::Fingerprint> {
+    let mut s = summary_cache::Fingerprint::new();
+    s.add("profile", format!("{profile:?}").as_bytes());
+    for path in &args.specs {
+        match std::fs::read(path) {
+            Ok(bytes) => s.add("spec", &bytes),
+            Err(e) => {
+                warnings.push(format!(
+                    "the summary cache is not used this run: cannot read the spec file `{}` again: {e}",
+                    path.display()
+                ));
+                return None;
+            }
+        }
+    }
+    let mut items: Vec<_> = input.annotations.iter().collect();
+    items.sort_by(|a, b| a.0.cmp(b.0));
+    for (path, a) in items {
+        s.add("annotated item", path.as_bytes());
+        s.add("annotations", format!("{a:?}").as_bytes());
+    }
+    let declared = &input.invariants.declarations;
+    for (d, uses) in declared.iter().zip(input.invariants.uses()) {
+        s.add("invariant", format!("{d:?}").as_bytes());
+        let mut sites: Vec<(&str, u32)> = uses
+            .iter()
+            .map(|u| (input.program.function(u.function).symbol.as_str(), u.block))
+            .collect();
+        sites.sort_unstable();
+        for (symbol, block) in sites {
+            s.add("elided in", symbol.as_bytes());
+            s.add("block", &block.to_le_bytes());
+        }
+    }
+    Some(s)
+}
+
+/// The cache's lines of `--timings` (its time is part of the solve's).
+pub fn print_timings(c: &Figures) {
+    eprintln!(
+        "  cache:     {} of {} components recalled; keys {:.3}s, read {:.3}s ({} entries), write {:.3}s ({} bytes)",
+        c.recalled,
+        c.recalled + c.analysed,
+        c.keys.as_secs_f64(),
+        c.load.as_secs_f64(),
+        c.entries_read,
+        c.save.as_secs_f64(),
+        c.bytes_written
+    );
+}

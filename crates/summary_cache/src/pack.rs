@@ -1,0 +1,259 @@
+//! The pack file: one run's components, checked before it is trusted.
+//!
+//! ```text
+//! offset  size  field
+//!      0    16  magic `kanalyze-summary`
+//!     16     4  format version (u32 LE)
+//!     20     8  payload length (u64 LE)
+//!     28    16  payload hash (xxh3-128, LE)
+//!     44     …  payload: `Pack`, bincode 2 standard configuration
+//! ```
+
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+
+use twox_hash::XxHash3_128;
+
+const MAGIC: &[u8; 16] = b"kanalyze-summary";
+const HEADER: usize = 44;
+
+/// The version of the pack format and of what it stores: bumped whenever
+/// the layout of `Summary`, `Events` or anything they hold changes (the
+/// build's hash in every key already tells builds apart; this keeps a pack
+/// of another layout from being decoded at all).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Packs kept in a cache directory; the least recently used go first.
+pub const MAX_PACKS: usize = 8;
+
+const EXTENSION: &str = "kcache";
+
+/// One run's components.
+#[derive(Debug, Default, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub(crate) struct Pack {
+    /// The symbols of the functions the entries name.
+    pub symbols: Vec<String>,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub(crate) struct Entry {
+    pub key: u128,
+    /// For each function position of `bytes`, its index in `symbols`.
+    pub ids: Vec<u32>,
+    /// `analysis::ComponentResults`, encoded by `program::wire`.
+    pub bytes: Vec<u8>,
+}
+
+/// The pack of a program read from `inputs`: named by a hash of their
+/// paths, so that two programs do not overwrite each other's.
+pub(crate) fn file_name(inputs: &[PathBuf]) -> String {
+    let mut paths: Vec<PathBuf> = inputs
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    paths.sort();
+    let mut h = crate::Fingerprint::new();
+    for p in &paths {
+        h.add("input", p.as_os_str().as_encoded_bytes());
+    }
+    format!("{:032x}.{EXTENSION}", h.finish())
+}
+
+/// The pack at `path`: `Ok(None)` when there is none, `Err` (why) when the
+/// file is not a pack this build can read.
+pub(crate) fn read(path: &Path) -> Result<Option<Pack>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    decode(&bytes).map(Some)
+}
+
+pub(crate) fn decode(bytes: &[u8]) -> Result<Pack, String> {
+    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+        return Err("not a kanalyze summary cache".into());
+    }
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
+    let version = u32_at(16);
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "written in cache format {version}, this kanalyze reads format {FORMAT_VERSION}"
+        ));
+    }
+    let len = u64::from_le_bytes(bytes[20..28].try_into().unwrap_or_default());
+    let hash = u128::from_le_bytes(bytes[28..44].try_into().unwrap_or_default());
+    let payload = &bytes[HEADER..];
+    if payload.len() as u64 != len {
+        return Err(format!(
+            "truncated or extended: {} payload byte(s), the header says {len}",
+            payload.len()
+        ));
+    }
+    if XxHash3_128::oneshot(payload) != hash {
+        return Err("its checksum does not match its contents".into());
+    }
+    match decode_bounded(payload) {
+        Ok((pack, n)) if n == payload.len() => {
+            let symbols = pack.symbols.len();
+            if pack
+                .entries
+                .iter()
+                .flat_map(|e| &e.ids)
+                .any(|&i| i as usize >= symbols)
+            {
+                return Err("an entry names a symbol the cache does not hold".into());
+            }
+            Ok(pack)
+        }
+        Ok(_) => Err("trailing bytes after its contents".into()),
+        Err(e) => Err(format!("its contents do not decode: {e}")),
+    }
+}
+
+/// Decodes the payload with the decoder's reservations bounded by its
+/// size: no container holds more than 32 bytes of memory per byte of file
+/// (a `String` is 24 bytes and at least one on the wire). bincode's limit
+/// is a type-level constant, hence the buckets.
+fn decode_bounded(payload: &[u8]) -> Result<(Pack, usize), bincode::error::DecodeError> {
+    let need = payload.len().saturating_mul(32);
+    let standard = bincode::config::standard();
+    if need <= 1 << 24 {
+        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 24 }>())
+    } else if need <= 1 << 28 {
+        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 28 }>())
+    } else if need <= 1 << 32 {
+        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 32 }>())
+    } else {
+        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 36 }>())
+    }
+}
+
+/// What [`write`] writes: [`Pack`]'s layout, with the entries' bytes
+/// borrowed (from the previous pack or this run's results).
+#[derive(bincode::Encode)]
+pub(crate) struct PackRef<'a> {
+    pub symbols: Vec<&'a str>,
+    pub entries: Vec<EntryRef<'a>>,
+}
+
+#[derive(bincode::Encode)]
+pub(crate) struct EntryRef<'a> {
+    pub key: u128,
+    pub ids: Vec<u32>,
+    pub bytes: &'a [u8],
+}
+
+/// The header of a payload of `len` bytes hashing to `hash`.
+fn header(len: u64, hash: u128) -> Vec<u8> {
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(&len.to_le_bytes());
+    header.extend_from_slice(&hash.to_le_bytes());
+    header
+}
+
+/// A whole pack file's bytes.
+#[cfg(test)]
+pub(crate) fn encode(pack: &impl bincode::Encode) -> Result<Vec<u8>, String> {
+    let payload = bincode::encode_to_vec(pack, bincode::config::standard())
+        .map_err(|e| format!("cannot encode it: {e}"))?;
+    let mut out = header(payload.len() as u64, XxHash3_128::oneshot(&payload));
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Passes what is written on to a file, hashing and counting it.
+struct Hashing<W> {
+    inner: W,
+    hasher: XxHash3_128,
+    len: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.write(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes `pack` to `path` in `dir` through a temporary file renamed over
+/// it: a concurrent reader sees the old pack or the new one. The payload
+/// is encoded straight into the file (its header, written last, says how
+/// long it is and its hash). Returns the bytes written.
+pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Result<u64, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{}.{nanos}.tmp", std::process::id()));
+    let written = (|| -> Result<u64, String> {
+        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+        // A placeholder: a pack left like this fails its magic check.
+        file.write_all(&[0; HEADER]).map_err(|e| e.to_string())?;
+        let mut out = Hashing {
+            inner: std::io::BufWriter::with_capacity(1 << 20, &mut file),
+            hasher: XxHash3_128::new(),
+            len: 0,
+        };
+        bincode::encode_into_std_write(pack, &mut out, bincode::config::standard())
+            .map_err(|e| format!("cannot encode it: {e}"))?;
+        out.flush().map_err(|e| e.to_string())?;
+        let (len, hash) = (out.len, out.hasher.finish_128());
+        drop(out);
+        file.seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.write_all(&header(len, hash)))
+            .map_err(|e| e.to_string())?;
+        // Not synced: a pack a crash leaves short or empty fails its
+        // length or checksum, and costs a cold run, never a result.
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
+        Ok(HEADER as u64 + len)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Keeps the [`MAX_PACKS`] most recently used (written, or recalled whole) packs of `dir` (`keep`
+/// among them) and removes temporary files left by writers that died
+/// more than an hour ago. Failures are ignored: another run may be
+/// removing the same files.
+pub(crate) fn evict(dir: &Path, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut packs = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let modified = e.metadata().and_then(|m| m.modified()).ok();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            let old = modified
+                .and_then(|m| now.duration_since(m).ok())
+                .is_some_and(|age| age.as_secs() > 3600);
+            if old {
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if path.extension().is_some_and(|x| x == EXTENSION) && path != keep {
+            packs.push((modified, path));
+        }
+    }
+    // Newest first; `keep` is one of the kept.
+    packs.sort_by_key(|p| std::cmp::Reverse(p.0));
+    for (_, path) in packs.into_iter().skip(MAX_PACKS - 1) {
+        let _ = std::fs::remove_file(path);
+    }
+}
