@@ -562,7 +562,7 @@ impl<'tcx> Translator<'tcx> {
         let kind = match &s.kind {
             S::Assign(place, rvalue) => kmir::StatementKind::Assign {
                 place: self.place(place),
-                rvalue: self.rvalue(rvalue, locals),
+                rvalue: Box::new(self.rvalue(rvalue, locals)),
             },
             S::SetDiscriminant {
                 place,

@@ -148,11 +148,10 @@ impl Checks<'_> {
             };
             for block in &body.blocks {
                 for s in &block.statements {
-                    let kmir::StatementKind::Assign {
-                        rvalue: kmir::Rvalue::Cast { kind, .. },
-                        ..
-                    } = &s.kind
-                    else {
+                    let kmir::StatementKind::Assign { rvalue, .. } = &s.kind else {
+                        continue;
+                    };
+                    let kmir::Rvalue::Cast { kind, .. } = &**rvalue else {
                         continue;
                     };
                     let loc = Loc {

@@ -370,7 +370,7 @@ fn borrowed_field<'d>(
                 if place.local != l || !place.projection.is_empty() {
                     continue;
                 }
-                match rvalue {
+                match &**rvalue {
                     kmir::Rvalue::Ref { place: r, .. }
                     | kmir::Rvalue::AddressOf { place: r, .. } => {
                         if let Some((Projection::Field { index, ty: fty }, base)) =
@@ -625,7 +625,9 @@ fn store_after_emptying(
         };
         let stored = body.blocks.get(*target as usize).and_then(|t| {
             t.statements.iter().find_map(|s| match &s.kind {
-                kmir::StatementKind::Assign { place, rvalue } if place == dropped => Some(rvalue),
+                kmir::StatementKind::Assign { place, rvalue } if place == dropped => {
+                    Some(&**rvalue)
+                }
                 _ => None,
             })
         });

@@ -162,7 +162,7 @@ impl<'a> Acc<'a> {
             self.vec("Statement", &block.statements);
             for s in &block.statements {
                 let kind = match &s.kind {
-                    StatementKind::Assign { rvalue, .. } => match rvalue {
+                    StatementKind::Assign { rvalue, .. } => match &**rvalue {
                         Rvalue::Use(_) => "Assign(Use)",
                         Rvalue::Ref { .. } => "Assign(Ref)",
                         Rvalue::AddressOf { .. } => "Assign(AddressOf)",
@@ -181,6 +181,9 @@ impl<'a> Acc<'a> {
                 *self.statement_kinds.entry(kind).or_default() += 1;
                 match &s.kind {
                     StatementKind::Assign { place, rvalue } => {
+                        let b = self.arrays.entry("Box<Rvalue>").or_default();
+                        b.count += 1;
+                        b.bytes += size_of::<Rvalue>();
                         self.place(place);
                         self.rvalue(rvalue);
                     }
@@ -201,9 +204,9 @@ impl<'a> Acc<'a> {
 
     fn rvalue(&mut self, r: &'a Rvalue) {
         match r {
-            Rvalue::Use(o) | Rvalue::UnaryOp { operand: o, .. } | Rvalue::Repeat { operand: o, .. } => {
-                self.operand(o)
-            }
+            Rvalue::Use(o)
+            | Rvalue::UnaryOp { operand: o, .. }
+            | Rvalue::Repeat { operand: o, .. } => self.operand(o),
             Rvalue::Cast { kind, operand, .. } => {
                 self.operand(operand);
                 match kind {
@@ -289,7 +292,13 @@ impl<'a> Acc<'a> {
 
     fn dump(&mut self, d: &'a CrateDump) {
         let h = &d.header;
-        for s in [&h.producer, &h.rustc_version, &h.crate_name, &h.target, &h.edition] {
+        for s in [
+            &h.producer,
+            &h.rustc_version,
+            &h.crate_name,
+            &h.target,
+            &h.edition,
+        ] {
             self.s("header, files", s);
         }
         for s in &h.crate_types {
@@ -493,7 +502,10 @@ fn main() {
         acc.all_across.len()
     );
     println!("\narrays (element count x element size; string headers are inside the elements):");
-    println!("{:<44} {:>10} {:>6} {:>10}", "element", "count", "size", "MiB");
+    println!(
+        "{:<44} {:>10} {:>6} {:>10}",
+        "element", "count", "size", "MiB"
+    );
     let mut arrays: Vec<_> = acc.arrays.iter().collect();
     arrays.sort_by_key(|(_, c)| std::cmp::Reverse(c.bytes));
     let mut total = 0;

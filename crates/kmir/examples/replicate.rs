@@ -230,7 +230,7 @@ impl Renamer<'_> {
             for b in &mut body.blocks {
                 for st in &mut b.statements {
                     match &mut st.kind {
-                        StatementKind::Assign { rvalue, .. } => match rvalue {
+                        StatementKind::Assign { rvalue, .. } => match &mut **rvalue {
                             Rvalue::Use(o)
                             | Rvalue::UnaryOp { operand: o, .. }
                             | Rvalue::Repeat { operand: o, .. } => self.operand(o),

@@ -220,9 +220,12 @@ pub struct Statement {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum StatementKind {
+    /// The rvalue is boxed: two thirds of the statements are
+    /// `StorageLive`/`StorageDead`, and every statement pays for the
+    /// largest variant (docs/performance.md, "Bounded memory").
     Assign {
         place: Place,
-        rvalue: Rvalue,
+        rvalue: Box<Rvalue>,
     },
     SetDiscriminant {
         place: Place,
@@ -783,7 +786,7 @@ impl Body {
         for block in &self.blocks {
             for s in &block.statements {
                 if let StatementKind::Assign { rvalue, .. } = &s.kind {
-                    match rvalue {
+                    match &**rvalue {
                         Rvalue::Use(o)
                         | Rvalue::Cast { operand: o, .. }
                         | Rvalue::Repeat { operand: o, .. } => push(&mut out, o, s.span),

@@ -231,7 +231,7 @@ pub fn sole_assignment(body: &Body, local: LocalId) -> Option<&Rvalue> {
             && place.projection.is_empty()
         {
             count += 1;
-            found = Some(rvalue);
+            found = Some(&**rvalue);
         }
     }
     if count == 1 { found } else { None }
@@ -466,7 +466,7 @@ mod tests {
         Statement {
             kind: StatementKind::Assign {
                 place: place_,
-                rvalue,
+                rvalue: Box::new(rvalue),
             },
             span: Span::default(),
         }

@@ -702,15 +702,12 @@ fn collect_address_taken(
     }
     for block in &body.blocks {
         for s in &block.statements {
-            if let StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind:
-                            CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
-                        ..
-                    },
-                ..
-            } = &s.kind
+            if let StatementKind::Assign { rvalue, .. } = &s.kind
+                && let Rvalue::Cast {
+                    kind:
+                        CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
+                    ..
+                } = &**rvalue
             {
                 add(symbol);
             }

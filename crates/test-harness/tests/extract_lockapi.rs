@@ -125,14 +125,11 @@ fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
     let mut vtables = Vec::new();
     for b in &body.blocks {
         for s in &b.statements {
-            if let StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind: CastKind::Unsize { vtable: Some(v) },
-                        ..
-                    },
-                ..
-            } = &s.kind
+            if let StatementKind::Assign { rvalue, .. } = &s.kind
+                && let Rvalue::Cast {
+                    kind: CastKind::Unsize { vtable: Some(v) },
+                    ..
+                } = &**rvalue
             {
                 vtables.push(*v);
             }
@@ -332,14 +329,13 @@ fn fn_pointer_reification_names_the_function() {
         .iter()
         .flat_map(|b| &b.statements)
         .filter_map(|s| match &s.kind {
-            StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind: CastKind::ReifyFnPointer { symbol },
-                        ..
-                    },
-                ..
-            } => Some(dump.name_of(symbol)),
+            StatementKind::Assign { rvalue, .. } => match &**rvalue {
+                Rvalue::Cast {
+                    kind: CastKind::ReifyFnPointer { symbol },
+                    ..
+                } => Some(dump.name_of(symbol)),
+                _ => None,
+            },
             _ => None,
         })
         .collect();

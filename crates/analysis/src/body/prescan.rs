@@ -478,12 +478,13 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
                 // pointer, or turned into a raw pointer (by `&raw`, or a
                 // cast): it may reach anything from there.
                 if place.projection.contains(&kmir::Projection::Deref)
-                    || matches!(rvalue, Rvalue::AddressOf { .. })
-                    || (is_raw(place.local) && !matches!(rvalue, Rvalue::Ref { .. }))
+                    || matches!(&**rvalue, Rvalue::AddressOf { .. })
+                    || (is_raw(place.local) && !matches!(&**rvalue, Rvalue::Ref { .. }))
                 {
                     return None;
                 }
-                let pointer = matches!(rvalue, Rvalue::Ref { .. }) || may_hold_pointer(place.local);
+                let pointer =
+                    matches!(&**rvalue, Rvalue::Ref { .. }) || may_hold_pointer(place.local);
                 if pointer && !tainted(place.local, &derived) {
                     derived.push(place.local);
                 }

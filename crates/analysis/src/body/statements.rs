@@ -28,7 +28,7 @@ impl BodyAnalysis<'_> {
             StatementKind::Assign { place, rvalue } => {
                 // Pointers in the new value, read before the write.
                 let addrs = self.rvalue_addrs(facts, rvalue);
-                if let Rvalue::Discriminant(p) = rvalue
+                if let Rvalue::Discriminant(p) = &**rvalue
                     && let (Some(key), Some(discrs)) = (
                         PlaceKey::of(p),
                         self.place_ty(p).and_then(|t| self.enum_discrs(t)),
