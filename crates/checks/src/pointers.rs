@@ -194,7 +194,8 @@ impl Checks<'_> {
                             else {
                                 continue;
                             };
-                            if !seen_vtables.insert((concrete.display.clone(), trait_path.clone()))
+                            if !seen_vtables
+                                .insert((concrete.display.to_string(), trait_path.to_string()))
                             {
                                 continue;
                             }

@@ -242,7 +242,7 @@ pub fn resolve(
     for (f, krate, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
         for &(d, ty, index, stored_by) in &stores {
-            if !stored_by.is_empty() && !stored_by.contains(&inst.item_path) {
+            if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
                 continue;
             }
             for block in store_sites(&krate.dump, body, ty, index) {

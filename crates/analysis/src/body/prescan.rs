@@ -160,7 +160,7 @@ pub(super) fn callee_of(t: &TerminatorKind) -> Callee {
     match t {
         TerminatorKind::Call { callee, .. } => callee.clone(),
         _ => Callee::Intrinsic {
-            name: String::new(),
+            name: kmir::Name::default(),
         },
     }
 }
