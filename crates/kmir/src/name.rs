@@ -21,9 +21,8 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -31,6 +30,7 @@ use bincode::de::read::Reader;
 use bincode::de::{Decode, Decoder};
 use bincode::enc::{Encode, Encoder};
 use bincode::error::{DecodeError, EncodeError};
+use hashbrown::HashTable;
 
 /// An interned, immutable string (see the module documentation).
 #[derive(Clone)]
@@ -48,81 +48,60 @@ impl Name {
 }
 
 /// The interning table: shards selected by the string's hash, so that
-/// dumps decoded on several threads rarely wait for one another.
+/// dumps decoded on several threads rarely wait for one another. Each
+/// entry keeps its hash: growing a shard and probing it compare hashes
+/// before they read a string.
 const SHARDS: usize = 64;
 
-type Shard = Mutex<HashSet<Arc<str>, BuildHasherDefault<FxHasher>>>;
+type Shard = Mutex<HashTable<(u64, Arc<str>)>>;
 
 fn table() -> &'static [Shard; SHARDS] {
     static TABLE: OnceLock<[Shard; SHARDS]> = OnceLock::new();
-    TABLE.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashSet::default())))
+    TABLE.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashTable::new())))
 }
 
 fn intern(s: &str) -> Arc<str> {
-    let mut h = FxHasher::default();
-    s.hash(&mut h);
-    // The high bits: the low ones also pick the bucket inside the shard.
-    let shard = (h.finish() >> 58) as usize % SHARDS;
-    // A panic while the lock was held cannot leave the set inconsistent
-    // (`get` and `insert` are the only operations): ignore poisoning.
+    let hash = hash(s.as_bytes());
+    // Bits the shard's own table does not use (it takes the low bits for
+    // the bucket and the top seven for the tag).
+    let shard = (hash >> 32) as usize % SHARDS;
+    // A panic while the lock was held cannot leave the table inconsistent
+    // (`find` and `insert_unique` are the only operations): ignore
+    // poisoning.
     let mut set = table()[shard]
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    if let Some(found) = set.get(s) {
+    if let Some((_, found)) = set.find(hash, |(h, a)| *h == hash && **a == *s) {
         return Arc::clone(found);
     }
     let new: Arc<str> = Arc::from(s);
-    set.insert(Arc::clone(&new));
+    set.insert_unique(hash, (hash, Arc::clone(&new)), |(h, _)| *h);
     new
 }
 
-/// The multiply-rotate hash rustc uses for its own tables: fast on short
-/// strings, and the table's contents are not chosen by an attacker who
-/// could exploit its collisions (a crafted dump can only make its own
-/// decode slower, and is bounded in size).
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+/// The multiply-rotate hash rustc uses for its own tables, eight bytes at a
+/// time, with a final multiply that folds the high half into the low bits:
+/// fast on short strings. The table's contents are not chosen by an
+/// attacker who could exploit its collisions (a crafted dump can only make
+/// its own decode slower, and is bounded in size).
+fn hash(bytes: &[u8]) -> u64 {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let add = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(SEED);
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = add(h, u64::from_le_bytes(w));
     }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
-        }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = add(h, u64::from_le_bytes(w));
     }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    let m = u128::from(h) * u128::from(SEED);
+    (m as u64) ^ ((m >> 64) as u64)
 }
 
 impl Deref for Name {
