@@ -277,15 +277,6 @@ impl Reader for TrackingReader<'_> {
         self.pos = end;
         Ok(())
     }
-
-    /// The payload is in memory: strings and integers are read in place.
-    fn peek_read(&mut self, n: usize) -> Option<&[u8]> {
-        self.data.get(self.pos..self.pos.checked_add(n)?)
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.pos = self.pos.saturating_add(n).min(self.data.len());
-    }
 }
 
 /// Decodes the bincode payload (no prefix), bounding what the decoder may

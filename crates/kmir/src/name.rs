@@ -247,26 +247,38 @@ impl Encode for Name {
     }
 }
 
-/// Decoded as a `String` is, and interned. The bytes are read in place
-/// when the reader holds the whole payload (no allocation for a string
-/// the table already has); else through a reused buffer.
+/// Decoded as a `String` is (same errors, same offsets), and interned.
+/// Short strings are read into a buffer the thread reuses, so a string the
+/// table already has costs no allocation.
 impl<Context> Decode<Context> for Name {
     fn decode<D: Decoder<Context = Context>>(decoder: &mut D) -> Result<Name, DecodeError> {
+        /// Longer strings get a buffer of their own, so that a large one
+        /// does not stay allocated in the thread's buffer.
+        const REUSED: usize = 4096;
+        thread_local! {
+            static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
         let len = u64::decode(decoder)?;
         let len: usize = len
             .try_into()
             .map_err(|_| DecodeError::OutsideUsizeRange(len))?;
         // Counted against the decoder's limit as a `String` would be.
         decoder.claim_container_read::<u8>(len)?;
-        let utf8 = |e| DecodeError::Utf8 { inner: e };
-        if let Some(bytes) = decoder.reader().peek_read(len) {
-            let name = Name::new(std::str::from_utf8(bytes).map_err(utf8)?);
-            decoder.reader().consume(len);
-            return Ok(name);
+        let intern = |bytes: &[u8]| match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Name::new(s)),
+            Err(inner) => Err(DecodeError::Utf8 { inner }),
+        };
+        if len > REUSED {
+            let mut bytes = vec![0u8; len];
+            decoder.reader().read(&mut bytes)?;
+            return intern(&bytes);
         }
-        let mut bytes = vec![0u8; len];
-        decoder.reader().read(&mut bytes)?;
-        Ok(Name::new(std::str::from_utf8(&bytes).map_err(utf8)?))
+        BUFFER.with_borrow_mut(|buffer| {
+            buffer.clear();
+            buffer.resize(len, 0);
+            decoder.reader().read(buffer)?;
+            intern(buffer)
+        })
     }
 }
 
@@ -313,7 +325,13 @@ mod tests {
     #[test]
     fn encodes_as_a_string() {
         let cfg = bincode::config::standard();
-        for s in ["", "spin_lock", "€ and ü", &"x".repeat(300)] {
+        for s in [
+            "",
+            "spin_lock",
+            "€ and ü",
+            &"x".repeat(300),
+            &"y".repeat(5000),
+        ] {
             let name = Name::new(s);
             let as_name = bincode::encode_to_vec(&name, cfg).unwrap();
             let as_string = bincode::encode_to_vec(s.to_string(), cfg).unwrap();
