@@ -581,17 +581,17 @@ impl<'tcx> Translator<'tcx> {
             S::Intrinsic(smir::NonDivergingIntrinsic::Assume(op)) => {
                 kmir::StatementKind::Intrinsic {
                     name: "assume".into(),
-                    operands: vec![self.operand(op)],
+                    operands: Box::new([self.operand(op)]),
                 }
             }
             S::Intrinsic(smir::NonDivergingIntrinsic::CopyNonOverlapping(c)) => {
                 kmir::StatementKind::Intrinsic {
                     name: "copy_nonoverlapping".into(),
-                    operands: vec![
+                    operands: Box::new([
                         self.operand(&c.src),
                         self.operand(&c.dst),
                         self.operand(&c.count),
-                    ],
+                    ]),
                 }
             }
             // Borrowck and debugging artefacts: no runtime effect.
@@ -649,7 +649,9 @@ impl<'tcx> Translator<'tcx> {
         match o {
             smir::Operand::Copy(p) => kmir::Operand::Copy(self.place(p)),
             smir::Operand::Move(p) => kmir::Operand::Move(self.place(p)),
-            smir::Operand::Constant(c) => kmir::Operand::Constant(self.constant(&c.const_)),
+            smir::Operand::Constant(c) => {
+                kmir::Operand::Constant(Box::new(self.constant(&c.const_)))
+            }
             smir::Operand::RuntimeChecks(r) => {
                 kmir::Operand::RuntimeChecks(format!("{r:?}").into())
             }

@@ -149,7 +149,7 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
                         body,
                         &Operand::Copy(kmir::Place {
                             local: q.local,
-                            projection: Vec::new(),
+                            projection: Box::new([]),
                         }),
                         depth + 1,
                     )
@@ -186,11 +186,11 @@ pub fn vtable_source(body: &Body, op: &Operand, depth: u8) -> Option<kmir::Vtabl
         Rvalue::Ref { place: q, .. }
         | Rvalue::AddressOf { place: q, .. }
         | Rvalue::CopyForDeref(q)
-            if q.projection == [kmir::Projection::Deref] =>
+            if *q.projection == [kmir::Projection::Deref] =>
         {
             let reborrowed = Operand::Copy(kmir::Place {
                 local: q.local,
-                projection: Vec::new(),
+                projection: Box::new([]),
             });
             vtable_source(body, &reborrowed, depth + 1)
         }

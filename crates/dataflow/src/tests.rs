@@ -66,10 +66,10 @@ impl Analysis for Counter {
         match &statement.kind {
             StatementKind::Assign { rvalue, .. } => {
                 state.0 = match &**rvalue {
-                    Rvalue::Use(Operand::Constant(Constant {
-                        value: ConstValue::Scalar(v),
-                        ..
-                    })) => FlatSet::Elem(*v),
+                    Rvalue::Use(Operand::Constant(c)) => match c.value {
+                        ConstValue::Scalar(v) => FlatSet::Elem(v),
+                        _ => FlatSet::Top,
+                    },
                     _ => FlatSet::Top,
                 }
             }
@@ -122,7 +122,7 @@ impl Analysis for Counter {
 fn place(local: u32) -> Place {
     Place {
         local,
-        projection: vec![],
+        projection: Box::new([]),
     }
 }
 
@@ -137,10 +137,10 @@ fn statement(kind: StatementKind) -> Statement {
 fn set(v: u128) -> Statement {
     statement(StatementKind::Assign {
         place: place(0),
-        rvalue: Box::new(Rvalue::Use(Operand::Constant(Constant {
+        rvalue: Box::new(Rvalue::Use(Operand::Constant(Box::new(Constant {
             ty: 0,
             value: ConstValue::Scalar(v),
-        }))),
+        })))),
     })
 }
 

@@ -226,8 +226,7 @@ pub fn resolve(
             };
             // The glue's argument is the `&mut T` being torn down; its
             // fields are dropped as `(*_1).N`.
-            let [Projection::Deref, Projection::Field { index, .. }] = place.projection.as_slice()
-            else {
+            let [Projection::Deref, Projection::Field { index, .. }] = &place.projection[..] else {
                 continue;
             };
             if place.local != 1 {
@@ -321,7 +320,7 @@ fn store_sites(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) 
             Some((Projection::Field { index, .. }, base)) if *index == field => {
                 let base = kmir::Place {
                     local: place.local,
-                    projection: base.to_vec(),
+                    projection: base.to_vec().into(),
                 };
                 dump.place_ty(body, &base)
                     .and_then(|t| dump.adt_of(t))
@@ -330,7 +329,7 @@ fn store_sites(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) 
             _ => false,
         };
         let through_pointer = !direct
-            && place.projection == [Projection::Deref]
+            && *place.projection == [Projection::Deref]
             && dump
                 .place_ty(body, place)
                 .and_then(|t| dump.ty(t))
@@ -379,7 +378,7 @@ fn borrowed_field<'d>(
                         {
                             let base = kmir::Place {
                                 local: r.local,
-                                projection: base.to_vec(),
+                                projection: base.to_vec().into(),
                             };
                             if dump
                                 .place_ty(body, &base)
@@ -532,7 +531,7 @@ fn emptying_points(
             }
             let base = kmir::Place {
                 local: place.local,
-                projection: place.projection[..i].to_vec(),
+                projection: place.projection[..i].to_vec().into(),
             };
             let owner = dump.place_ty(body, &base).and_then(|t| dump.adt_of(t));
             if owner.is_none_or(|a| a.path != ty) {

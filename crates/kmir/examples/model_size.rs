@@ -122,6 +122,9 @@ impl<'a> Acc<'a> {
         match o {
             Operand::Copy(p) | Operand::Move(p) => self.place(p),
             Operand::Constant(c) => {
+                let b = self.arrays.entry("Box<Constant>").or_default();
+                b.count += 1;
+                b.bytes += size_of::<Constant>();
                 if let ConstValue::Memory(m) = &c.value {
                     let b = self.arrays.entry("Box<Memory>").or_default();
                     b.count += 1;

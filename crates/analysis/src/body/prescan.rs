@@ -77,7 +77,7 @@ fn reborrowed_once(body: &Body, holder: LocalId) -> Option<LocalId> {
             place: q,
         } = rvalue
             && q.local == holder
-            && q.projection == [kmir::Projection::Deref]
+            && *q.projection == [kmir::Projection::Deref]
             && place.projection.is_empty()
         {
             reborrow = Some(place.local);
