@@ -36,14 +36,15 @@ pub struct Analysed {
 /// declared, the drop glues it applied to and (audited) what it removed.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct InvariantUse {
-    /// `empty_at_teardown` or `empty_when_stored`.
+    /// `empty_at_teardown`, `empty_when_stored` or `kept_alive`.
     pub kind: &'static str,
     pub says: String,
     /// `file:line:col` of the declaration.
     pub declared_at: String,
     pub because: Option<String>,
     /// The functions in which a drop was elided: drop glues (empty at
-    /// teardown), storing functions (empty when stored).
+    /// teardown), storing functions (empty when stored), or in which a
+    /// dropped reference is not the last (kept alive).
     pub applied_in: Vec<String>,
     /// With `--audit-invariants`: the findings that appear when only this
     /// declaration is left out.
@@ -238,6 +239,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 kind: match d.invariant {
                     invariants::Invariant::EmptyAtTeardown { .. } => "empty_at_teardown",
                     invariants::Invariant::EmptyWhenStored { .. } => "empty_when_stored",
+                    invariants::Invariant::KeptAlive { .. } => "kept_alive",
                 },
                 says: d.describe(),
                 declared_at: origin_text(&program, &d.origin),

@@ -94,6 +94,8 @@ ui!(
     fp_field_behind_mut,
     field_behind_mut,
     uninhabited_paths,
+    shared_lend,
+    drop_flags,
     placement,
     callback_glue,
     callback_paths,
@@ -363,6 +365,129 @@ fn invariants_about_stores() {
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_stored_errors", errors);
+}
+
+/// Declared kept-alive invariants in both forms: `Pool.waiting` in the
+/// source, `Pool.parked` in a file. The drops of what is taken out of them
+/// (directly, through a guard, through helpers that return it, whole with
+/// `mem::take`) are clean; an undeclared field, a value swapped or
+/// overwritten before its drop, and a call that may hand back an owned
+/// argument stay warnings. A declaration nothing is taken out of, or with
+/// a key of another kind, stops the run.
+#[test]
+fn invariants_kept_alive() {
+    let out = extract(&[CrateSpec::lib("ui/invariants_kept.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| check_in(dir, args);
+    let entry = |field: &str| {
+        format!(
+            "[[kept_alive]]\ntype = \"invariants_kept::Pool\"\nfield = \"{field}\"\nbecause = \"whoever parks a device keeps a reference to it\"\n"
+        )
+    };
+    write("good.toml", &entry("parked"));
+    let warned_in = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
+            .map(str::to_string)
+            .collect()
+    };
+    let (code, without, stderr) = run(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        warned_in(&without),
+        [
+            "`invariants_kept::unpark`",
+            "`invariants_kept::pop_all`",
+            "`invariants_kept::swap_with_spare`",
+            "`invariants_kept::overwrite`",
+            "`invariants_kept::give_back`"
+        ],
+        "{without}"
+    );
+    let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        warned_in(&with),
+        [
+            "`invariants_kept::pop_all`",
+            "`invariants_kept::swap_with_spare`",
+            "`invariants_kept::overwrite`",
+            "`invariants_kept::give_back`"
+        ],
+        "{with}"
+    );
+    insta::assert_snapshot!("invariants_kept_with_file", with);
+
+    let (_, json, _) = run(&[
+        "--invariants",
+        "good.toml",
+        "--audit-invariants",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let inv = v["summary"]["invariants"].as_array().unwrap();
+    let applied: Vec<(String, String, Vec<String>, u64)> = inv
+        .iter()
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap().to_string(),
+                i["says"].as_str().unwrap().to_string(),
+                i["applied_in"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_string())
+                    .collect(),
+                i["removes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let kept = |field: &str, fns: &[&str], removes| {
+        (
+            "kept_alive".to_string(),
+            format!("what `Pool.{field}` holds is kept alive elsewhere"),
+            fns.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+            removes,
+        )
+    };
+    assert_eq!(
+        applied,
+        [
+            kept("parked", &["invariants_kept::unpark"], 1),
+            kept(
+                "waiting",
+                &[
+                    "invariants_kept::pop_through_helpers",
+                    "invariants_kept::pop_waiting",
+                    "invariants_kept::pop_waiting_in",
+                    "invariants_kept::take_all_waiting"
+                ],
+                4
+            ),
+        ]
+    );
+
+    let mut errors = String::new();
+    for (name, text) in [
+        (
+            "never_taken.toml",
+            "[[kept_alive]]\ntype = \"invariants_kept::Device\"\nfield = \"config\"\nbecause = \"x\"\n".to_string(),
+        ),
+        ("no_field.toml", entry("waiters")),
+        (
+            "bad_key.toml",
+            format!("{}stored_by = [\"invariants_kept::unpark\"]\n", entry("parked")),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    insta::assert_snapshot!("invariants_kept_errors", errors);
 }
 
 /// The profiles: the same program as it is (no `kernel` crate for a kernel

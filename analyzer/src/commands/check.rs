@@ -393,12 +393,20 @@ fn invariants_text(a: &Analysed) -> String {
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let glues = count("empty_at_teardown");
     let stores = count("empty_when_stored");
+    let kept = count("kept_alive");
     let mut places = Vec::new();
-    if glues > 0 || stores == 0 {
+    if glues > 0 || (stores == 0 && kept == 0) {
         places.push(plural(glues, "drop glue", "drop glues"));
     }
     if stores > 0 {
         places.push(plural(stores, "storing function", "storing functions"));
+    }
+    if kept > 0 {
+        places.push(plural(
+            kept,
+            "function dropping kept-alive references",
+            "functions dropping kept-alive references",
+        ));
     }
     let mut text = format!(
         "; {n} declared invariant{} trusted, applied in {}",

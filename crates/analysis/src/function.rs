@@ -92,6 +92,9 @@ pub(crate) fn analyze_function(
         for block in input.invariants.elided_in(f) {
             analysis.sites.remove(&block);
         }
+        // A reference taken out of a field declared kept alive is not the
+        // last one where it is dropped.
+        analysis.not_last = input.invariants.not_last_in(f).collect();
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
         analysis.specialize = true;

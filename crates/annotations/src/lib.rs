@@ -44,6 +44,7 @@
 //! | `#[kanalyze::lock_class("name")]` | names the lock class of a static, field, type or returned lock explicitly, instead of the class derived from its path |
 //! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
+//! | `#[kanalyze::kept_alive("why")]` | on a struct field: every object it refers to is referred to from elsewhere while it is there, so dropping a reference taken out of it never runs the object's teardown (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
@@ -117,6 +118,12 @@ pub enum KanalyzeAnnotation {
     /// stored into it, so the drop of the old value an assignment runs
     /// releases nothing. A trusted invariant (crates/invariants).
     EmptyWhenStored {
+        because: Option<String>,
+    },
+    /// On a struct field: every object the field refers to is also referred
+    /// to from elsewhere while it is in the field, so a reference taken out
+    /// of it is never the last one. A trusted invariant (crates/invariants).
+    KeptAlive {
         because: Option<String>,
     },
 }

@@ -36,6 +36,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "nested_lock",
     "empty_at_teardown",
     "empty_when_stored",
+    "kept_alive",
 ];
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
@@ -358,7 +359,7 @@ fn parse_kanalyze(
                 _ => Err(bad()),
             }
         }
-        "empty_at_teardown" | "empty_when_stored" => {
+        "empty_at_teardown" | "empty_when_stored" | "kept_alive" => {
             let because =
                 match args {
                     Args::None => None,
@@ -373,10 +374,10 @@ fn parse_kanalyze(
                         ));
                     }
                 };
-            Ok(if name == "empty_at_teardown" {
-                KanalyzeAnnotation::EmptyAtTeardown { because }
-            } else {
-                KanalyzeAnnotation::EmptyWhenStored { because }
+            Ok(match name {
+                "empty_at_teardown" => KanalyzeAnnotation::EmptyAtTeardown { because },
+                "empty_when_stored" => KanalyzeAnnotation::EmptyWhenStored { because },
+                _ => KanalyzeAnnotation::KeptAlive { because },
             })
         }
         _ => Err(error(

@@ -392,7 +392,7 @@ fn kanalyze_attributes() {
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
          `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
-         `empty_when_stored`"
+         `empty_when_stored`, `kept_alive`"
     );
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
@@ -420,6 +420,18 @@ fn kanalyze_attributes() {
         err("#[kanalyze::empty_when_stored(x = 1)]"),
         "incorrect usage of `#[kanalyze::empty_when_stored]` | correct usage looks like \
          `#[kanalyze::empty_when_stored(\"why it holds\")]`, on a struct field, with an optional reason"
+    );
+    assert_eq!(
+        k(r#"#[kanalyze::kept_alive("each waiter holds its own reference")]"#),
+        KeptAlive {
+            because: Some("each waiter holds its own reference".to_string())
+        }
+    );
+    assert_eq!(k("#[kanalyze::kept_alive]"), KeptAlive { because: None });
+    assert_eq!(
+        err("#[kanalyze::kept_alive(0)]"),
+        "incorrect usage of `#[kanalyze::kept_alive]` | correct usage looks like \
+         `#[kanalyze::kept_alive(\"why it holds\")]`, on a struct field, with an optional reason"
     );
     assert_eq!(err("#[kanalyze::a::b]"), "invalid kanalyze attribute | ");
 }

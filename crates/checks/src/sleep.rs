@@ -178,7 +178,7 @@ impl Texts<'_, '_> {
                     "the teardown runs only when a reference count reaches zero; the analysis does not track reference counts, so it cannot tell whether a reference dropped here is the last one",
                 ))
                 .note(Note::help(
-                    "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard)",
+                    "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard). If the reference was taken out of a field whose every object is kept alive elsewhere, declare it: `#[kanalyze::kept_alive(\"why\")]` on the field (docs/invariants.md)",
                 ));
         } else {
             for n in why_expects(input, summaries, v.target.callee) {

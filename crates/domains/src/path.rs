@@ -56,6 +56,10 @@ impl Path {
 /// iteration changes the count).
 pub const MAX_PATHS: usize = 8;
 
+/// Below this many paths, paths that differ only in a drop flag are kept
+/// apart; from it on they merge.
+pub const MAX_SPLIT: usize = 4;
+
 /// Paths sorted by adjustment, at most one per adjustment and lock state;
 /// empty means the point is unreachable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,11 +92,19 @@ impl PcState {
         // reached (found by fuzzing the analyser).
         let before =
             (target == Adj::Top || self.paths.len() >= MAX_PATHS).then(|| self.paths.clone());
-        let mut changed = match self
+        let same = |p: &Path| p.adj == target && p.locks.same_as(&path.locks);
+        // Paths that differ in a drop flag stay apart while there are few
+        // paths (`Facts::same_split`); past `MAX_SPLIT` they merge.
+        let at = self
             .paths
             .iter()
-            .position(|p| p.adj == target && p.locks.same_as(&path.locks))
-        {
+            .position(|p| same(p) && p.facts.same_split(&path.facts))
+            .or_else(|| {
+                (self.paths.len() >= MAX_SPLIT)
+                    .then(|| self.paths.iter().position(same))
+                    .flatten()
+            });
+        let mut changed = match at {
             Some(i) => self.paths[i].facts.intersect(&path.facts),
             None => {
                 let i = self.paths.partition_point(|p| {
@@ -112,6 +124,9 @@ impl PcState {
                 true
             }
         };
+        if self.paths.len() > MAX_PATHS {
+            self.merge_splits();
+        }
         if self.paths.len() > MAX_PATHS || (target == Adj::Top && self.paths.len() > 1) {
             self.collapse();
             if let Some(before) = before {
@@ -119,6 +134,24 @@ impl PcState {
             }
         }
         changed
+    }
+
+    /// Merges the paths kept apart only by drop flags (same adjustment and
+    /// lock state) before distinct adjustments have to collapse.
+    fn merge_splits(&mut self) {
+        let mut out: Vec<Path> = Vec::with_capacity(self.paths.len());
+        for p in std::mem::take(&mut self.paths) {
+            match out
+                .iter_mut()
+                .find(|q| q.adj == p.adj && q.locks.same_as(&p.locks))
+            {
+                Some(q) => {
+                    q.facts.intersect(&p.facts);
+                }
+                None => out.push(p),
+            }
+        }
+        self.paths = out;
     }
 
     fn collapse(&mut self) {

@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, and of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, and of `[[kept_alive]]` tables with the keys `type`, `field` and `because` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +54,28 @@ struct RawFile {
     empty_at_teardown: Vec<Spanned<RawEmpty>>,
     #[serde(default)]
     empty_when_stored: Vec<Spanned<RawStored>>,
+    #[serde(default)]
+    kept_alive: Vec<Spanned<RawKept>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ type = \"crate::Struct\", field = \"name\", because = \"…\" }`"
+)]
+struct RawKept {
+    #[serde(rename = "type")]
+    ty: Spanned<String>,
+    field: Spanned<String>,
+    because: Spanned<String>,
+}
+
+/// Which table an entry of the file is in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Table {
+    EmptyAtTeardown,
+    EmptyWhenStored,
+    KeptAlive,
 }
 
 #[derive(Deserialize)]
@@ -125,7 +147,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             e.because,
             e.stored_by,
             "stored_by",
-            false,
+            Table::EmptyWhenStored,
         )
     });
     let torn = raw.empty_at_teardown.into_iter().map(|entry| {
@@ -138,13 +160,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             e.because,
             e.emptied_by,
             "emptied_by",
-            true,
+            Table::EmptyAtTeardown,
         )
     });
-    let mut entries: Vec<_> = torn.chain(stored).collect();
+    let kept = raw.kept_alive.into_iter().map(|entry| {
+        let span = entry.span();
+        let e = entry.into_inner();
+        (
+            span,
+            e.ty,
+            e.field,
+            e.because,
+            Vec::new(),
+            "",
+            Table::KeptAlive,
+        )
+    });
+    let mut entries: Vec<_> = torn.chain(stored).chain(kept).collect();
     // In the file's order, whichever table an entry is in.
     entries.sort_by_key(|e| e.0.start);
-    for (span, ty, field, because, functions, key, teardown) in entries {
+    for (span, ty, field, because, functions, key, table) in entries {
         let ty_text = ty.get_ref().trim();
         if ty_text.is_empty() || ty_text.contains('<') || ty_text.contains(char::is_whitespace) {
             return Err(err(
@@ -186,18 +221,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         let (line, col) = line_col(text, span.start);
         let (ty, field) = (ty_text.to_string(), field_text.to_string());
         out.push(Declaration {
-            invariant: if teardown {
-                Invariant::EmptyAtTeardown {
+            invariant: match table {
+                Table::EmptyAtTeardown => Invariant::EmptyAtTeardown {
                     ty,
                     field,
                     emptied_by: names,
-                }
-            } else {
-                Invariant::EmptyWhenStored {
+                },
+                Table::EmptyWhenStored => Invariant::EmptyWhenStored {
                     ty,
                     field,
                     stored_by: names,
-                }
+                },
+                Table::KeptAlive => Invariant::KeptAlive { ty, field },
             },
             origin: Origin::File {
                 path: PathBuf::from(path),

@@ -1,7 +1,7 @@
 //! Declared invariants: facts the program keeps across objects and over
 //! time that no function body shows, stated by the people who know them.
 //!
-//! Two kinds:
+//! Three kinds:
 //! - **empty at teardown**: field `F` of struct `T` holds an empty value
 //!   (`None`, an empty list) whenever a `T` is torn down, because some
 //!   function empties it before the last reference to the `T` can go.
@@ -17,6 +17,14 @@
 //!   transaction's allocation back only where it took it out a few lines
 //!   earlier (with the lock released in between, which the analysis must
 //!   take as "anything may have happened").
+//! - **kept alive**: every object that field `F` of struct `T` refers to is
+//!   also referred to from elsewhere for as long as it is in `F`, so a
+//!   reference taken out of `F` is never the last one: dropping it cannot
+//!   run the object's teardown. Binder's `ProcessInner::ready_threads`
+//!   holds threads that wait for work; each waiting thread's
+//!   `Registration` borrows its own `Arc<Thread>` and takes the thread off
+//!   the list (under the same lock) before it goes, and
+//!   `ready_threads ⊆ threads`.
 //!
 //! A declaration comes in one of two equivalent forms:
 //! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
@@ -39,6 +47,13 @@
 //!   because = "it puts back what it took out four lines earlier"
 //!   ```
 //!
+//!   ```toml
+//!   [[kept_alive]]
+//!   type = "rust_binder::process::ProcessInner"
+//!   field = "ready_threads"
+//!   because = "a waiting thread's Registration holds its Arc<Thread> until it leaves the list"
+//!   ```
+//!
 //! ## What is checked, what is trusted
 //! Every declaration must name something: a struct the program has, a field
 //! it has, and, for `emptied_by`, functions the program has whose bodies
@@ -56,6 +71,13 @@
 //! in the program and must match at least one. What is trusted is that
 //! the field is empty at those stores.
 //!
+//! For kept-alive, what is trusted is the whole fact: the analysis
+//! tracks no reference counts. What is checked is that the declaration
+//! names a field some function takes references out of (a call that
+//! receives a borrow of the field and returns what it held, such as
+//! `List::pop_front`, `List::remove` or `mem::take`), and the audit lists
+//! every drop it applied to.
+//!
 //! ## How it is applied
 //! In the drop glue of `T` (every instantiation of it), the drop of `F` is
 //! a no-op: the glue's summary no longer contains the field's teardown, and
@@ -71,6 +93,16 @@
 //! pointer derived from a borrow of `F` through calls (the guard of the
 //! lock `F` is: `*x.f.lock() = v`), with the type of the data one of
 //! `F`'s type arguments.
+//!
+//! A kept-alive declaration makes the drops of what was taken out of `F`
+//! drop a reference that is not the last: the drop's own expectation
+//! stays (a count decrement, an `Option` check), the teardown it would run
+//! on the last reference (`Summary::expect_last`) does not apply there.
+//! "Taken out of `F`" is recognised by shape: the result of a call one of
+//! whose arguments is a borrow of `F` (`&mut x.f`, `&x.f`) while the others
+//! carry no owned values (references, raw pointers, numbers), and the
+//! locals moved out of that result (`if let Some(t) = x.f.pop_front()`),
+//! if nothing else is ever written into them.
 
 mod file;
 mod resolve;
@@ -107,6 +139,10 @@ pub enum Invariant {
         field: String,
         stored_by: Vec<String>,
     },
+    /// Every object field `field` of the struct `ty` refers to is also
+    /// referred to from elsewhere while it is in the field, so a reference
+    /// taken out of it is never the last one.
+    KeptAlive { ty: String, field: String },
 }
 
 /// Where a declaration was made.
@@ -137,6 +173,10 @@ impl Declaration {
                 let short = ty.rsplit("::").next().unwrap_or(ty);
                 format!("`{short}.{field}` is empty when stored")
             }
+            Invariant::KeptAlive { ty, field } => {
+                let short = ty.rsplit("::").next().unwrap_or(ty);
+                format!("what `{short}.{field}` holds is kept alive elsewhere")
+            }
         }
     }
 }
@@ -149,8 +189,8 @@ pub struct Misplaced {
     pub message: String,
 }
 
-/// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`
-/// or `#[kanalyze::empty_when_stored]`. Its item path is the struct's path
+/// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`,
+/// `#[kanalyze::empty_when_stored]` or `#[kanalyze::kept_alive]`. Its item path is the struct's path
 /// followed by the field name. The attribute on anything but a struct field
 /// is returned as misplaced.
 pub fn from_annotations<'a>(
@@ -164,6 +204,7 @@ pub fn from_annotations<'a>(
             let (name, because) = match annotation {
                 K::EmptyAtTeardown { because } => ("empty_at_teardown", because),
                 K::EmptyWhenStored { because } => ("empty_when_stored", because),
+                K::KeptAlive { because } => ("kept_alive", because),
                 _ => continue,
             };
             let on_field = item.kind == "field";
@@ -180,18 +221,18 @@ pub fn from_annotations<'a>(
             };
             let (ty, field) = (ty.to_string(), field.to_string());
             out.push(Declaration {
-                invariant: if name == "empty_at_teardown" {
-                    Invariant::EmptyAtTeardown {
+                invariant: match name {
+                    "empty_at_teardown" => Invariant::EmptyAtTeardown {
                         ty,
                         field,
                         emptied_by: Vec::new(),
-                    }
-                } else {
-                    Invariant::EmptyWhenStored {
+                    },
+                    "empty_when_stored" => Invariant::EmptyWhenStored {
                         ty,
                         field,
                         stored_by: Vec::new(),
-                    }
+                    },
+                    _ => Invariant::KeptAlive { ty, field },
                 },
                 origin: Origin::Attribute {
                     krate: item.crate_index,

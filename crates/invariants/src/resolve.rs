@@ -16,10 +16,14 @@ pub struct Resolved {
     /// Drop glue → the blocks whose field drop is elided, each with the
     /// index of the declaration that elides it.
     elided: HashMap<FnId, Vec<(BlockId, usize)>>,
+    /// Function → the blocks that drop (or `mem::drop`) a reference taken
+    /// out of a kept-alive field, which is therefore not the last one.
+    not_last: HashMap<FnId, Vec<(BlockId, usize)>>,
 }
 
 /// One application of a declaration: a drop it elides, in a drop glue (empty
-/// at teardown) or a storing function (empty when stored).
+/// at teardown) or a storing function (empty when stored), or a drop of a
+/// reference it says is not the last (kept alive).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Use {
     pub function: FnId,
@@ -56,11 +60,17 @@ impl Resolved {
         self.elided.get(&f).into_iter().flatten().map(|(b, _)| *b)
     }
 
+    /// The blocks of `f` that drop a reference a kept-alive declaration
+    /// says is not the last one.
+    pub fn not_last_in(&self, f: FnId) -> impl Iterator<Item = BlockId> + '_ {
+        self.not_last.get(&f).into_iter().flatten().map(|(b, _)| *b)
+    }
+
     /// Where each declaration applies, by declaration index, in a stable
     /// order.
     pub fn uses(&self) -> Vec<Vec<Use>> {
         let mut out = vec![Vec::new(); self.declarations.len()];
-        for (&glue, sites) in &self.elided {
+        for (&glue, sites) in self.elided.iter().chain(&self.not_last) {
             for &(block, d) in sites {
                 out[d].push(Use {
                     function: glue,
@@ -79,22 +89,27 @@ impl Resolved {
         Resolved {
             declarations: self.declarations.clone(),
             elided: HashMap::new(),
+            not_last: HashMap::new(),
         }
     }
 
     /// The same, without the declaration at `index` (for measuring what
     /// each one removes).
     pub fn without(&self, index: usize) -> Resolved {
-        let mut elided = HashMap::new();
-        for (&f, sites) in &self.elided {
-            let kept: Vec<_> = sites.iter().copied().filter(|&(_, d)| d != index).collect();
-            if !kept.is_empty() {
-                elided.insert(f, kept);
+        let filter = |map: &HashMap<FnId, Vec<(BlockId, usize)>>| {
+            let mut out = HashMap::new();
+            for (&f, sites) in map {
+                let kept: Vec<_> = sites.iter().copied().filter(|&(_, d)| d != index).collect();
+                if !kept.is_empty() {
+                    out.insert(f, kept);
+                }
             }
-        }
+            out
+        };
         Resolved {
             declarations: self.declarations.clone(),
-            elided,
+            elided: filter(&self.elided),
+            not_last: filter(&self.not_last),
         }
     }
 }
@@ -126,10 +141,13 @@ pub fn resolve(
     // Empty-when-stored: (declaration, struct path, field index, the
     // functions it covers; empty = all).
     let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
+    // Kept-alive: (declaration, struct path, field index).
+    let mut kept: Vec<(usize, &str, u32)> = Vec::new();
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field) = match &decl.invariant {
             Invariant::EmptyAtTeardown { ty, field, .. }
-            | Invariant::EmptyWhenStored { ty, field, .. } => (ty, field),
+            | Invariant::EmptyWhenStored { ty, field, .. }
+            | Invariant::KeptAlive { ty, field } => (ty, field),
         };
         let Some(fields) = structs.get(ty.as_str()) else {
             let short = ty.rsplit("::").next().unwrap_or(ty);
@@ -208,6 +226,7 @@ pub fn resolve(
                 }
                 stores.push((d, ty.as_str(), index, stored_by.as_slice()));
             }
+            Invariant::KeptAlive { .. } => kept.push((d, ty.as_str(), index)),
         }
     }
     // The drop glues of the declared structs, and their field drops.
@@ -249,6 +268,26 @@ pub fn resolve(
             }
         }
     }
+    // The drops of what is taken out of the kept-alive fields.
+    let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
+    for &(d, ty, index) in &kept {
+        for (f, block) in kept_alive_drops(program, ty, index) {
+            not_last.entry(f).or_default().push((block, d));
+        }
+    }
+    for (d, decl) in declarations.iter().enumerate() {
+        if let Invariant::KeptAlive { ty, field } = &decl.invariant
+            && !not_last.values().flatten().any(|&(_, e)| e == d)
+            && !problems.iter().any(|p| p.declaration == d)
+        {
+            problems.push(Problem {
+                declaration: d,
+                contradiction: false,
+                message: format!("nothing takes a reference out of `{field}` of `{ty}` and drops it"),
+                help: Some("a kept-alive invariant is about references taken out of the field (the result of a call that borrows it, such as `pop_front`, `remove` or `mem::take`) and dropped; the program drops none".to_string()),
+            });
+        }
+    }
     for (d, decl) in declarations.iter().enumerate() {
         if let Invariant::EmptyWhenStored { ty, field, .. } = &decl.invariant
             && !elided.values().flatten().any(|&(_, e)| e == d)
@@ -265,13 +304,14 @@ pub fn resolve(
     if !problems.is_empty() {
         return Err(problems);
     }
-    for v in elided.values_mut() {
+    for v in elided.values_mut().chain(not_last.values_mut()) {
         v.sort_unstable();
         v.dedup();
     }
     Ok(Resolved {
         declarations,
         elided,
+        not_last,
     })
 }
 
@@ -660,6 +700,261 @@ fn store_after_emptying(
         }
     }
     None
+}
+
+/// `core::mem::drop` and its re-exports: a call that drops its argument.
+const MEM_DROP: &[&str] = &["core::mem::drop", "std::mem::drop", "alloc::mem::drop"];
+
+/// Every drop in the program of a value taken out of field `field` of a
+/// `ty` (see [`taken_out`]): a `Drop` of it (or of a part of it), or a call
+/// to `mem::drop` that moves it. Functions that return such a value
+/// (`fn next(&mut self) -> Option<Arc<T>> { self.list.pop_front() }`) are
+/// found first, to a fixed point, so that their callers' results count as
+/// taken out too.
+fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, BlockId)> {
+    use std::collections::HashSet;
+    let bodies: Vec<_> = program
+        .bodies()
+        .filter_map(|(f, krate, inst)| Some((f, &krate.dump, inst.body.as_ref()?)))
+        .collect();
+    let mut returning: HashSet<FnId> = HashSet::new();
+    loop {
+        let before = returning.len();
+        for &(f, dump, body) in &bodies {
+            if returning.contains(&f) {
+                continue;
+            }
+            let returns_taken = |symbol: &str| {
+                program
+                    .lookup(symbol)
+                    .is_some_and(|g| returning.contains(&g))
+            };
+            if taken_out(dump, body, ty, field, &returns_taken).contains(&0) {
+                returning.insert(f);
+            }
+        }
+        if returning.len() == before {
+            break;
+        }
+    }
+    let returns_taken = |symbol: &str| {
+        program
+            .lookup(symbol)
+            .is_some_and(|g| returning.contains(&g))
+    };
+    let is_drop = |symbol: &str| {
+        program
+            .lookup(symbol)
+            .is_some_and(|f| MEM_DROP.contains(&program.function(f).item_path.as_str()))
+    };
+    let mut out = Vec::new();
+    for &(f, dump, body) in &bodies {
+        let taken = taken_out(dump, body, ty, field, &returns_taken);
+        if taken.is_empty() {
+            continue;
+        }
+        for (i, b) in body.blocks.iter().enumerate() {
+            let hit = match &b.terminator.kind {
+                TerminatorKind::Drop { place, .. } => {
+                    taken.contains(&place.local) && !place.projection.contains(&Projection::Deref)
+                }
+                TerminatorKind::Call {
+                    callee: kmir::Callee::Direct { symbol },
+                    args,
+                    ..
+                } => {
+                    matches!(args.as_slice(), [kmir::Operand::Move(p)]
+                        if p.projection.is_empty() && taken.contains(&p.local))
+                        && is_drop(symbol)
+                }
+                _ => false,
+            };
+            if hit {
+                out.push((f, i as BlockId));
+            }
+        }
+    }
+    out
+}
+
+/// The locals of `body` (the return place included) that hold a value
+/// taken out of field `field` of a `ty`.
+///
+/// A value is taken out of the field when it is the result of a call one of
+/// whose arguments is a borrow of the field (`&mut x.f`, `&x.f`, also
+/// through a guard: `&mut (*guard.deref_mut()).f`), or of a function known
+/// to return such a value (`returns_taken`, by symbol), and whose
+/// arguments otherwise carry no owned value (references, raw pointers,
+/// numbers, constants), so what the call returns can only come from the
+/// field (or from what those references reach, which the caller's borrows
+/// keep alive). Locals moved or copied out of such a value
+/// (`t = move (r as Some).0`) are taken out too. A local counts only if
+/// every write to it is one of those, and it is never borrowed mutably or
+/// by address (`mem::swap` could put anything into it).
+fn taken_out(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    ty: &str,
+    field: u32,
+    returns_taken: &dyn Fn(&str) -> bool,
+) -> std::collections::HashSet<kmir::LocalId> {
+    use std::collections::HashSet;
+    let n = body.locals.len();
+    let field_borrow = |l: kmir::LocalId| field_borrow(dump, body, l, ty, field, 0);
+    let no_owned = |o: &kmir::Operand| match o {
+        kmir::Operand::Constant(_) | kmir::Operand::RuntimeChecks(_) => true,
+        kmir::Operand::Copy(p) | kmir::Operand::Move(p) => dump
+            .place_ty(body, p)
+            .and_then(|t| dump.ty(t))
+            .is_some_and(|t| {
+                matches!(
+                    t.kind,
+                    TyKind::Ref { .. }
+                        | TyKind::RawPtr { .. }
+                        | TyKind::Bool
+                        | TyKind::Char
+                        | TyKind::Int(_)
+                        | TyKind::Uint(_)
+                        | TyKind::Float(_)
+                )
+            }),
+    };
+    // Each local's writes, and which of them take out of the field: the
+    // call itself, or a move from a local that is taken out.
+    let mut sources: Vec<Vec<Option<kmir::LocalId>>> = vec![Vec::new(); n];
+    let mut roots: HashSet<kmir::LocalId> = HashSet::new();
+    let mut unfit: HashSet<kmir::LocalId> = HashSet::new();
+    for b in &body.blocks {
+        for s in &b.statements {
+            let kmir::StatementKind::Assign { place, rvalue } = &s.kind else {
+                continue;
+            };
+            if !place.projection.is_empty() {
+                unfit.insert(place.local);
+                continue;
+            }
+            let from = match rvalue {
+                kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p))
+                    if !p.projection.contains(&Projection::Deref) =>
+                {
+                    Some(p.local)
+                }
+                _ => None,
+            };
+            if let Some(v) = sources.get_mut(place.local as usize) {
+                v.push(from);
+            }
+        }
+        if let TerminatorKind::Call {
+            callee,
+            args,
+            destination,
+            ..
+        } = &b.terminator.kind
+        {
+            if !destination.projection.is_empty() {
+                unfit.insert(destination.local);
+                continue;
+            }
+            let borrows = args.iter().any(|a| {
+                matches!(a, kmir::Operand::Copy(p) | kmir::Operand::Move(p)
+                    if p.projection.is_empty() && field_borrow(p.local))
+            });
+            let helper = matches!(callee, kmir::Callee::Direct { symbol } if returns_taken(symbol));
+            if (borrows || helper) && args.iter().all(no_owned) {
+                roots.insert(destination.local);
+            } else if let Some(v) = sources.get_mut(destination.local as usize) {
+                v.push(None);
+            }
+        }
+    }
+    for_each_place(body, |place, ctx, _| {
+        if matches!(
+            ctx,
+            PlaceContext::Borrow { mutable: true }
+                | PlaceContext::AddressOf { mutable: true }
+                | PlaceContext::SetDiscriminant
+        ) {
+            unfit.insert(place.local);
+        }
+    });
+    // Taken out: a root, or every write moves from a taken-out local. The
+    // greatest such set: start from every candidate, drop until stable.
+    // Arguments hold what the caller passed.
+    let mut taken: HashSet<kmir::LocalId> = (0..n as kmir::LocalId)
+        .filter(|l| {
+            !unfit.contains(l)
+                && (roots.contains(l) || !sources[*l as usize].is_empty())
+                && (*l == 0 || *l > body.arg_count)
+        })
+        .collect();
+    loop {
+        let before = taken.len();
+        let now = taken.clone();
+        taken.retain(|l| {
+            sources[*l as usize]
+                .iter()
+                .all(|s| s.is_some_and(|s| now.contains(&s)))
+                && (roots.contains(l) || sources[*l as usize].iter().any(Option::is_some))
+        });
+        if taken.len() == before {
+            break;
+        }
+    }
+    taken
+}
+
+/// Whether `local` holds a borrow of field `field` of a `ty`: `&mut x.f`,
+/// or a reborrow, copy or cast of one (`&mut *b`, as `mem::take(&mut x.f)`
+/// is compiled).
+fn field_borrow(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    local: kmir::LocalId,
+    ty: &str,
+    field: u32,
+    depth: u32,
+) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    match kmir::visit::sole_assignment(body, local) {
+        Some(kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. }) => {
+            is_field_of(dump, body, r, ty, field)
+                || (r.projection == [Projection::Deref]
+                    && field_borrow(dump, body, r.local, ty, field, depth + 1))
+        }
+        Some(
+            kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p))
+            | kmir::Rvalue::Cast {
+                operand: kmir::Operand::Copy(p) | kmir::Operand::Move(p),
+                ..
+            },
+        ) if p.projection.is_empty() => field_borrow(dump, body, p.local, ty, field, depth + 1),
+        _ => false,
+    }
+}
+
+/// Whether `place` is field `field` of a `ty` (`x.f`, `(*p).f`).
+fn is_field_of(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    place: &kmir::Place,
+    ty: &str,
+    field: u32,
+) -> bool {
+    match place.projection.split_last() {
+        Some((Projection::Field { index, .. }, base)) if *index == field => {
+            let base = kmir::Place {
+                local: place.local,
+                projection: base.to_vec(),
+            };
+            dump.place_ty(body, &base)
+                .and_then(|t| dump.adt_of(t))
+                .is_some_and(|a| a.path == ty)
+        }
+        _ => false,
+    }
 }
 
 /// Whether statement `s` reads or writes any place of `local`.

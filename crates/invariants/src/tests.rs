@@ -69,6 +69,37 @@ fn both_kinds_are_read_in_file_order() {
 }
 
 #[test]
+fn kept_alive_entries_are_read_among_the_others() {
+    let text = "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"waiting\"\nbecause = \"each waiter holds its own reference\"\n\n[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"file\"\nbecause = \"taken in release()\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(
+        d.iter().map(|d| d.invariant.clone()).collect::<Vec<_>>(),
+        [
+            Invariant::KeptAlive {
+                ty: "b::Inner".into(),
+                field: "waiting".into(),
+            },
+            Invariant::EmptyAtTeardown {
+                ty: "b::P".into(),
+                field: "file".into(),
+                emptied_by: vec![],
+            },
+        ]
+    );
+    assert_eq!(
+        d[0].describe(),
+        "what `Inner.waiting` holds is kept alive elsewhere"
+    );
+    // It names no functions.
+    let e = render(
+        "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"waiting\"\nemptied_by = [\"b::f\"]\nbecause = \"x\"\n",
+    );
+    assert!(e.contains("unknown field `emptied_by`"), "{e}");
+    let e = render("[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"waiting\"\nbecause = \" \"\n");
+    assert!(e.contains("`because` is empty"), "{e}");
+}
+
+#[test]
 fn an_empty_file_declares_nothing() {
     assert_eq!(parse(Path::new("inv.toml"), "").expect("valid"), vec![]);
 }

@@ -44,6 +44,76 @@ impl CrateDump {
     }
 }
 
+/// The standard library's primitive of interior mutability: every cell and
+/// lock is built on it.
+const UNSAFE_CELLS: &[&str] = &["core::cell::UnsafeCell", "core::cell::SyncUnsafeCell"];
+
+impl CrateDump {
+    /// Whether code given a `&T` (`ty` is `T`) may change the memory of the
+    /// `T` itself: `T` is or contains, through fields and type arguments,
+    /// an `UnsafeCell` (every cell, lock and atomic), a trait object or a
+    /// closure (which may hide one), or a type the dump does not define
+    /// (which might). Memory the `T` reaches through raw pointers is not
+    /// the `T`'s own and is not considered (writing there through a shared
+    /// borrow's copy of the pointer cannot change the `T`).
+    pub fn may_mutate_behind_shared(&self, ty: TyId) -> bool {
+        self.interior(ty, &mut Vec::new())
+    }
+
+    fn interior<'s>(&'s self, ty: TyId, visiting: &mut Vec<&'s str>) -> bool {
+        let Some(t) = self.ty(ty) else { return true };
+        match &t.kind {
+            TyKind::Bool
+            | TyKind::Char
+            | TyKind::Int(_)
+            | TyKind::Uint(_)
+            | TyKind::Float(_)
+            | TyKind::Str
+            | TyKind::Never
+            | TyKind::RawPtr { .. }
+            | TyKind::FnDef { .. }
+            | TyKind::FnPtr { .. } => false,
+            TyKind::Ref { pointee, .. } => self.interior(*pointee, visiting),
+            TyKind::Array { elem, .. } | TyKind::Slice { elem } => self.interior(*elem, visiting),
+            TyKind::Adt { path, args } => {
+                self.adt_interior(path, visiting)
+                    || args.iter().any(|a| self.interior(*a, visiting))
+            }
+            TyKind::Tuple(elems) => elems.iter().any(|e| self.interior(*e, visiting)),
+            _ => true,
+        }
+    }
+
+    /// Whether the ADT `path`'s declared fields may hold interior
+    /// mutability (its type arguments are checked by the caller). An ADT
+    /// already being looked at (a recursive type) adds nothing new.
+    fn adt_interior<'s>(&'s self, path: &str, visiting: &mut Vec<&'s str>) -> bool {
+        if UNSAFE_CELLS.contains(&path) {
+            return true;
+        }
+        let Some(adt) = self.adt(path) else {
+            return true;
+        };
+        if visiting.contains(&adt.path.as_str()) {
+            return false;
+        }
+        visiting.push(adt.path.as_str());
+        let found = adt.variants.iter().flat_map(|v| &v.fields).any(|f| {
+            // Every path the declared type names: its head and the paths
+            // in its arguments (generic parameters are the instantiation's
+            // arguments, checked by the caller).
+            f.ty.contains("dyn ")
+                || f.ty.contains("{closure")
+                || f.ty
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .filter(|tok| tok.contains("::"))
+                    .any(|tok| self.adt_interior(tok, visiting))
+        });
+        visiting.pop();
+        found
+    }
+}
+
 impl AdtDef {
     /// The discriminant of each variant, in declaration order.
     pub fn discriminants(&self) -> Vec<u128> {

@@ -150,9 +150,36 @@ pub struct Facts {
     /// as long as neither is written again: what a summary needs to say
     /// "leaves `*arg0` holding `arg1`".
     holds: BTreeMap<PlaceKey, LocalId>,
+    /// Locals whose constant values keep paths apart (drop flags: see
+    /// [`Facts::same_split`]); the same for every path of a body.
+    split: Option<std::sync::Arc<[LocalId]>>,
 }
 
 impl Facts {
+    /// Paths whose facts give one of `locals` different constant values
+    /// are kept apart when they meet (`PcState::add`). The body analysis
+    /// passes its drop flags: joining a path where a value was moved out
+    /// (flag cleared) with one where it was not loses what each knows about
+    /// the value, and the conditional drop after the join then looks
+    /// reachable with the moved-out value's old contents.
+    pub fn set_split_locals(&mut self, locals: Vec<LocalId>) {
+        self.split = (!locals.is_empty()).then(|| locals.into());
+    }
+
+    /// Whether no split local has a known constant value here that differs
+    /// from its value in `other`.
+    pub fn same_split(&self, other: &Facts) -> bool {
+        let Some(split) = &self.split else {
+            return true;
+        };
+        split
+            .iter()
+            .all(|l| match (self.vals.get(l), other.vals.get(l)) {
+                (Some(Val::Const(a)), Some(Val::Const(b))) => a == b,
+                _ => true,
+            })
+    }
+
     /// Follows a local's alias through the first projection of `place`.
     fn normalize(&self, place: &PlaceKey) -> PlaceKey {
         match (self.vals.get(&place.local), place.proj.first()) {

@@ -2,13 +2,14 @@
 //! caller's terms, and what the callee expects at the site.
 
 use annotations::ExpectRange;
-use kmir::{BlockId, Place, Rvalue, Terminator, TerminatorKind};
+use kmir::{BlockId, LocalId, Place, Rvalue, Terminator, TerminatorKind};
 
 use crate::summary::{ArgCond, RetFact, Summary};
 use domains::{Acquired, Held};
 use domains::{Path, PcState};
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
+use super::prescan::read_only_operand;
 use super::{BodyAnalysis, Target};
 
 /// The facts at a place and below it: values, and pointers stored there.
@@ -112,14 +113,55 @@ impl BodyAnalysis<'_> {
     /// What is known about the pointees of the private `&mut` arguments,
     /// one dereference deep.
     fn private_facts(&self, facts: &Facts, block: BlockId) -> Vec<PointeeFacts> {
-        self.private
+        // The argument's pointee, and what the references derived from it
+        // point to (an element `iter_mut().find(..)` returned): a `&mut`
+        // is unique, and memory behind a `&` without interior mutability
+        // cannot change while it is borrowed. Each under the place it
+        // aliases, so that what the call is lent is recognised.
+        let unique_or_frozen = |l: LocalId| {
+            self.body
+                .local(l)
+                .and_then(|d| self.dump.ty(d.ty))
+                .is_some_and(|t| match t.kind {
+                    kmir::TyKind::Ref { mutable: true, .. } => true,
+                    kmir::TyKind::Ref {
+                        mutable: false,
+                        pointee,
+                    } => !self.dump.may_mutate_behind_shared(pointee),
+                    _ => false,
+                })
+        };
+        let mut keys: Vec<PlaceKey> = self
+            .private
             .at(block)
             .iter()
-            .map(|&l| {
-                let key = PlaceKey {
+            .flat_map(|&arg| {
+                std::iter::once(arg).chain(
+                    self.private
+                        .derived(arg)
+                        .iter()
+                        .copied()
+                        .filter(move |&l| unique_or_frozen(l)),
+                )
+            })
+            .map(|l| {
+                facts.normalize_fully(&PlaceKey {
                     local: l,
                     proj: vec![ProjKey::Deref],
-                };
+                })
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        // A key under another one is covered by it.
+        let covered: Vec<PlaceKey> = keys
+            .iter()
+            .filter(|k| keys.iter().any(|o| o != *k && k.starts_with(o)))
+            .cloned()
+            .collect();
+        keys.retain(|k| !covered.contains(k));
+        keys.into_iter()
+            .map(|key| {
                 let shallow = |s: &Vec<ProjKey>| !s.contains(&ProjKey::Deref);
                 let known = facts
                     .known_under(&key)
@@ -208,10 +250,23 @@ impl BodyAnalysis<'_> {
                 // The callee may write anything reachable through pointers,
                 // except what only this body can reach.
                 let private = self.private_facts(&facts, block);
+                if self.trace {
+                    eprintln!(
+                        "[kanalyze trace] bb{block}: private {:?} ({:?}), read-only operands {:?}",
+                        self.private.at(block),
+                        private.iter().map(|p| p.0.local).collect::<Vec<_>>(),
+                        call_operands(terminator)
+                            .0
+                            .iter()
+                            .map(|a| read_only_operand(self.dump, self.body, a))
+                            .collect::<Vec<_>>()
+                    );
+                }
                 // Places behind them that this call is lent may change.
                 let (lent_args, dropped) = call_operands(terminator);
                 let lent: Vec<PlaceKey> = lent_args
                     .iter()
+                    .filter(|a| !read_only_operand(self.dump, self.body, a))
                     .filter_map(|a| facts.pointee(a))
                     .chain(dropped.and_then(PlaceKey::of))
                     .map(|k| facts.normalize_fully(&k))

@@ -88,6 +88,13 @@ pub struct BodyAnalysis<'a> {
     /// (`refcount_dec_and_test`): on a path where one is known non-zero,
     /// this function is tearing an object down.
     pub last_reference_tests: Vec<LocalId>,
+    /// Drops (and `mem::drop` calls) of a reference that a declared
+    /// invariant says is not the last one (kept alive elsewhere): the
+    /// callee's last-reference expectation does not apply there.
+    pub not_last: Vec<BlockId>,
+    /// Drop flags (see `prescan::drop_flags`): paths that differ in them
+    /// are kept apart.
+    pub drop_flags: Vec<LocalId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -125,6 +132,8 @@ impl<'a> BodyAnalysis<'a> {
             context: None,
             specialize: false,
             last_reference_tests,
+            not_last: Vec::new(),
+            drop_flags: prescan::drop_flags(dump, body),
         }
     }
 
@@ -262,6 +271,7 @@ impl Analysis for BodyAnalysis<'_> {
                 );
             }
         }
+        facts.set_split_locals(self.drop_flags.clone());
         PcState::single(Adj::Known(0), facts)
     }
 

@@ -348,13 +348,29 @@ impl PrivatePointees {
         self.at.get(&block).map_or(&[], Vec::as_slice)
     }
 
+    /// The locals that may hold a pointer derived from `&mut` argument
+    /// `arg` (empty for any other local).
+    pub fn derived(&self, arg: LocalId) -> &[LocalId] {
+        self.args
+            .iter()
+            .find(|(a, _)| *a == arg)
+            .map_or(&[], |(_, d)| d.as_slice())
+    }
+
     /// The arguments whose pointee a call or drop cannot reach: none of its
     /// operands holds a pointer derived from them.
-    fn private_at(&self, terminator: &TerminatorKind) -> Vec<LocalId> {
+    fn private_at(
+        &self,
+        dump: &CrateDump,
+        body: &Body,
+        terminator: &TerminatorKind,
+    ) -> Vec<LocalId> {
         let mut reads = Vec::new();
         match terminator {
             TerminatorKind::Call { args, callee, .. } => {
-                for a in args {
+                // A shared borrow of memory without interior mutability
+                // lets the callee read it, not change it.
+                for a in args.iter().filter(|a| !read_only_operand(dump, body, a)) {
                     kmir::visit::operand_locals(a, &mut reads);
                 }
                 if let kmir::Callee::Indirect { operand: o, .. } = callee {
@@ -425,13 +441,32 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees
     });
     if !out.args.is_empty() {
         for (block, b) in body.blocks.iter().enumerate() {
-            let private = out.private_at(&b.terminator.kind);
+            let private = out.private_at(dump, body, &b.terminator.kind);
             if !private.is_empty() {
                 out.at.insert(block as BlockId, private);
             }
         }
     }
     out
+}
+
+/// Whether passing `operand` lends only read access: it is a shared
+/// reference (`&T`) to memory that has no interior mutability
+/// ([`CrateDump::may_mutate_behind_shared`]), so the callee cannot change
+/// what it points to.
+pub(super) fn read_only_operand(dump: &CrateDump, body: &Body, operand: &kmir::Operand) -> bool {
+    let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = operand else {
+        return false;
+    };
+    dump.place_ty(body, p)
+        .and_then(|t| dump.ty(t))
+        .is_some_and(|t| match t.kind {
+            kmir::TyKind::Ref {
+                mutable: false,
+                pointee,
+            } => !dump.may_mutate_behind_shared(pointee),
+            _ => false,
+        })
 }
 
 /// The locals that may hold a pointer derived from the `&mut` argument
@@ -455,6 +490,27 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
     // seen: lifetimes are erased; the approximation `escaped_locals`
     // makes too.)
     let returns_pointer = |local: LocalId| shows(local, &["&", "*", "fn(", "dyn ", "NonNull"]);
+    // An ADT with a lifetime (`IterMut<'_, T>` from `iter_mut`) may borrow
+    // from what the call was given, unless it is the very type behind a
+    // `&mut` the call was given: then it is a value moved out of there
+    // (`Option::take` of a guard), which points where it pointed before.
+    let ty_display = |local: LocalId| {
+        body.local(local)
+            .and_then(|d| dump.ty(d.ty))
+            .map(|t| t.display.as_str())
+    };
+    let borrows_from = |dest: LocalId, args: &[kmir::Operand]| {
+        shows(dest, &["'"])
+            && !args.iter().any(|a| {
+                let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = a else {
+                    return false;
+                };
+                dump.place_ty(body, p)
+                    .and_then(|t| dump.pointee(t))
+                    .and_then(|t| dump.ty(t))
+                    .is_some_and(|t| Some(t.display.as_str()) == ty_display(dest))
+            })
+    };
     let is_raw = |local: LocalId| {
         body.local(local)
             .and_then(|d| dump.ty(d.ty))
@@ -501,7 +557,9 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
                     if destination.projection.contains(&kmir::Projection::Deref) {
                         return None;
                     }
-                    if returns_pointer(destination.local) && !tainted(destination.local, &derived) {
+                    if (returns_pointer(destination.local) || borrows_from(destination.local, args))
+                        && !tainted(destination.local, &derived)
+                    {
                         derived.push(destination.local);
                     }
                 }
@@ -561,4 +619,54 @@ fn collect_locals(rvalue: &Rvalue, out: &mut Vec<LocalId>) {
             statement: 0,
         },
     );
+}
+
+/// The drop flags of `body`: `bool` locals (not arguments) that are only
+/// ever assigned constants and never borrowed, as drop elaboration makes
+/// them (`_21 = const true; … switchInt(copy _21)` before a conditional
+/// drop). A user's `let mut done = false; … done = true;` has the same
+/// shape and is kept apart the same way, which is as precise and as
+/// bounded (`domains::MAX_SPLIT`).
+pub(super) fn drop_flags(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
+    let n = body.locals.len() as LocalId;
+    let mut fit: Vec<bool> = (0..n)
+        .map(|l| {
+            l > body.arg_count
+                && body
+                    .local(l)
+                    .and_then(|d| dump.ty(d.ty))
+                    .is_some_and(|t| matches!(t.kind, kmir::TyKind::Bool))
+        })
+        .collect();
+    let mut assigned = vec![false; n as usize];
+    kmir::visit::for_each_place(body, |place, ctx, location| {
+        let Some(f) = fit.get_mut(place.local as usize) else {
+            return;
+        };
+        use kmir::visit::PlaceContext as C;
+        match ctx {
+            C::Assign if place.projection.is_empty() => {
+                let constant = body
+                    .blocks
+                    .get(location.block as usize)
+                    .and_then(|b| b.statements.get(location.statement))
+                    .is_some_and(|st| {
+                        matches!(
+                            &st.kind,
+                            kmir::StatementKind::Assign {
+                                rvalue: Rvalue::Use(kmir::Operand::Constant(_)),
+                                ..
+                            }
+                        )
+                    });
+                *f &= constant;
+                assigned[place.local as usize] = true;
+            }
+            C::Read { .. } | C::Inspect => {}
+            _ => *f = false,
+        }
+    });
+    (0..n)
+        .filter(|&l| fit[l as usize] && assigned[l as usize])
+        .collect()
 }

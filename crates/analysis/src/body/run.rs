@@ -162,7 +162,11 @@ impl<'r, 'a> Reader<'r, 'a> {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is
             // needed only because a reference was the last.
-            let last = analysis.variant_expect_last(summary, &terminator.kind, &p.facts);
+            let last = if analysis.not_last.contains(&block) {
+                ExpectRange::TOP
+            } else {
+                analysis.variant_expect_last(summary, &terminator.kind, &p.facts)
+            };
             let (e, e_last) = if analysis.tearing_down(&p.facts) {
                 via_last = whole == ExpectRange::TOP;
                 (ExpectRange::TOP, whole.intersect(&last))
