@@ -833,7 +833,7 @@ fn taken_out(
                 unfit.insert(place.local);
                 continue;
             }
-            let from = match rvalue {
+            let from = match &**rvalue {
                 kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p))
                     if !p.projection.contains(&Projection::Deref) =>
                 {
@@ -921,7 +921,7 @@ fn field_borrow(
     match kmir::visit::sole_assignment(body, local) {
         Some(kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. }) => {
             is_field_of(dump, body, r, ty, field)
-                || (r.projection == [Projection::Deref]
+                || (*r.projection == [Projection::Deref]
                     && field_borrow(dump, body, r.local, ty, field, depth + 1))
         }
         Some(
@@ -947,7 +947,7 @@ fn is_field_of(
         Some((Projection::Field { index, .. }, base)) if *index == field => {
             let base = kmir::Place {
                 local: place.local,
-                projection: base.to_vec(),
+                projection: base.into(),
             };
             dump.place_ty(body, &base)
                 .and_then(|t| dump.adt_of(t))

@@ -653,10 +653,8 @@ pub(super) fn drop_flags(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
                     .is_some_and(|st| {
                         matches!(
                             &st.kind,
-                            kmir::StatementKind::Assign {
-                                rvalue: Rvalue::Use(kmir::Operand::Constant(_)),
-                                ..
-                            }
+                            kmir::StatementKind::Assign { rvalue, .. }
+                                if matches!(&**rvalue, Rvalue::Use(kmir::Operand::Constant(_)))
                         )
                     });
                 *f &= constant;
