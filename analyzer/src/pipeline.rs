@@ -242,7 +242,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         .map(|(d, u)| {
             let mut applied_in: Vec<String> = u
                 .iter()
-                .map(|u| program.function(u.function).name.clone())
+                .map(|u| program.function(u.function).name.to_string())
                 .collect();
             applied_in.sort();
             applied_in.dedup();

@@ -130,13 +130,17 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
     clear_current_item();
 
     let header = kmir::Header {
-        producer: format!("kextract {}", env!("CARGO_PKG_VERSION")),
-        rustc_version: env!("KEXTRACT_RUSTC_VERSION").to_string(),
-        crate_name: tcx.crate_name(LOCAL_CRATE).to_string(),
-        crate_types: tcx.crate_types().iter().map(|t| t.to_string()).collect(),
-        target: tcx.sess.opts.target_triple.to_string(),
+        producer: format!("kextract {}", env!("CARGO_PKG_VERSION")).into(),
+        rustc_version: env!("KEXTRACT_RUSTC_VERSION").to_string().into(),
+        crate_name: tcx.crate_name(LOCAL_CRATE).to_string().into(),
+        crate_types: tcx
+            .crate_types()
+            .iter()
+            .map(|t| t.to_string().into())
+            .collect(),
+        target: tcx.sess.opts.target_triple.to_string().into(),
         stable_crate_id: tcx.stable_crate_id(LOCAL_CRATE).as_u64(),
-        edition: tcx.sess.edition().to_string(),
+        edition: tcx.sess.edition().to_string().into(),
         drop_elaborated_mir: true,
     };
     Ok(tr.finish(header, instances, static_items, items))

@@ -119,15 +119,15 @@ impl<'tcx> Translator<'tcx> {
             .into_iter()
             .filter(|(symbol, _)| !self.defined.contains(symbol))
             .map(|(symbol, info)| kmir::External {
-                symbol,
-                name: info.name,
-                item_path: info.item_path,
+                symbol: symbol.into(),
+                name: info.name.into(),
+                item_path: info.item_path.into(),
                 kind: info.kind,
             })
             .collect();
         kmir::CrateDump {
             header,
-            files: self.files,
+            files: self.files.into_iter().map(Into::into).collect(),
             types: self.types,
             instances,
             vtables: self.vtables,
@@ -212,7 +212,10 @@ impl<'tcx> Translator<'tcx> {
         };
         let id = self.types.len() as TyId;
         let display = canonical_ty_string(self.tcx, ty);
-        self.types.push(kmir::Ty { kind, display });
+        self.types.push(kmir::Ty {
+            kind,
+            display: display.into(),
+        });
         self.type_ids.insert(ty, id);
         id
     }
@@ -233,20 +236,20 @@ impl<'tcx> Translator<'tcx> {
         match rigid {
             R::Bool => K::Bool,
             R::Char => K::Char,
-            R::Int(i) => K::Int(format!("{i:?}").to_lowercase()),
-            R::Uint(u) => K::Uint(format!("{u:?}").to_lowercase()),
-            R::Float(f) => K::Float(format!("{f:?}").to_lowercase()),
+            R::Int(i) => K::Int(format!("{i:?}").to_lowercase().into()),
+            R::Uint(u) => K::Uint(format!("{u:?}").to_lowercase().into()),
+            R::Float(f) => K::Float(format!("{f:?}").to_lowercase().into()),
             R::Str => K::Str,
             R::Never => K::Never,
             R::Adt(adt, args) => {
                 self.adt(adt);
                 K::Adt {
-                    path: self.canon(adt),
+                    path: self.canon(adt).into(),
                     args: self.type_args(&args),
                 }
             }
             R::Foreign(def) => K::Foreign {
-                path: self.canon(def),
+                path: self.canon(def).into(),
             },
             R::Array(elem, len) => K::Array {
                 elem: self.ty(elem),
@@ -265,7 +268,7 @@ impl<'tcx> Translator<'tcx> {
                 mutable: is_mut(m),
             },
             R::FnDef(def, args) => K::FnDef {
-                path: self.canon(def),
+                path: self.canon(def).into(),
                 args: self.type_args(&args),
             },
             R::FnPtr(sig) => {
@@ -281,14 +284,14 @@ impl<'tcx> Translator<'tcx> {
                 K::FnPtr { inputs, output }
             }
             R::Closure(def, args) => K::Closure {
-                path: self.canon(def),
+                path: self.canon(def).into(),
                 args: self.type_args(&args),
             },
             R::Coroutine(def, _) => K::Coroutine {
-                path: self.canon(def),
+                path: self.canon(def).into(),
             },
             R::CoroutineClosure(def, _) => K::Closure {
-                path: self.canon(def),
+                path: self.canon(def).into(),
                 args: vec![],
             },
             R::Dynamic(preds, _) => {
@@ -302,7 +305,9 @@ impl<'tcx> Translator<'tcx> {
                         sty::ExistentialPredicate::Projection(_) => {}
                     }
                 }
-                K::Dynamic { traits }
+                K::Dynamic {
+                    traits: traits.into_iter().map(Into::into).collect(),
+                }
             }
             R::Tuple(elems) => K::Tuple(elems.iter().map(|t| self.ty(*t)).collect()),
             R::CoroutineWitness(..) => K::Other,
@@ -342,14 +347,14 @@ impl<'tcx> Translator<'tcx> {
             .variants_iter()
             .enumerate()
             .map(|(i, v)| kmir::VariantDef {
-                name: v.name(),
+                name: v.name().into(),
                 discr: discrs.get(i).copied().unwrap_or(i as u128),
                 fields: v
                     .fields()
                     .into_iter()
                     .map(|f| kmir::FieldDef {
-                        name: f.name.clone(),
-                        ty: canonical_ty_string(self.tcx, f.ty()),
+                        name: f.name.clone().into(),
+                        ty: canonical_ty_string(self.tcx, f.ty()).into(),
                     })
                     .collect(),
             })
@@ -358,7 +363,7 @@ impl<'tcx> Translator<'tcx> {
         self.adts.insert(
             path.clone(),
             kmir::AdtDef {
-                path,
+                path: path.into(),
                 kind,
                 variants,
                 span,
@@ -379,7 +384,7 @@ impl<'tcx> Translator<'tcx> {
                 kmir::ExternalKind::Shim
             } else {
                 kmir::ExternalKind::Upstream {
-                    krate: self.tcx.crate_name(def_id.krate).to_string(),
+                    krate: self.tcx.crate_name(def_id.krate).to_string().into(),
                 }
             };
             self.referenced.insert(
@@ -428,7 +433,7 @@ impl<'tcx> Translator<'tcx> {
                     .next()
                     .unwrap_or("Shim")
                     .to_string();
-                kmir::InstanceKind::Shim { kind: name }
+                kmir::InstanceKind::Shim { kind: name.into() }
             }
         };
         let body = self.instance_body(internal, &stable)?;
@@ -458,14 +463,14 @@ impl<'tcx> Translator<'tcx> {
             _ => kmir::Inline::None,
         };
         Ok(kmir::Instance {
-            symbol,
-            name: stable.name(),
-            item_path: def_path(tcx, def_id),
-            trait_item,
+            symbol: symbol.into(),
+            name: stable.name().into(),
+            item_path: def_path(tcx, def_id).into(),
+            trait_item: trait_item.map(Into::into),
             kind,
             span,
             exported,
-            fn_sig,
+            fn_sig: fn_sig.map(Into::into),
             unsafe_fn,
             inline,
             codegenned,
@@ -521,7 +526,7 @@ impl<'tcx> Translator<'tcx> {
             .filter_map(|v| match &v.value {
                 smir::VarDebugInfoContents::Place(p) if p.projection.is_empty() => {
                     Some(kmir::VarName {
-                        name: v.name.clone(),
+                        name: v.name.clone().into(),
                         local: p.local as u32,
                     })
                 }
@@ -562,7 +567,7 @@ impl<'tcx> Translator<'tcx> {
         let kind = match &s.kind {
             S::Assign(place, rvalue) => kmir::StatementKind::Assign {
                 place: self.place(place),
-                rvalue: self.rvalue(rvalue, locals),
+                rvalue: Box::new(self.rvalue(rvalue, locals)),
             },
             S::SetDiscriminant {
                 place,
@@ -576,17 +581,17 @@ impl<'tcx> Translator<'tcx> {
             S::Intrinsic(smir::NonDivergingIntrinsic::Assume(op)) => {
                 kmir::StatementKind::Intrinsic {
                     name: "assume".into(),
-                    operands: vec![self.operand(op)],
+                    operands: Box::new([self.operand(op)]),
                 }
             }
             S::Intrinsic(smir::NonDivergingIntrinsic::CopyNonOverlapping(c)) => {
                 kmir::StatementKind::Intrinsic {
                     name: "copy_nonoverlapping".into(),
-                    operands: vec![
+                    operands: Box::new([
                         self.operand(&c.src),
                         self.operand(&c.dst),
                         self.operand(&c.count),
-                    ],
+                    ]),
                 }
             }
             // Borrowck and debugging artefacts: no runtime effect.
@@ -644,8 +649,12 @@ impl<'tcx> Translator<'tcx> {
         match o {
             smir::Operand::Copy(p) => kmir::Operand::Copy(self.place(p)),
             smir::Operand::Move(p) => kmir::Operand::Move(self.place(p)),
-            smir::Operand::Constant(c) => kmir::Operand::Constant(self.constant(&c.const_)),
-            smir::Operand::RuntimeChecks(r) => kmir::Operand::RuntimeChecks(format!("{r:?}")),
+            smir::Operand::Constant(c) => {
+                kmir::Operand::Constant(Box::new(self.constant(&c.const_)))
+            }
+            smir::Operand::RuntimeChecks(r) => {
+                kmir::Operand::RuntimeChecks(format!("{r:?}").into())
+            }
         }
     }
 
@@ -722,9 +731,9 @@ impl<'tcx> Translator<'tcx> {
         let internal = rustc_internal::internal(self.tcx, ty);
         self.collect_pointers(alloc, &mut pointers, 0, Some(internal));
         kmir::ConstValue::Memory(Box::new(kmir::Memory {
-            fn_ptrs: pointers.fns,
+            fn_ptrs: pointers.fns.into_iter().map(Into::into).collect(),
             vtables: pointers.vtables,
-            statics: pointers.statics,
+            statics: pointers.statics.into_iter().map(Into::into).collect(),
             variant: None,
             fn_fields: pointers.fields,
         }))
@@ -759,9 +768,9 @@ impl<'tcx> Translator<'tcx> {
                     }) = &leaf
                     {
                         let f = kmir::FnField {
-                            owner: owner.clone(),
-                            field: field.clone(),
-                            symbol: symbol.clone(),
+                            owner: owner.clone().into(),
+                            field: field.clone().into(),
+                            symbol: symbol.clone().into(),
                         };
                         if !out.fields.contains(&f) {
                             out.fields.push(f);
@@ -970,7 +979,7 @@ impl<'tcx> Translator<'tcx> {
             },
             R::CopyForDeref(p) => kmir::Rvalue::CopyForDeref(self.place(p)),
             R::ThreadLocalRef(item) => kmir::Rvalue::ThreadLocalRef {
-                path: self.canon(*item),
+                path: self.canon(*item).into(),
             },
         }
     }
@@ -991,7 +1000,7 @@ impl<'tcx> Translator<'tcx> {
                     && let Ok(instance) = SInstance::resolve_for_fn_ptr(def, &args)
                 {
                     return kmir::CastKind::ReifyFnPointer {
-                        symbol: self.reference(&instance),
+                        symbol: self.reference(&instance).into(),
                     };
                 }
                 kmir::CastKind::Other("ReifyFnPointer".into())
@@ -1003,7 +1012,7 @@ impl<'tcx> Translator<'tcx> {
                         SInstance::resolve_closure(def, &args, sty::ClosureKind::FnOnce)
                 {
                     return kmir::CastKind::ClosureFnPointer {
-                        symbol: self.reference(&instance),
+                        symbol: self.reference(&instance).into(),
                     };
                 }
                 kmir::CastKind::Other("ClosureFnPointer".into())
@@ -1029,7 +1038,7 @@ impl<'tcx> Translator<'tcx> {
                     _ => kmir::CastKind::Unsize { vtable: None },
                 }
             }
-            other => kmir::CastKind::Other(format!("{other:?}")),
+            other => kmir::CastKind::Other(format!("{other:?}").into()),
         }
     }
 
@@ -1062,9 +1071,9 @@ impl<'tcx> Translator<'tcx> {
         };
         for e in vtbl_entries {
             entries.push(match e {
-                ty::vtable::VtblEntry::MetadataDropInPlace => {
-                    kmir::VtableEntry::DropInPlace { glue: glue.clone() }
-                }
+                ty::vtable::VtblEntry::MetadataDropInPlace => kmir::VtableEntry::DropInPlace {
+                    glue: glue.clone().map(Into::into),
+                },
                 ty::vtable::VtblEntry::MetadataSize => kmir::VtableEntry::Size,
                 ty::vtable::VtblEntry::MetadataAlign => kmir::VtableEntry::Align,
                 ty::vtable::VtblEntry::Vacant => kmir::VtableEntry::Vacant,
@@ -1073,12 +1082,12 @@ impl<'tcx> Translator<'tcx> {
                     let method = tcx.trait_item_of(def).unwrap_or(def);
                     let s: SInstance = rustc_internal::stable(instance);
                     kmir::VtableEntry::Method {
-                        method: def_path(tcx, method),
-                        symbol: self.reference(&s),
+                        method: def_path(tcx, method).into(),
+                        symbol: self.reference(&s).into(),
                     }
                 }
                 ty::vtable::VtblEntry::TraitVPtr(tr) => kmir::VtableEntry::TraitVptr {
-                    trait_path: def_path(tcx, tr.def_id),
+                    trait_path: def_path(tcx, tr.def_id).into(),
                 },
             });
         }
@@ -1086,7 +1095,7 @@ impl<'tcx> Translator<'tcx> {
         let d: sty::Ty = rustc_internal::stable(dyn_ty);
         let vt = kmir::Vtable {
             concrete: self.ty(c),
-            trait_path: principal.map(|p| def_path(tcx, p.def_id())),
+            trait_path: principal.map(|p| def_path(tcx, p.def_id())).map(Into::into),
             dyn_ty: self.ty(d),
             entries,
         };
@@ -1137,7 +1146,7 @@ impl<'tcx> Translator<'tcx> {
                 });
                 kmir::TerminatorKind::Drop {
                     place: self.place(place),
-                    glue,
+                    glue: glue.map(Into::into),
                     target: *target as u32,
                     unwind: self.unwind(unwind),
                 }
@@ -1208,20 +1217,23 @@ impl<'tcx> Translator<'tcx> {
                         let method = internal.def_id();
                         let trait_def = self.tcx.trait_of_assoc(method).unwrap_or(method);
                         kmir::Callee::Virtual {
-                            trait_method: def_path(self.tcx, method),
-                            trait_path: def_path(self.tcx, trait_def),
+                            trait_method: def_path(self.tcx, method).into(),
+                            trait_path: def_path(self.tcx, trait_def).into(),
                             slot: idx as u32,
                         }
                     }
                     SInstanceKind::Intrinsic => kmir::Callee::Intrinsic {
-                        name: instance.intrinsic_name().unwrap_or_else(|| instance.name()),
+                        name: instance
+                            .intrinsic_name()
+                            .unwrap_or_else(|| instance.name())
+                            .into(),
                     },
                     _ => kmir::Callee::Direct {
-                        symbol: self.reference(&instance),
+                        symbol: self.reference(&instance).into(),
                     },
                 },
                 Err(_) => kmir::Callee::Unresolved {
-                    path: self.canon(def),
+                    path: self.canon(def).into(),
                 },
             },
             _ => {
@@ -1233,7 +1245,7 @@ impl<'tcx> Translator<'tcx> {
                 kmir::Callee::Indirect {
                     operand: self.operand(func),
                     fn_ty: self.ty(fn_ty),
-                    sig,
+                    sig: sig.into(),
                 }
             }
         }
@@ -1281,12 +1293,12 @@ impl<'tcx> Translator<'tcx> {
         }
         let ty = self.ty(rustc_internal::stable(ty));
         Ok(kmir::StaticItem {
-            path: def_path(tcx, def_id),
-            symbol,
+            path: def_path(tcx, def_id).into(),
+            symbol: symbol.into(),
             ty,
             span: self.internal_span(span),
             mutable: tcx.is_mutable_static(def_id),
-            fn_ptrs: pointers.fns,
+            fn_ptrs: pointers.fns.into_iter().map(Into::into).collect(),
             vtables: pointers.vtables,
             fn_fields: pointers.fields,
         })
@@ -1385,11 +1397,11 @@ impl<'tcx> Translator<'tcx> {
                     .collect::<Vec<_>>()
                     .join("::");
                 found.push(kmir::ToolAttr {
-                    tool,
-                    name,
+                    tool: tool.into(),
+                    name: name.into(),
                     text: rustc_hir_pretty::attribute_to_string(&tcx, attr)
                         .trim()
-                        .to_string(),
+                        .into(),
                     span: self.internal_span(attr.span()),
                 });
             }
@@ -1398,11 +1410,11 @@ impl<'tcx> Translator<'tcx> {
             }
             let def_id = local.to_def_id();
             out.push(kmir::ItemAttrs {
-                path: def_path(tcx, def_id),
+                path: def_path(tcx, def_id).into(),
                 kind: if tcx.is_foreign_item(def_id) {
-                    format!("foreign {}", tcx.def_descr(def_id))
+                    format!("foreign {}", tcx.def_descr(def_id)).into()
                 } else {
-                    tcx.def_descr(def_id).to_string()
+                    tcx.def_descr(def_id).into()
                 },
                 span: self.internal_span(tcx.def_span(def_id)),
                 attrs: found,

@@ -347,7 +347,7 @@ impl<'d> Printer<'d> {
                     variant,
                     fn_fields,
                 } = &**m;
-                let field_of = |s: &String| {
+                let field_of = |s: &kmir::Name| {
                     fn_fields
                         .iter()
                         .filter(|f| &f.symbol == s)
@@ -462,7 +462,7 @@ impl<'d> Printer<'d> {
                     CastKind::TraitUpcast { from, to } => {
                         format!("TraitUpcast {} to {}", self.ty(*from), self.ty(*to))
                     }
-                    CastKind::Other(name) => name.clone(),
+                    CastKind::Other(name) => name.to_string(),
                 };
                 format!(
                     "{} as {} ({how})",

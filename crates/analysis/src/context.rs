@@ -114,7 +114,9 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
     }
     match op {
         Operand::Constant(c) => match &c.value {
-            ConstValue::Memory(m) if !m.fn_ptrs.is_empty() => Some(m.fn_ptrs.clone()),
+            ConstValue::Memory(m) if !m.fn_ptrs.is_empty() => {
+                Some(m.fn_ptrs.iter().map(|s| s.to_string()).collect())
+            }
             _ => None,
         },
         Operand::Copy(p) | Operand::Move(p) => {
@@ -134,7 +136,7 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
                         kmir::CastKind::ReifyFnPointer { symbol }
                         | kmir::CastKind::ClosureFnPointer { symbol },
                     ..
-                } => Some(vec![symbol.clone()]),
+                } => Some(vec![symbol.to_string()]),
                 Rvalue::Use(o) | Rvalue::Cast { operand: o, .. } => {
                     fn_pointer_source(body, o, depth + 1)
                 }
@@ -147,7 +149,7 @@ pub fn fn_pointer_source(body: &Body, op: &Operand, depth: u8) -> Option<Vec<Str
                         body,
                         &Operand::Copy(kmir::Place {
                             local: q.local,
-                            projection: Vec::new(),
+                            projection: Box::new([]),
                         }),
                         depth + 1,
                     )
@@ -184,11 +186,11 @@ pub fn vtable_source(body: &Body, op: &Operand, depth: u8) -> Option<kmir::Vtabl
         Rvalue::Ref { place: q, .. }
         | Rvalue::AddressOf { place: q, .. }
         | Rvalue::CopyForDeref(q)
-            if q.projection == [kmir::Projection::Deref] =>
+            if *q.projection == [kmir::Projection::Deref] =>
         {
             let reborrowed = Operand::Copy(kmir::Place {
                 local: q.local,
-                projection: Vec::new(),
+                projection: Box::new([]),
             });
             vtable_source(body, &reborrowed, depth + 1)
         }

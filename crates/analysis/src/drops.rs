@@ -25,7 +25,7 @@ pub(crate) fn special_drop(
             let principal = traits.first()?;
             let declared = input
                 .annotations
-                .get(principal)
+                .get(principal.as_str())
                 .and_then(|a| a.drop_preempt.as_ref());
             // Beyond klint: the program's `Trait` vtables say which drop
             // glues a `dyn Trait` drop reaches (linked as drop edges); the
@@ -42,7 +42,7 @@ pub(crate) fn special_drop(
                         pc.adjust.unwrap_or(0),
                         pc.expect.unwrap_or(ExpectRange::TOP),
                         Source::Annotation {
-                            path: principal.clone(),
+                            path: principal.to_string(),
                             unchecked: true,
                         },
                     ),
@@ -117,7 +117,7 @@ pub(crate) fn special_drop(
                         last: elem
                             .expect
                             .shift(i32::try_from((n - 1) * i64::from(elem_adj)).unwrap_or(0)),
-                        ty: t.display.clone(),
+                        ty: t.display.to_string(),
                     });
                     Some((
                         Summary {
@@ -131,7 +131,7 @@ pub(crate) fn special_drop(
                     let problem = (elem_adj != 0).then(|| DropProblem::Slice {
                         elem_glue,
                         elem_adjust: elem_adj,
-                        ty: t.display.clone(),
+                        ty: t.display.to_string(),
                     });
                     Some((
                         Summary {

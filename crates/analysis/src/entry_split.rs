@@ -97,7 +97,7 @@ pub(crate) fn newtype_enum_field(
                 continue;
             };
             let mut places = vec![place];
-            match rvalue {
+            match &**rvalue {
                 kmir::Rvalue::Ref { place: p, .. }
                 | kmir::Rvalue::AddressOf { place: p, .. }
                 | kmir::Rvalue::Discriminant(p)

@@ -52,7 +52,7 @@ pub(crate) fn external_summary(
                             s.adjust,
                             s.expect,
                             Source::Spec {
-                                name: f.symbol.clone(),
+                                name: f.symbol.to_string(),
                             },
                         )
                     },
@@ -61,9 +61,9 @@ pub(crate) fn external_summary(
                         // one (the allocator shims `extern "Rust"` declares)
                         // by its path, `alloc::alloc::__rust_alloc`.
                         unknown.insert(if f.symbol.starts_with("_R") {
-                            f.name.clone()
+                            f.name.to_string()
                         } else {
-                            f.symbol.clone()
+                            f.symbol.to_string()
                         });
                         match input.spec.unknown {
                             spec::Unknown::MaySleep => Summary::may_sleep(Source::UnknownForeign),

@@ -101,10 +101,10 @@ pub fn collect<'a>(
                 }
             }
             let entry = items
-                .entry(item.path.clone())
+                .entry(item.path.to_string())
                 .or_insert_with(|| ItemAnnotations {
                     crate_index: index,
-                    kind: item.kind.clone(),
+                    kind: item.kind.to_string(),
                     span: item.span,
                     ..ItemAnnotations::default()
                 });
@@ -122,7 +122,7 @@ pub fn collect<'a>(
                 let krate = item.path.split("::").next().unwrap_or_default().to_string();
                 match diagnostic_items.entry((krate.clone(), name.clone())) {
                     Entry::Vacant(slot) => {
-                        slot.insert(item.path.clone());
+                        slot.insert(item.path.to_string());
                     }
                     Entry::Occupied(other) if *other.get() != item.path => {
                         errors.push((

@@ -173,7 +173,7 @@ fn arg_name(body: &Body, index: usize) -> Option<String> {
     body.var_names
         .iter()
         .find(|v| v.local == local)
-        .map(|v| v.name.clone())
+        .map(|v| v.name.to_string())
 }
 
 /// What the dumps add to `reference`; `None` when the function holding it
@@ -181,13 +181,13 @@ fn arg_name(body: &Body, index: usize) -> Option<String> {
 pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
     let (chain, lines, from_graph) = chain(program, reference)?;
     let mut notes = MirNotes {
-        function: chain.last().map(|f| program.function(*f).name.clone()),
+        function: chain.last().map(|f| program.function(*f).name.to_string()),
         ..MirNotes::default()
     };
     if from_graph {
         notes.chain_from_graph = chain
             .iter()
-            .map(|f| program.function(*f).name.clone())
+            .map(|f| program.function(*f).name.to_string())
             .collect();
     }
     // Innermost: the condition guarding the `rust_build_error` call.
@@ -287,7 +287,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
             .collect();
         if !runtime.is_empty() {
             notes.callers.push(Caller {
-                caller: program.function(caller).name.clone(),
+                caller: program.function(caller).name.to_string(),
                 file: krate.dump.file(edge.span.file).unwrap_or("").to_string(),
                 line: edge.span.lo_line,
                 column: edge.span.lo_col,

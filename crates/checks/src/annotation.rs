@@ -153,7 +153,7 @@ impl Checks<'_> {
             if !self
                 .input
                 .annotations
-                .get(&inst.item_path)
+                .get(inst.item_path.as_str())
                 .is_some_and(|a| a.report)
             {
                 continue;

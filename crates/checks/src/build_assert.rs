@@ -241,13 +241,13 @@ pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
             let span = condition_span(body, &seeds, block.terminator.span);
             let key = (krate_index(program, id), span);
             let site = sites.entry(key).or_insert_with(|| Site {
-                name: name.clone(),
+                name: name.to_string(),
                 function: id,
                 generic,
             });
             site.generic |= generic;
-            if name < &site.name {
-                site.name = name.clone();
+            if name.as_str() < site.name.as_str() {
+                site.name = name.to_string();
                 site.function = id;
             }
         }
@@ -413,9 +413,9 @@ pub(crate) fn not_inlined(
         if inst.inline == kmir::Inline::Always || !runs(program, f, inst) {
             continue;
         }
-        let name = &program.function(f).name;
+        let name = &program.function(f).name.to_string();
         let entry = items
-            .entry(inst.item_path.clone())
+            .entry(inst.item_path.to_string())
             .or_insert_with(|| (name.clone(), f, args.clone()));
         if name < &entry.0 {
             *entry = (name.clone(), f, args.clone());
@@ -601,7 +601,7 @@ pub(crate) fn runtime_values(
             if runtime.is_empty() {
                 continue;
             }
-            let name = program.function(caller).name.clone();
+            let name = program.function(caller).name.to_string();
             let key = (krate_index(program, caller), edge.span);
             let entry = sites
                 .entry(key)

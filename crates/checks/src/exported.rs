@@ -52,7 +52,7 @@ impl Checks<'_> {
                 || self
                     .input
                     .annotations
-                    .get(&inst.item_path)
+                    .get(inst.item_path.as_str())
                     .is_some_and(|a| a.preempt.is_some())
             {
                 continue;

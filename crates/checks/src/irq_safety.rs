@@ -43,11 +43,14 @@ pub(crate) fn irq_handlers(
     let program = input.program;
     let mut out: Vec<(FnId, String)> = Vec::new();
     for (id, _, inst) in program.bodies() {
-        let annotated = input.annotations.get(&inst.item_path).is_some_and(|a| {
-            a.kanalyze
-                .iter()
-                .any(|(k, _)| *k == annotations::KanalyzeAnnotation::IrqHandler)
-        });
+        let annotated = input
+            .annotations
+            .get(inst.item_path.as_str())
+            .is_some_and(|a| {
+                a.kanalyze
+                    .iter()
+                    .any(|(k, _)| *k == annotations::KanalyzeAnnotation::IrqHandler)
+            });
         if annotated {
             out.push((id, "annotated `#[kanalyze::irq_handler]`".to_string()));
         }

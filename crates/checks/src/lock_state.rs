@@ -430,7 +430,7 @@ impl<'a> Excuses<'a> {
         Some(Excuses {
             declared: input
                 .annotations
-                .get(&inst.item_path)
+                .get(inst.item_path.as_str())
                 .into_iter()
                 .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
                 .collect(),

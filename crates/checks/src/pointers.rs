@@ -148,11 +148,10 @@ impl Checks<'_> {
             };
             for block in &body.blocks {
                 for s in &block.statements {
-                    let kmir::StatementKind::Assign {
-                        rvalue: kmir::Rvalue::Cast { kind, .. },
-                        ..
-                    } = &s.kind
-                    else {
+                    let kmir::StatementKind::Assign { rvalue, .. } = &s.kind else {
+                        continue;
+                    };
+                    let kmir::Rvalue::Cast { kind, .. } = &**rvalue else {
                         continue;
                     };
                     let loc = Loc {
@@ -195,7 +194,8 @@ impl Checks<'_> {
                             else {
                                 continue;
                             };
-                            if !seen_vtables.insert((concrete.display.clone(), trait_path.clone()))
+                            if !seen_vtables
+                                .insert((concrete.display.to_string(), trait_path.to_string()))
                             {
                                 continue;
                             }

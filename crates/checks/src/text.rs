@@ -23,7 +23,7 @@ pub(crate) struct Texts<'a, 'b> {
 }
 
 pub(crate) fn name(input: &Input<'_>, f: FnId) -> String {
-    input.program.function(f).name.clone()
+    input.program.function(f).name.to_string()
 }
 
 pub(crate) fn loc(input: &Input<'_>, f: FnId, span: kmir::Span) -> Loc {

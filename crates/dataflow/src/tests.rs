@@ -65,11 +65,11 @@ impl Analysis for Counter {
     fn apply_statement(&self, state: &mut State, statement: &Statement, _: BlockId, _: usize) {
         match &statement.kind {
             StatementKind::Assign { rvalue, .. } => {
-                state.0 = match rvalue {
-                    Rvalue::Use(Operand::Constant(Constant {
-                        value: ConstValue::Scalar(v),
-                        ..
-                    })) => FlatSet::Elem(*v),
+                state.0 = match &**rvalue {
+                    Rvalue::Use(Operand::Constant(c)) => match c.value {
+                        ConstValue::Scalar(v) => FlatSet::Elem(v),
+                        _ => FlatSet::Top,
+                    },
                     _ => FlatSet::Top,
                 }
             }
@@ -122,7 +122,7 @@ impl Analysis for Counter {
 fn place(local: u32) -> Place {
     Place {
         local,
-        projection: vec![],
+        projection: Box::new([]),
     }
 }
 
@@ -137,10 +137,10 @@ fn statement(kind: StatementKind) -> Statement {
 fn set(v: u128) -> Statement {
     statement(StatementKind::Assign {
         place: place(0),
-        rvalue: Rvalue::Use(Operand::Constant(Constant {
+        rvalue: Box::new(Rvalue::Use(Operand::Constant(Box::new(Constant {
             ty: 0,
             value: ConstValue::Scalar(v),
-        })),
+        })))),
     })
 }
 
@@ -148,7 +148,7 @@ fn set(v: u128) -> Statement {
 fn forget() -> Statement {
     statement(StatementKind::Assign {
         place: place(0),
-        rvalue: Rvalue::Use(Operand::Copy(place(1))),
+        rvalue: Box::new(Rvalue::Use(Operand::Copy(place(1)))),
     })
 }
 

@@ -245,8 +245,7 @@ pub fn resolve(
             };
             // The glue's argument is the `&mut T` being torn down; its
             // fields are dropped as `(*_1).N`.
-            let [Projection::Deref, Projection::Field { index, .. }] = place.projection.as_slice()
-            else {
+            let [Projection::Deref, Projection::Field { index, .. }] = &place.projection[..] else {
                 continue;
             };
             if place.local != 1 {
@@ -261,7 +260,7 @@ pub fn resolve(
     for (f, krate, inst) in program.bodies() {
         let Some(body) = &inst.body else { continue };
         for &(d, ty, index, stored_by) in &stores {
-            if !stored_by.is_empty() && !stored_by.contains(&inst.item_path) {
+            if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
                 continue;
             }
             for block in store_sites(&krate.dump, body, ty, index) {
@@ -361,7 +360,7 @@ fn store_sites(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) 
             Some((Projection::Field { index, .. }, base)) if *index == field => {
                 let base = kmir::Place {
                     local: place.local,
-                    projection: base.to_vec(),
+                    projection: base.to_vec().into(),
                 };
                 dump.place_ty(body, &base)
                     .and_then(|t| dump.adt_of(t))
@@ -370,7 +369,7 @@ fn store_sites(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) 
             _ => false,
         };
         let through_pointer = !direct
-            && place.projection == [Projection::Deref]
+            && *place.projection == [Projection::Deref]
             && dump
                 .place_ty(body, place)
                 .and_then(|t| dump.ty(t))
@@ -410,7 +409,7 @@ fn borrowed_field<'d>(
                 if place.local != l || !place.projection.is_empty() {
                     continue;
                 }
-                match rvalue {
+                match &**rvalue {
                     kmir::Rvalue::Ref { place: r, .. }
                     | kmir::Rvalue::AddressOf { place: r, .. } => {
                         if let Some((Projection::Field { index, ty: fty }, base)) =
@@ -419,7 +418,7 @@ fn borrowed_field<'d>(
                         {
                             let base = kmir::Place {
                                 local: r.local,
-                                projection: base.to_vec(),
+                                projection: base.to_vec().into(),
                             };
                             if dump
                                 .place_ty(body, &base)
@@ -572,7 +571,7 @@ fn emptying_points(
             }
             let base = kmir::Place {
                 local: place.local,
-                projection: place.projection[..i].to_vec(),
+                projection: place.projection[..i].to_vec().into(),
             };
             let owner = dump.place_ty(body, &base).and_then(|t| dump.adt_of(t));
             if owner.is_none_or(|a| a.path != ty) {
@@ -665,7 +664,9 @@ fn store_after_emptying(
         };
         let stored = body.blocks.get(*target as usize).and_then(|t| {
             t.statements.iter().find_map(|s| match &s.kind {
-                kmir::StatementKind::Assign { place, rvalue } if place == dropped => Some(rvalue),
+                kmir::StatementKind::Assign { place, rvalue } if place == dropped => {
+                    Some(&**rvalue)
+                }
                 _ => None,
             })
         });
@@ -859,7 +860,7 @@ fn taken_out(
                 unfit.insert(place.local);
                 continue;
             }
-            let from = match rvalue {
+            let from = match &**rvalue {
                 kmir::Rvalue::Use(kmir::Operand::Move(p) | kmir::Operand::Copy(p))
                     if !p.projection.contains(&Projection::Deref) =>
                 {
@@ -947,7 +948,7 @@ fn field_borrow(
     match kmir::visit::sole_assignment(body, local) {
         Some(kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. }) => {
             is_field_of(dump, body, r, ty, field)
-                || (r.projection == [Projection::Deref]
+                || (*r.projection == [Projection::Deref]
                     && field_borrow(dump, body, r.local, ty, field, depth + 1))
         }
         Some(
@@ -973,7 +974,7 @@ fn is_field_of(
         Some((Projection::Field { index, .. }, base)) if *index == field => {
             let base = kmir::Place {
                 local: place.local,
-                projection: base.to_vec(),
+                projection: base.into(),
             };
             dump.place_ty(body, &base)
                 .and_then(|t| dump.adt_of(t))

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kmir::{
-    Callee, CastKind, ConstValue, CrateDump, ExternalKind, Operand, Rvalue, StatementKind,
+    Callee, CastKind, ConstValue, CrateDump, ExternalKind, Name, Operand, Rvalue, StatementKind,
     TerminatorKind, TyKind, VtableEntry,
 };
 
@@ -106,7 +106,7 @@ impl Renamer<'_> {
     /// a whole path segment: a crate name is only ever the first segment of
     /// a path, and paths are embedded in displays (`&mut kernel::sync::…`,
     /// `<T as kernel::Foo>`), so the segment is found by what precedes it.
-    fn path(&self, s: &mut String) {
+    fn path(&self, s: &mut Name) {
         if !s.contains("::") {
             return;
         }
@@ -133,13 +133,13 @@ impl Renamer<'_> {
         }
         if copied > 0 {
             out.push_str(&s[copied..]);
-            *s = out;
+            *s = out.into();
         }
     }
 
-    fn symbol(&self, s: &mut String) {
+    fn symbol(&self, s: &mut Name) {
         if self.symbols.contains(s.as_str()) {
-            s.push_str(&self.symbol_suffix);
+            *s = format!("{s}{}", self.symbol_suffix).into();
         }
     }
 
@@ -213,7 +213,7 @@ impl Renamer<'_> {
             if let ExternalKind::Upstream { krate } = &mut e.kind
                 && self.crates.contains(krate.as_str())
             {
-                krate.push_str(&self.crate_suffix);
+                *krate = format!("{krate}{}", self.crate_suffix).into();
             }
         }
         for inst in &mut d.instances {
@@ -230,7 +230,7 @@ impl Renamer<'_> {
             for b in &mut body.blocks {
                 for st in &mut b.statements {
                     match &mut st.kind {
-                        StatementKind::Assign { rvalue, .. } => match rvalue {
+                        StatementKind::Assign { rvalue, .. } => match &mut **rvalue {
                             Rvalue::Use(o)
                             | Rvalue::UnaryOp { operand: o, .. }
                             | Rvalue::Repeat { operand: o, .. } => self.operand(o),
@@ -290,8 +290,8 @@ impl Renamer<'_> {
                 }
             }
         }
-        if self.crates.contains(&d.header.crate_name) {
-            d.header.crate_name.push_str(&self.crate_suffix);
+        if self.crates.contains(d.header.crate_name.as_str()) {
+            d.header.crate_name = format!("{}{}", d.header.crate_name, self.crate_suffix).into();
         }
     }
 }
@@ -301,7 +301,7 @@ impl Renamer<'_> {
 /// instead, declared as an upstream external of copy k-1's crate. The
 /// callee's body is the same code, so the caller's result is the same.
 fn cross_link(dump: &mut CrateDump, limit: usize, this: &str, prev: &str, prev_crate: &str) {
-    let defined: HashMap<String, (String, String)> = dump
+    let defined: HashMap<Name, (Name, Name)> = dump
         .instances
         .iter()
         .filter(|i| i.body.is_some())
@@ -332,14 +332,14 @@ fn cross_link(dump: &mut CrateDump, limit: usize, this: &str, prev: &str, prev_c
             // The name copy k-1 gives the callee: this copy's crate suffix
             // replaced by the previous one's.
             let external = kmir::External {
-                symbol: new.clone(),
-                name: name.replace(&crate_this, &crate_prev),
-                item_path: item_path.replace(&crate_this, &crate_prev),
+                symbol: new.as_str().into(),
+                name: name.replace(&crate_this, &crate_prev).into(),
+                item_path: item_path.replace(&crate_this, &crate_prev).into(),
                 kind: ExternalKind::Upstream {
-                    krate: prev_crate.to_string(),
+                    krate: prev_crate.into(),
                 },
             };
-            *symbol = new.clone();
+            *symbol = new.as_str().into();
             added.entry(new).or_insert(external);
         }
     }
@@ -391,7 +391,7 @@ fn run(args: &Args) -> Result<(), String> {
         .partition(|d| !shared.contains(d.header.crate_name.as_str()));
     let crates: HashSet<String> = replicated
         .iter()
-        .map(|d| d.header.crate_name.clone())
+        .map(|d| d.header.crate_name.to_string())
         .collect();
     // Symbols the shared crates define stay shared even where a replicated
     // crate has its own copy of the instance (a generic `core` function
@@ -414,7 +414,7 @@ fn run(args: &Args) -> Result<(), String> {
                 .chain(d.statics.iter().map(|s| &s.symbol))
         })
         .filter(|s| !shared_defined.contains(s.as_str()))
-        .cloned()
+        .map(|s| s.to_string())
         .collect();
     // Unmangled symbols (`#[no_mangle]` functions C calls, like
     // `rust_binder_state_show`) are what the spec describes by link name:

@@ -6,6 +6,7 @@
 
 pub mod codec;
 pub mod model;
+pub mod name;
 mod types;
 mod validate;
 pub mod visit;
@@ -15,6 +16,7 @@ pub use codec::{
     write_file,
 };
 pub use model::*;
+pub use name::Name;
 pub use validate::validate;
 
 /// The file extension of dumps.

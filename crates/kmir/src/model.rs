@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use bincode::{Decode, Encode};
 
+pub use crate::name::Name;
+
 /// A linker symbol (v0 or legacy mangled) or, for foreign items, the link name.
-pub type Symbol = String;
+pub type Symbol = Name;
 /// Index into [`CrateDump::types`].
 pub type TyId = u32;
 /// Index into [`CrateDump::files`].
@@ -38,7 +40,7 @@ pub struct CrateDump {
     pub header: Header,
     /// Source files referenced by spans, as the compiler names them
     /// (remapped paths stay remapped).
-    pub files: Vec<String>,
+    pub files: Vec<Name>,
     /// Interned types; a `TyId` is an index here.
     pub types: Vec<Ty>,
     /// Every function mono item the crate codegens.
@@ -60,17 +62,17 @@ pub struct CrateDump {
 /// What produced the dump and for which crate.
 pub struct Header {
     /// `kextract <version>`.
-    pub producer: String,
+    pub producer: Name,
     /// `rustc --version --verbose` first line of the compiler that ran.
-    pub rustc_version: String,
-    pub crate_name: String,
+    pub rustc_version: Name,
+    pub crate_name: Name,
     /// `lib`, `rlib`, `bin`, … as passed to the compiler.
-    pub crate_types: Vec<String>,
+    pub crate_types: Vec<Name>,
     /// The target triple or target JSON name.
-    pub target: String,
+    pub target: Name,
     /// The compiler's stable crate id: distinguishes crates of the same name.
     pub stable_crate_id: u64,
-    pub edition: String,
+    pub edition: Name,
     /// Whether the bodies of local items come from MIR right after drop
     /// elaboration (true) or from optimized MIR (false, the fallback).
     pub drop_elaborated_mir: bool,
@@ -94,12 +96,12 @@ pub struct Span {
 pub struct Instance {
     pub symbol: Symbol,
     /// Human name with generic arguments, e.g. `fixture::generic::<u32>`.
-    pub name: String,
+    pub name: Name,
     /// Crate-qualified path of the item the instance comes from, e.g.
     /// `fixture::SpinLock::<T>::lock`; annotations are keyed by it.
-    pub item_path: String,
+    pub item_path: Name,
     /// For an impl method of a trait, the path of the trait method it implements.
-    pub trait_item: Option<String>,
+    pub trait_item: Option<Name>,
     pub kind: InstanceKind,
     pub span: Span,
     /// `#[no_mangle]`, `#[export_name]` and other externally callable items.
@@ -109,7 +111,7 @@ pub struct Instance {
     /// when it is not Rust's (`extern "C" fn(*mut T)`), regions erased and
     /// safety ignored. `None` for instances that cannot be pointed to
     /// (drop glue, shims).
-    pub fn_sig: Option<String>,
+    pub fn_sig: Option<Name>,
     /// Declared `unsafe fn`: its safety contract may include lock state
     /// ("the caller holds the lock"), so the lock analysis does not ask it
     /// to be balanced where a caller takes that state over (docs/locks.md).
@@ -167,7 +169,7 @@ pub enum InstanceKind {
     /// A compiler-generated shim (`VTableShim`, `ReifyShim`, `FnPtrShim`,
     /// `ClosureOnceShim`, `CloneShim`, …), named by its kind.
     Shim {
-        kind: String,
+        kind: Name,
     },
 }
 
@@ -197,7 +199,7 @@ pub struct LocalDecl {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct VarName {
-    pub name: String,
+    pub name: Name,
     pub local: LocalId,
 }
 
@@ -220,9 +222,12 @@ pub struct Statement {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub enum StatementKind {
+    /// The rvalue is boxed: two thirds of the statements are
+    /// `StorageLive`/`StorageDead`, and every statement pays for the
+    /// largest variant (docs/performance.md, "Bounded memory").
     Assign {
         place: Place,
-        rvalue: Rvalue,
+        rvalue: Box<Rvalue>,
     },
     SetDiscriminant {
         place: Place,
@@ -232,8 +237,8 @@ pub enum StatementKind {
     StorageDead(LocalId),
     /// `assume`, `copy_nonoverlapping`: no effect the analyses care about beyond their operands.
     Intrinsic {
-        name: String,
-        operands: Vec<Operand>,
+        name: Name,
+        operands: Box<[Operand]>,
     },
 }
 
@@ -241,7 +246,9 @@ pub enum StatementKind {
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct Place {
     pub local: LocalId,
-    pub projection: Vec<Projection>,
+    /// A boxed slice (16 bytes, where a `Vec` takes 24): places are in
+    /// most statements and operands, and never grow once decoded.
+    pub projection: Box<[Projection]>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -312,7 +319,7 @@ pub enum Rvalue {
     },
     CopyForDeref(Place),
     ThreadLocalRef {
-        path: String,
+        path: Name,
     },
 }
 
@@ -391,7 +398,7 @@ pub enum CastKind {
     /// `dyn A` to `dyn B`.
     TraitUpcast { from: TyId, to: TyId },
     /// Every other cast (numeric, pointer, transmute), by name.
-    Other(String),
+    Other(Name),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -399,9 +406,11 @@ pub enum CastKind {
 pub enum Operand {
     Copy(Place),
     Move(Place),
-    Constant(Constant),
+    /// Boxed: an operand is a place three times in four, and a constant's
+    /// 128-bit scalar would make every operand 48 bytes instead of 32.
+    Constant(Box<Constant>),
     /// `cfg!(ub_checks)`-style runtime checks, by name.
-    RuntimeChecks(String),
+    RuntimeChecks(Name),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -500,8 +509,8 @@ pub enum Callee {
     Direct { symbol: Symbol },
     /// A `dyn Trait` method call: slot `slot` of the receiver's vtable.
     Virtual {
-        trait_method: String,
-        trait_path: String,
+        trait_method: Name,
+        trait_path: Name,
         slot: u32,
     },
     /// A call through a fn pointer (or an fn-pointer-typed place). `sig` is
@@ -509,13 +518,13 @@ pub enum Callee {
     Indirect {
         operand: Operand,
         fn_ty: TyId,
-        sig: String,
+        sig: Name,
     },
     /// A compiler intrinsic without a body, by name.
-    Intrinsic { name: String },
+    Intrinsic { name: Name },
     /// The compiler could not resolve the callee (should not happen in mono
     /// items); kept so that nothing is silently dropped.
-    Unresolved { path: String },
+    Unresolved { path: Name },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -524,7 +533,7 @@ pub enum Callee {
 /// the cross-crate identity of a type.
 pub struct Ty {
     pub kind: TyKind,
-    pub display: String,
+    pub display: Name,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -532,18 +541,18 @@ pub struct Ty {
 pub enum TyKind {
     Bool,
     Char,
-    Int(String),
-    Uint(String),
-    Float(String),
+    Int(Name),
+    Uint(Name),
+    Float(Name),
     Str,
     Never,
     /// `path` is the ADT's crate-qualified path; `args` its type arguments.
     Adt {
-        path: String,
+        path: Name,
         args: Vec<TyId>,
     },
     Foreign {
-        path: String,
+        path: Name,
     },
     Array {
         elem: TyId,
@@ -561,7 +570,7 @@ pub enum TyKind {
         mutable: bool,
     },
     FnDef {
-        path: String,
+        path: Name,
         args: Vec<TyId>,
     },
     FnPtr {
@@ -569,15 +578,15 @@ pub enum TyKind {
         output: TyId,
     },
     Closure {
-        path: String,
+        path: Name,
         args: Vec<TyId>,
     },
     Coroutine {
-        path: String,
+        path: Name,
     },
     /// `dyn Trait + Auto`: the principal trait first, if any.
     Dynamic {
-        traits: Vec<String>,
+        traits: Vec<Name>,
     },
     Tuple(Vec<TyId>),
     /// Anything the analyses never look into (patterns, witnesses, params).
@@ -587,7 +596,7 @@ pub enum TyKind {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct AdtDef {
-    pub path: String,
+    pub path: Name,
     pub kind: AdtKind,
     pub variants: Vec<VariantDef>,
     /// `#[klint::drop_preempt_count]` and similar live in `items` under `path`.
@@ -605,7 +614,7 @@ pub enum AdtKind {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct VariantDef {
-    pub name: String,
+    pub name: Name,
     /// The value `Rvalue::Discriminant` yields for this variant (what
     /// `SwitchInt` compares against); the variant index for structs/unions.
     pub discr: u128,
@@ -615,9 +624,9 @@ pub struct VariantDef {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct FieldDef {
-    pub name: String,
+    pub name: Name,
     /// The declared type, generic parameters unsubstituted.
-    pub ty: String,
+    pub ty: Name,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -626,7 +635,7 @@ pub struct FieldDef {
 pub struct Vtable {
     pub concrete: TyId,
     /// `None` for a vtable of auto traits only.
-    pub trait_path: Option<String>,
+    pub trait_path: Option<Name>,
     /// The `dyn` type it is a vtable for.
     pub dyn_ty: TyId,
     pub entries: Vec<VtableEntry>,
@@ -643,18 +652,18 @@ pub enum VtableEntry {
     Vacant,
     /// `method` is the trait method's path, `symbol` the instance in the slot.
     Method {
-        method: String,
+        method: Name,
         symbol: Symbol,
     },
     TraitVptr {
-        trait_path: String,
+        trait_path: Name,
     },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct StaticItem {
-    pub path: String,
+    pub path: Name,
     pub symbol: Symbol,
     pub ty: TyId,
     pub span: Span,
@@ -674,7 +683,7 @@ pub struct StaticItem {
 pub struct Memory {
     pub fn_ptrs: Vec<Symbol>,
     pub vtables: Vec<VtableId>,
-    pub statics: Vec<String>,
+    pub statics: Vec<Name>,
     pub variant: Option<u32>,
     /// Which struct field each code pointer is stored in, where the
     /// constant's type says (an ops table like `blk_mq_ops`).
@@ -689,8 +698,8 @@ pub struct Memory {
 pub struct FnField {
     /// The canonical path of the struct whose field holds the pointer (the
     /// innermost struct: a field of a nested struct names that struct).
-    pub owner: String,
-    pub field: String,
+    pub owner: Name,
+    pub field: Name,
     pub symbol: Symbol,
 }
 
@@ -698,10 +707,10 @@ pub struct FnField {
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 /// A local item with tool attributes.
 pub struct ItemAttrs {
-    pub path: String,
+    pub path: Name,
     /// The compiler's description: `function`, `associated function`,
     /// `foreign function`, `struct`, `enum`, `union`, `trait`, …
-    pub kind: String,
+    pub kind: Name,
     pub span: Span,
     pub attrs: Vec<ToolAttr>,
 }
@@ -710,11 +719,11 @@ pub struct ItemAttrs {
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct ToolAttr {
     /// `klint` or `kanalyze`.
-    pub tool: String,
+    pub tool: Name,
     /// The attribute name after the tool, e.g. `preempt_count`.
-    pub name: String,
+    pub name: Name,
     /// The whole attribute as written, e.g. `#[klint::preempt_count(adjust = 1)]`.
-    pub text: String,
+    pub text: Name,
     pub span: Span,
 }
 
@@ -723,8 +732,8 @@ pub struct ToolAttr {
 /// A function referenced here whose body is not in this dump.
 pub struct External {
     pub symbol: Symbol,
-    pub name: String,
-    pub item_path: String,
+    pub name: Name,
+    pub item_path: Name,
     pub kind: ExternalKind,
 }
 
@@ -734,7 +743,7 @@ pub enum ExternalKind {
     /// Declared in an `extern` block: a C function, `symbol` is its link name.
     Foreign,
     /// A Rust function codegenned by another crate.
-    Upstream { krate: String },
+    Upstream { krate: Name },
     /// A shim or glue the compiler expects another crate to provide.
     Shim,
 }
@@ -783,7 +792,7 @@ impl Body {
         for block in &self.blocks {
             for s in &block.statements {
                 if let StatementKind::Assign { rvalue, .. } = &s.kind {
-                    match rvalue {
+                    match &**rvalue {
                         Rvalue::Use(o)
                         | Rvalue::Cast { operand: o, .. }
                         | Rvalue::Repeat { operand: o, .. } => push(&mut out, o, s.span),
@@ -872,7 +881,7 @@ impl CrateDump {
     }
 
     pub fn file(&self, id: FileId) -> Option<&str> {
-        self.files.get(id as usize).map(String::as_str)
+        self.files.get(id as usize).map(Name::as_str)
     }
 
     pub fn instance(&self, symbol: &str) -> Option<&Instance> {

@@ -231,7 +231,7 @@ pub fn sole_assignment(body: &Body, local: LocalId) -> Option<&Rvalue> {
             && place.projection.is_empty()
         {
             count += 1;
-            found = Some(rvalue);
+            found = Some(&**rvalue);
         }
     }
     if count == 1 { found } else { None }
@@ -458,7 +458,7 @@ mod tests {
     fn place(local: u32) -> Place {
         Place {
             local,
-            projection: vec![],
+            projection: Box::new([]),
         }
     }
 
@@ -466,7 +466,7 @@ mod tests {
         Statement {
             kind: StatementKind::Assign {
                 place: place_,
-                rvalue,
+                rvalue: Box::new(rvalue),
             },
             span: Span::default(),
         }
@@ -588,7 +588,7 @@ mod tests {
         // `_3.0 = copy _1` writes a part of `_3`.
         let field = Place {
             local: 3,
-            projection: vec![Projection::Field { index: 0, ty: 0 }],
+            projection: Box::new([Projection::Field { index: 0, ty: 0 }]),
         };
         b.blocks[1]
             .statements
@@ -597,7 +597,7 @@ mod tests {
         // A write through a pointer stored in `_2` leaves `_2` itself alone.
         let through = Place {
             local: 2,
-            projection: vec![Projection::Deref],
+            projection: Box::new([Projection::Deref]),
         };
         b.blocks[1]
             .statements
@@ -641,10 +641,10 @@ mod tests {
         // A constant is neither.
         b.blocks[1].statements.push(stmt(
             place(3),
-            Rvalue::Use(Operand::Constant(crate::model::Constant {
+            Rvalue::Use(Operand::Constant(Box::new(crate::model::Constant {
                 ty: 0,
                 value: crate::model::ConstValue::Scalar(4),
-            })),
+            }))),
         ));
         let s = value_sources(&b, &[2]);
         assert_eq!(s.args.into_iter().collect::<Vec<_>>(), vec![0]);

@@ -807,14 +807,14 @@ mod tests {
     fn local(l: LocalId) -> Place {
         Place {
             local: l,
-            projection: vec![],
+            projection: Box::new([]),
         }
     }
     fn konst(v: u128) -> Rvalue {
-        Rvalue::Use(Operand::Constant(Constant {
+        Rvalue::Use(Operand::Constant(Box::new(Constant {
             ty: 0 as TyId,
             value: ConstValue::Scalar(v),
-        }))
+        })))
     }
     fn copy(l: LocalId) -> Rvalue {
         Rvalue::Use(Operand::Copy(local(l)))
@@ -990,11 +990,11 @@ mod is_none_tests {
     fn negated_comparison_of_a_discriminant() {
         let deref1 = Place {
             local: 1,
-            projection: vec![Projection::Deref],
+            projection: Box::new([Projection::Deref]),
         };
         let l = |n| Place {
             local: n,
-            projection: vec![],
+            projection: Box::new([]),
         };
         let mut f = Facts::default();
         f.set_known(
@@ -1006,10 +1006,10 @@ mod is_none_tests {
             0,
         );
         f.assign(&l(3), &Rvalue::Discriminant(deref1), |_| None, &[]);
-        let one = Operand::Constant(Constant {
+        let one = Operand::Constant(Box::new(Constant {
             ty: 0 as TyId,
             value: ConstValue::Scalar(1),
-        });
+        }));
         f.assign(
             &l(2),
             &Rvalue::BinaryOp {

@@ -42,7 +42,7 @@ impl<'a> Places<'a> {
     fn ty_display(&self, ty: TyId) -> String {
         self.dump
             .ty(ty)
-            .map_or_else(|| "?".to_string(), |t| t.display.clone())
+            .map_or_else(|| "?".to_string(), |t| t.display.to_string())
     }
 
     /// The memory of local `local` itself.
@@ -73,7 +73,7 @@ impl<'a> Places<'a> {
                 .adt(path)
                 .and_then(|a| a.variants.get(variant.unwrap_or(0) as usize))
                 .and_then(|v| v.fields.get(index as usize))
-                .map(|f| f.name.clone()),
+                .map(|f| f.name.to_string()),
             _ => None,
         };
         Step::Field {
@@ -187,7 +187,7 @@ impl<'a> Places<'a> {
             }
             Operand::Constant(c) => match &c.value {
                 ConstValue::Memory(m) if m.statics.len() == 1 => {
-                    Some(Location::new(Root::Static(m.statics[0].clone())))
+                    Some(Location::new(Root::Static(m.statics[0].to_string())))
                 }
                 _ => None,
             },

@@ -20,6 +20,7 @@ pub mod wire;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+pub use kmir::Name;
 pub use link::{LinkProblem, link};
 
 /// Index of a function; also its node index in [`Program::graph`].
@@ -47,11 +48,11 @@ pub struct LinkedCrate {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {
-    pub symbol: String,
+    pub symbol: Name,
     /// Human name with generic arguments.
-    pub name: String,
+    pub name: Name,
     /// Crate-qualified item path, the key for annotations.
-    pub item_path: String,
+    pub item_path: Name,
     pub kind: FnKind,
 }
 
@@ -62,7 +63,7 @@ pub enum FnKind {
     /// A C function (declared in an `extern` block), by link name.
     Foreign,
     /// A Rust function of a crate that was not extracted.
-    Upstream { krate: String },
+    Upstream { krate: Name },
     /// A compiler shim without a body in any dump.
     Shim,
     /// Whatever an indirect call may reach outside the program.
@@ -73,9 +74,9 @@ pub enum FnKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IndirectKey {
     /// A fn pointer of this signature key (see `kmir::Instance::fn_sig`).
-    FnPtr { sig: String },
+    FnPtr { sig: Name },
     /// Slot `slot` of a `dyn` vtable, holding trait method `trait_method`.
-    Virtual { trait_method: String, slot: u32 },
+    Virtual { trait_method: Name, slot: u32 },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, bincode::Encode, bincode::Decode)]
@@ -113,9 +114,9 @@ pub enum RootReason {
     /// `#[no_mangle]`/`#[export_name]`.
     Exported,
     /// Its address is stored in static `path` (an ops table).
-    InStatic { path: String },
+    InStatic { path: Name },
     /// It is a method of a vtable stored in static `path`.
-    VtableInStatic { path: String },
+    VtableInStatic { path: Name },
 }
 
 /// Counts for `kanalyze graph` and the performance record.
@@ -183,7 +184,7 @@ pub type CallGraph = petgraph::graph::DiGraph<FnId, Edge, u32>;
 pub struct Program {
     pub crates: Vec<LinkedCrate>,
     pub functions: Vec<Function>,
-    pub by_symbol: HashMap<String, FnId>,
+    pub by_symbol: HashMap<Name, FnId>,
     pub graph: CallGraph,
     pub roots: Vec<(FnId, RootReason)>,
     /// Functions whose address the program takes (reified fn items and

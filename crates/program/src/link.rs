@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
-use kmir::{Callee, CastKind, ConstValue, Rvalue, StatementKind, TerminatorKind};
+use kmir::{Callee, CastKind, ConstValue, Name, Rvalue, StatementKind, TerminatorKind};
 
 use crate::{
     CallGraph, Edge, EdgeKind, FnId, FnKind, Function, IndirectKey, LinkStats, LinkedCrate,
@@ -265,7 +265,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     });
 
     // 1. One dump per crate.
-    let mut seen: HashMap<(String, u64), usize> = HashMap::new();
+    let mut seen: HashMap<(Name, u64), usize> = HashMap::new();
     let mut keep = vec![true; crates.len()];
     for i in 0..crates.len() {
         let key = (
@@ -274,7 +274,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         );
         match seen.get(&key) {
             Some(&first) => {
-                let crate_name = key.0.clone();
+                let crate_name = key.0.to_string();
                 if crates[first].dump == crates[i].dump {
                     keep[i] = false;
                     let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
@@ -321,9 +321,9 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         for c in &crates {
             if c.dump.header.target != program_target {
                 others
-                    .entry(c.dump.header.target.clone())
+                    .entry(c.dump.header.target.to_string())
                     .or_default()
-                    .push((c.dump.header.crate_name.clone(), c.path.clone()));
+                    .push((c.dump.header.crate_name.to_string(), c.path.clone()));
             }
         }
         crates.retain(|c| c.dump.header.target == program_target);
@@ -344,12 +344,12 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     };
 
     // 2. The best copy of every instance.
-    let mut best: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    let mut best: BTreeMap<&Name, (u32, u32)> = BTreeMap::new();
     for (ci, c) in crates.iter().enumerate() {
         stats.instances_total += c.dump.instances.len();
         for (ii, inst) in c.dump.instances.iter().enumerate() {
             let candidate = (ci as u32, ii as u32);
-            match best.get(inst.symbol.as_str()) {
+            match best.get(&inst.symbol) {
                 Some(&(bc, bi)) => {
                     let other = &crates[bc as usize];
                     let current = &other.dump.instances[bi as usize];
@@ -381,18 +381,20 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         } else {
             FnKind::Shim
         };
-        by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+        by_symbol.insert(symbol.clone(), FnId(functions.len() as u32));
         let dump_crate = &crates[ci as usize].dump.header.crate_name;
         functions.push(Function {
-            symbol: symbol.to_string(),
-            name: canonical.name(&inst.name, &inst.item_path, dump_crate),
+            symbol: symbol.clone(),
+            name: canonical
+                .name(&inst.name, &inst.item_path, dump_crate)
+                .into(),
             item_path: inst.item_path.clone(),
             kind,
         });
     }
 
     // 3. Externals: referenced, no body anywhere.
-    let mut externals: BTreeMap<&str, (String, &kmir::External)> = BTreeMap::new();
+    let mut externals: BTreeMap<&str, (Name, &kmir::External)> = BTreeMap::new();
     for c in &crates {
         for e in &c.dump.externals {
             if by_symbol.contains_key(&e.symbol) {
@@ -402,7 +404,9 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             // re-declares the kernel's bindings): name it by the shortest
             // canonical path, `kernel::bindings::…` rather than a doctest's
             // copy, then by the text so that no order decides.
-            let name = canonical.name(&e.name, &e.item_path, &c.dump.header.crate_name);
+            let name: Name = canonical
+                .name(&e.name, &e.item_path, &c.dump.header.crate_name)
+                .into();
             externals
                 .entry(e.symbol.as_str())
                 .and_modify(|cur| {
@@ -413,10 +417,10 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                 .or_insert((name, e));
         }
     }
-    for (symbol, (name, e)) in externals {
-        by_symbol.insert(symbol.to_string(), FnId(functions.len() as u32));
+    for (_, (name, e)) in externals {
+        by_symbol.insert(e.symbol.clone(), FnId(functions.len() as u32));
         functions.push(Function {
-            symbol: symbol.to_string(),
+            symbol: e.symbol.clone(),
             name,
             item_path: e.item_path.clone(),
             kind: match &e.kind {
@@ -529,13 +533,13 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                 ),
             };
             let item_path = match &key {
-                IndirectKey::Virtual { trait_method, .. } => trait_method.clone(),
+                IndirectKey::Virtual { trait_method, .. } => trait_method.to_string(),
                 IndirectKey::FnPtr { .. } => String::new(),
             };
             new.push(Function {
-                symbol,
-                name,
-                item_path,
+                symbol: symbol.into(),
+                name: name.into(),
+                item_path: item_path.into(),
                 kind: FnKind::Unknown(key),
             });
             id
@@ -589,13 +593,14 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                                 }
                                 pending_edges.push((caller, t, site(EdgeKind::Call)));
                             }
-                            None => stats
-                                .direct_unresolved
-                                .push((f.name.clone(), format!("symbol `{symbol}` is in no dump"))),
+                            None => stats.direct_unresolved.push((
+                                f.name.to_string(),
+                                format!("symbol `{symbol}` is in no dump"),
+                            )),
                         }
                     }
                     Callee::Unresolved { path } => stats.direct_unresolved.push((
-                        f.name.clone(),
+                        f.name.to_string(),
                         format!("the compiler could not resolve `{path}`"),
                     )),
                     Callee::Intrinsic { .. } => stats.intrinsic_sites += 1,
@@ -687,7 +692,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
 /// and code pointers inside constants and inline asm operands.
 fn collect_address_taken(
     body: &kmir::Body,
-    by_symbol: &HashMap<String, FnId>,
+    by_symbol: &HashMap<Name, FnId>,
     out: &mut BTreeSet<FnId>,
 ) {
     let mut add = |s: &str| {
@@ -702,15 +707,12 @@ fn collect_address_taken(
     }
     for block in &body.blocks {
         for s in &block.statements {
-            if let StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind:
-                            CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
-                        ..
-                    },
-                ..
-            } = &s.kind
+            if let StatementKind::Assign { rvalue, .. } = &s.kind
+                && let Rvalue::Cast {
+                    kind:
+                        CastKind::ReifyFnPointer { symbol } | CastKind::ClosureFnPointer { symbol },
+                    ..
+                } = &**rvalue
             {
                 add(symbol);
             }
@@ -727,7 +729,7 @@ fn dyn_principal<'a>(dump: &'a kmir::CrateDump, inst: &kmir::Instance) -> Option
         return None;
     };
     match &dump.ty(ty)?.kind {
-        kmir::TyKind::Dynamic { traits } => traits.first().map(String::as_str),
+        kmir::TyKind::Dynamic { traits } => traits.first().map(Name::as_str),
         _ => None,
     }
 }

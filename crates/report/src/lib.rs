@@ -394,7 +394,9 @@ pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
         message: finding.message.clone(),
         span: json_span(program, finding.primary),
         label: finding.label.clone(),
-        function: finding.function.map(|f| program.function(f).name.clone()),
+        function: finding
+            .function
+            .map(|f| program.function(f).name.to_string()),
         notes: finding
             .notes
             .iter()
@@ -407,8 +409,8 @@ pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
         trace: trace
             .iter()
             .map(|s| JsonFrame {
-                caller: program.function(s.caller).name.clone(),
-                callee: program.function(s.callee).name.clone(),
+                caller: program.function(s.caller).name.to_string(),
+                callee: program.function(s.callee).name.to_string(),
                 edge: s.edge.kind.name(),
                 span: json_span(
                     program,

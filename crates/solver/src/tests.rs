@@ -627,9 +627,9 @@ fn program_of(n: usize, edges: &[(u32, u32, u32)]) -> program::Program {
         crates: Vec::new(),
         functions: (0..n)
             .map(|i| program::Function {
-                symbol: format!("f{i}"),
-                name: format!("f{i}"),
-                item_path: format!("f{i}"),
+                symbol: format!("f{i}").into(),
+                name: format!("f{i}").into(),
+                item_path: format!("f{i}").into(),
                 kind: program::FnKind::Shim,
             })
             .collect(),

@@ -250,10 +250,10 @@ impl DumpExt for kmir::CrateDump {
 
     fn name_of(&self, symbol: &str) -> String {
         if let Some(i) = self.instance(symbol) {
-            return i.name.clone();
+            return i.name.to_string();
         }
         if let Some(e) = self.external(symbol) {
-            return e.name.clone();
+            return e.name.to_string();
         }
         panic!("symbol `{symbol}` is neither an instance nor an external of the dump")
     }

@@ -44,6 +44,7 @@ fn dumped_crates(extra: &[&str]) -> Vec<String> {
                 .unwrap_or_else(|e| panic!("{e}"))
                 .header
                 .crate_name
+                .to_string()
         })
         .collect();
     names.sort();

@@ -35,7 +35,7 @@ fn header_names_the_crate_and_compiler() {
 fn generic_call_instantiated_two_ways_resolves_to_two_instances() {
     for opt in ["0", "2"] {
         let dump = dump_at(opt);
-        let calls: Vec<&String> = dump
+        let calls: Vec<&kmir::Name> = dump
             .calls_in("lockapi::uses_generic")
             .into_iter()
             .filter_map(|c| match c {
@@ -125,14 +125,11 @@ fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
     let mut vtables = Vec::new();
     for b in &body.blocks {
         for s in &b.statements {
-            if let StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind: CastKind::Unsize { vtable: Some(v) },
-                        ..
-                    },
-                ..
-            } = &s.kind
+            if let StatementKind::Assign { rvalue, .. } = &s.kind
+                && let Rvalue::Cast {
+                    kind: CastKind::Unsize { vtable: Some(v) },
+                    ..
+                } = &**rvalue
             {
                 vtables.push(*v);
             }
@@ -152,7 +149,7 @@ fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
             .iter()
             .filter_map(|e| match e {
                 kmir::VtableEntry::Method { method, symbol } => {
-                    Some((method.clone(), dump.name_of(symbol)))
+                    Some((method.to_string(), dump.name_of(symbol)))
                 }
                 _ => None,
             })
@@ -160,7 +157,7 @@ fn dyn_coercion_builds_a_vtable_with_the_impl_methods() {
         assert_eq!(methods.len(), 1);
         assert_eq!(methods[0].0, "lockapi::Device::probe");
         seen.push((
-            dump.ty(vt.concrete).unwrap().display.clone(),
+            dump.ty(vt.concrete).unwrap().display.to_string(),
             methods[0].1.clone(),
         ));
     }
@@ -304,7 +301,13 @@ fn static_ops_table_lists_its_function_pointers() {
     let fields: Vec<(String, String, String)> = ops
         .fn_fields
         .iter()
-        .map(|f| (f.owner.clone(), f.field.clone(), dump.name_of(&f.symbol)))
+        .map(|f| {
+            (
+                f.owner.to_string(),
+                f.field.to_string(),
+                dump.name_of(&f.symbol),
+            )
+        })
         .collect();
     assert_eq!(
         fields,
@@ -332,14 +335,13 @@ fn fn_pointer_reification_names_the_function() {
         .iter()
         .flat_map(|b| &b.statements)
         .filter_map(|s| match &s.kind {
-            StatementKind::Assign {
-                rvalue:
-                    Rvalue::Cast {
-                        kind: CastKind::ReifyFnPointer { symbol },
-                        ..
-                    },
-                ..
-            } => Some(dump.name_of(symbol)),
+            StatementKind::Assign { rvalue, .. } => match &**rvalue {
+                Rvalue::Cast {
+                    kind: CastKind::ReifyFnPointer { symbol },
+                    ..
+                } => Some(dump.name_of(symbol)),
+                _ => None,
+            },
             _ => None,
         })
         .collect();

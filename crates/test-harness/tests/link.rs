@@ -39,7 +39,7 @@ fn callee_names(p: &Program, name: &str, kind: EdgeKind) -> Vec<String> {
         .callees(id(p, name))
         .into_iter()
         .filter(|(_, e)| e.kind == kind)
-        .map(|(t, _)| p.function(t).name.clone())
+        .map(|(t, _)| p.function(t).name.to_string())
         .collect();
     v.sort();
     v
@@ -111,7 +111,7 @@ fn c_abi_pointer_may_come_from_outside() {
     let targets: Vec<(String, FnKind)> = p
         .callees(id(&p, "graph::call_c_pointer"))
         .into_iter()
-        .map(|(t, _)| (p.function(t).name.clone(), p.function(t).kind.clone()))
+        .map(|(t, _)| (p.function(t).name.to_string(), p.function(t).kind.clone()))
         .collect();
     // `c_callback` is reified (passed to C), so it is a possible target, and
     // so is anything C registered: the unknown target.
@@ -227,7 +227,7 @@ fn crates_of_another_target_are_left_out() {
         problems,
         [program::LinkProblem::OtherTarget {
             target: "host-tools".into(),
-            program_target: real,
+            program_target: real.to_string(),
             crates: vec!["twocrate_a".into()],
             paths: vec![host],
         }]

@@ -77,7 +77,7 @@ fn reborrowed_once(body: &Body, holder: LocalId) -> Option<LocalId> {
             place: q,
         } = rvalue
             && q.local == holder
-            && q.projection == [kmir::Projection::Deref]
+            && *q.projection == [kmir::Projection::Deref]
             && place.projection.is_empty()
         {
             reborrow = Some(place.local);
@@ -160,7 +160,7 @@ pub(super) fn callee_of(t: &TerminatorKind) -> Callee {
     match t {
         TerminatorKind::Call { callee, .. } => callee.clone(),
         _ => Callee::Intrinsic {
-            name: String::new(),
+            name: kmir::Name::default(),
         },
     }
 }
@@ -534,12 +534,13 @@ fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<Local
                 // pointer, or turned into a raw pointer (by `&raw`, or a
                 // cast): it may reach anything from there.
                 if place.projection.contains(&kmir::Projection::Deref)
-                    || matches!(rvalue, Rvalue::AddressOf { .. })
-                    || (is_raw(place.local) && !matches!(rvalue, Rvalue::Ref { .. }))
+                    || matches!(&**rvalue, Rvalue::AddressOf { .. })
+                    || (is_raw(place.local) && !matches!(&**rvalue, Rvalue::Ref { .. }))
                 {
                     return None;
                 }
-                let pointer = matches!(rvalue, Rvalue::Ref { .. }) || may_hold_pointer(place.local);
+                let pointer =
+                    matches!(&**rvalue, Rvalue::Ref { .. }) || may_hold_pointer(place.local);
                 if pointer && !tainted(place.local, &derived) {
                     derived.push(place.local);
                 }
@@ -652,10 +653,8 @@ pub(super) fn drop_flags(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
                     .is_some_and(|st| {
                         matches!(
                             &st.kind,
-                            kmir::StatementKind::Assign {
-                                rvalue: Rvalue::Use(kmir::Operand::Constant(_)),
-                                ..
-                            }
+                            kmir::StatementKind::Assign { rvalue, .. }
+                                if matches!(&**rvalue, Rvalue::Use(kmir::Operand::Constant(_)))
                         )
                     });
                 *f &= constant;

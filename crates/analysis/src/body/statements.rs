@@ -28,7 +28,7 @@ impl BodyAnalysis<'_> {
             StatementKind::Assign { place, rvalue } => {
                 // Pointers in the new value, read before the write.
                 let addrs = self.rvalue_addrs(facts, rvalue);
-                if let Rvalue::Discriminant(p) = rvalue
+                if let Rvalue::Discriminant(p) = &**rvalue
                     && let (Some(key), Some(discrs)) = (
                         PlaceKey::of(p),
                         self.place_ty(p).and_then(|t| self.enum_discrs(t)),
@@ -56,7 +56,7 @@ impl BodyAnalysis<'_> {
                 facts.write_unknown(
                     &Place {
                         local: *l,
-                        projection: vec![],
+                        projection: Box::new([]),
                     },
                     &self.escaped,
                 );
@@ -92,10 +92,12 @@ impl BodyAnalysis<'_> {
         let Some(Resolved::Const(c)) = facts.resolve_operand(operand) else {
             return None;
         };
-        Some(Rvalue::Use(kmir::Operand::Constant(kmir::Constant {
-            ty,
-            value: kmir::ConstValue::Scalar(u128::from(c == 0)),
-        })))
+        Some(Rvalue::Use(kmir::Operand::Constant(Box::new(
+            kmir::Constant {
+                ty,
+                value: kmir::ConstValue::Scalar(u128::from(c == 0)),
+            },
+        ))))
     }
 
     /// The pointers an rvalue's value holds: a reference's target, a cast
@@ -178,15 +180,13 @@ impl BodyAnalysis<'_> {
         for (i, op) in operands.iter().enumerate() {
             let (kmir::Operand::Copy(p) | kmir::Operand::Move(p)) = op else {
                 // `Flags(0)`: a constant field is a known value.
-                if let kmir::Operand::Constant(kmir::Constant {
-                    value: kmir::ConstValue::Scalar(v),
-                    ..
-                }) = op
+                if let kmir::Operand::Constant(c) = op
+                    && let kmir::ConstValue::Scalar(v) = c.value
                 {
                     out.push((
                         aggregate_field(variant, i, &[]),
                         Aspect::Value,
-                        Known::Is(*v),
+                        Known::Is(v),
                     ));
                 }
                 continue;

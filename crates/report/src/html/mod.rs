@@ -237,7 +237,7 @@ fn crate_of(program: &Program, f: &Finding) -> String {
         .and_then(|g| krate_of(program, g))
         .or(f.primary.map(|l| l.krate))
         .and_then(|k| program.crates.get(k as usize))
-        .map(|c| c.dump.header.crate_name.clone())
+        .map(|c| c.dump.header.crate_name.to_string())
         .unwrap_or_else(|| "(none)".into())
 }
 
@@ -649,7 +649,7 @@ fn chain_svg(
             Node {
                 layer,
                 text: layout::short_name(name),
-                title: name.clone(),
+                title: name.to_string(),
                 kind: fr.kind,
                 href: has_summary(fr.f).then(|| format!("#s-{}", fr.f.0)),
             }
