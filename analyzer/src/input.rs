@@ -188,6 +188,7 @@ pub fn load_program_with(
         })
         .collect();
     summary.decode_time = t.elapsed();
+    crate::timings::record("decode", summary.decode_time);
     let mut crates = Vec::with_capacity(loaded.len());
     for (path, result) in loaded {
         match result {
@@ -225,6 +226,7 @@ pub fn load_program_with(
     let t = std::time::Instant::now();
     let (program, problems) = program::link(crates);
     summary.link_time = t.elapsed();
+    crate::timings::record("link", summary.link_time);
     // Identical copies are harmless and can come by the thousand (a build
     // tree copied into itself): a few are listed, many are counted.
     let identical: Vec<&program::LinkProblem> = problems

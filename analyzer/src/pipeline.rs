@@ -87,6 +87,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     }
     let progress = crate::progress::Progress::for_args(args);
     let (program, load) = input::load_program_with(paths, &progress)?;
+    let t = std::time::Instant::now();
     let profile = match (args.profile, &args.profile_origin) {
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
@@ -124,6 +125,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             .emit();
         return None;
     }
+    crate::timings::record("spec", t.elapsed());
+    let t = std::time::Instant::now();
     let (mut annotations, mut errors) = annotations::collect(
         program
             .crates
@@ -158,6 +161,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         })
         .collect();
     let mut annotation_findings: Vec<Finding> = annotation_findings;
+    crate::timings::record("annotations", t.elapsed());
+    let t = std::time::Instant::now();
     let (in_source, misplaced) =
         invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
     declarations.extend(in_source);
@@ -183,6 +188,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
+    crate::timings::record("invariants", t.elapsed());
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
     let observe = |p: analysis::Progress| progress.solver(p);
@@ -208,20 +214,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         (out, solve_time, t.elapsed())
     };
     let (preempt, solve_time, checks_time) = run(&resolved, Some(&observe));
-    if args.timings {
-        eprintln!("timings:");
-        eprintln!(
-            "  decode ({} threads): {:.3}s",
-            rayon::current_num_threads(),
-            load.decode_time.as_secs_f64()
-        );
-        eprintln!("  link:      {:.3}s", load.link_time.as_secs_f64());
-        eprintln!(
-            "  solve:     {:.3}s (schedule and summaries)",
-            solve_time.as_secs_f64()
-        );
-        eprintln!("  checks:    {:.3}s", checks_time.as_secs_f64());
-    }
+    crate::timings::record("solve", solve_time);
+    crate::timings::record("checks", checks_time);
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();
     let mut invariant_uses: Vec<InvariantUse> = declarations
