@@ -176,7 +176,7 @@ pub fn load_program_with(
     summary.input_errors = found.errors.len();
     summary.skipped.extend(found.bad_paths.iter().cloned());
     let named = found.files.len() + found.bad_paths.len();
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     progress.phase("loading dumps", found.files.len() as u64);
     let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
         .files
@@ -187,8 +187,7 @@ pub fn load_program_with(
             (p.clone(), read)
         })
         .collect();
-    summary.decode_time = t.elapsed();
-    crate::timings::record("decode", summary.decode_time);
+    summary.decode_time = crate::timings::record("decode", t);
     let mut crates = Vec::with_capacity(loaded.len());
     for (path, result) in loaded {
         match result {
@@ -223,10 +222,9 @@ pub fn load_program_with(
         return None;
     }
     progress.phase("linking", 1);
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     let (program, problems) = program::link(crates);
-    summary.link_time = t.elapsed();
-    crate::timings::record("link", summary.link_time);
+    summary.link_time = crate::timings::record("link", t);
     // Identical copies are harmless and can come by the thousand (a build
     // tree copied into itself): a few are listed, many are counted.
     let identical: Vec<&program::LinkProblem> = problems

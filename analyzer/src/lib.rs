@@ -29,7 +29,7 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// The entry point of the `kanalyze` binary.
 pub fn run() -> ExitCode {
-    let start = std::time::Instant::now();
+    let start = timings::mark();
     let cli = match cli::Cli::try_parse_from(with_default_command(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {

@@ -87,7 +87,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     }
     let progress = crate::progress::Progress::for_args(args);
     let (program, load) = input::load_program_with(paths, &progress)?;
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     let profile = match (args.profile, &args.profile_origin) {
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
@@ -125,8 +125,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             .emit();
         return None;
     }
-    crate::timings::record("spec", t.elapsed());
-    let t = std::time::Instant::now();
+    crate::timings::record("spec", t);
+    let t = crate::timings::mark();
     let (mut annotations, mut errors) = annotations::collect(
         program
             .crates
@@ -161,8 +161,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         })
         .collect();
     let mut annotation_findings: Vec<Finding> = annotation_findings;
-    crate::timings::record("annotations", t.elapsed());
-    let t = std::time::Instant::now();
+    crate::timings::record("annotations", t);
+    let t = crate::timings::mark();
     let (in_source, misplaced) =
         invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
     declarations.extend(in_source);
@@ -188,10 +188,11 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
-    crate::timings::record("invariants", t.elapsed());
+    crate::timings::record("invariants", t);
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
     let observe = |p: analysis::Progress| progress.solver(p);
+    // The first run (the one with the progress observer) is timed.
     let run = |resolved: &invariants::Resolved,
                observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
         let input = checks::Input {
@@ -202,20 +203,21 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             trace: args.trace.as_deref(),
             progress: observe,
         };
-        let t = std::time::Instant::now();
+        let t = crate::timings::mark();
         let solved = analysis::solve(&input);
-        let solve_time = t.elapsed();
         if observe.is_some() {
+            crate::timings::record("solve", t);
             progress.phase("checking", 1);
         }
-        let t = std::time::Instant::now();
+        let t = crate::timings::mark();
         let mut out = checks::check(&input, solved);
         levels.apply(&mut out.findings);
-        (out, solve_time, t.elapsed())
+        if observe.is_some() {
+            crate::timings::record("checks", t);
+        }
+        out
     };
-    let (preempt, solve_time, checks_time) = run(&resolved, Some(&observe));
-    crate::timings::record("solve", solve_time);
-    crate::timings::record("checks", checks_time);
+    let preempt = run(&resolved, Some(&observe));
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();
     let mut invariant_uses: Vec<InvariantUse> = declarations
@@ -253,7 +255,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .collect()
         };
         let with_all = ids(&preempt);
-        let extra = |r: &invariants::Resolved| ids(&run(r, None).0).difference(&with_all).count();
+        let extra = |r: &invariants::Resolved| ids(&run(r, None)).difference(&with_all).count();
         removed_by_invariants = Some(extra(&resolved.without_all()));
         for (i, u) in invariant_uses.iter_mut().enumerate() {
             u.removes = Some(extra(&resolved.without(i)));

@@ -101,7 +101,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let Some(analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     let all = analysed.findings();
     let (findings, known_list): (Vec<&findings::Finding>, Vec<&findings::Finding>) = match &baseline
     {
@@ -126,8 +126,8 @@ pub fn run(args: &CheckArgs) -> u8 {
         known_list: known_list.into_iter().cloned().collect(),
         suppressed,
     };
-    crate::timings::record("findings", t.elapsed());
-    let t = std::time::Instant::now();
+    crate::timings::record("findings", t);
+    let t = crate::timings::mark();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = match format {
@@ -136,7 +136,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         Format::Sarif => sarif(&analysed, &shown, &mut out),
     }
     .and_then(|()| out.flush());
-    crate::timings::record("output", t.elapsed());
+    crate::timings::record("output", t);
     let code = if super::output_failed(result) {
         EXIT_FAILURE
     } else if !analysed.load.skipped.is_empty() && !allow_partial {
