@@ -92,16 +92,41 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
     };
-    let mut spec = match profile.0 {
-        Profile::Kernel => spec::Spec::builtin_kernel(),
-        Profile::Userspace => spec::Spec::userspace(),
-    };
-    for extra in user_specs {
-        spec.extend(extra);
-    }
+    // The spec, the annotations and the arities that check both read only
+    // the program: they are made side by side, then checked in order.
+    let ((spec, foreign), ((mut annotations, mut errors), arities)) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    let mut spec = match profile.0 {
+                        Profile::Kernel => spec::Spec::builtin_kernel(),
+                        Profile::Userspace => spec::Spec::userspace(),
+                    };
+                    for extra in user_specs {
+                        spec.extend(extra);
+                    }
+                    spec
+                },
+                || program.foreign_arities(),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    annotations::collect(
+                        program
+                            .crates
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
+                    )
+                },
+                || program.arities(),
+            )
+        },
+    );
     // Argument indices of the spec can only be checked now: the calls say
     // how many arguments each C function takes.
-    let foreign = program.foreign_arities();
     let mut broken = Vec::new();
     for e in spec.check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n))) {
         if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
@@ -125,16 +150,6 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             .emit();
         return None;
     }
-    crate::timings::record("spec", t);
-    let t = crate::timings::mark();
-    let (mut annotations, mut errors) = annotations::collect(
-        program
-            .crates
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
-    );
-    let arities = program.arities();
     errors.extend(annotations::check_arity(&mut annotations, |path| {
         arities.get(path).copied()
     }));
@@ -161,7 +176,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         })
         .collect();
     let mut annotation_findings: Vec<Finding> = annotation_findings;
-    crate::timings::record("annotations", t);
+    crate::timings::record("spec+annots", t);
     let t = crate::timings::mark();
     let (in_source, misplaced) =
         invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
