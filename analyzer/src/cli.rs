@@ -278,7 +278,8 @@ pub struct AnalysisArgs {
     pub cache_dir: Option<PathBuf>,
 
     /// Benchmarking aid (docs/performance.md): print on stderr how long
-    /// decoding, linking, the solve and the checks took.
+    /// each phase took (decode, link, spec and annotations, invariants,
+    /// solve, checks, output), wall-clock and CPU time of all threads.
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
 

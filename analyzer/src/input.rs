@@ -152,6 +152,41 @@ where
     Ok(())
 }
 
+/// Decodes `files` on every thread, the largest first (each thread takes
+/// the largest file left), so that the decode does not end waiting for one
+/// large dump started last; the results come back in the order of `files`.
+fn decode_largest_first(
+    files: &[PathBuf],
+    progress: &crate::progress::Progress,
+) -> Vec<(PathBuf, Result<CrateDump, LoadError>)> {
+    let mut order: Vec<(u64, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (std::fs::metadata(p).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    // Every thread of the pool takes files until none is left.
+    let mut decoded: Vec<(usize, Result<CrateDump, LoadError>)> = rayon::broadcast(|_| {
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&(_, i)) = order.get(k) else { break };
+            mine.push((i, kmir::read_file(&files[i])));
+            progress.inc(1);
+        }
+        mine
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    decoded.sort_by_key(|(i, _)| *i);
+    decoded
+        .into_iter()
+        .map(|(i, read)| (files[i].clone(), read))
+        .collect()
+}
+
 /// The program of every readable dump among `paths`, or `None` when nothing
 /// usable remains. Unreadable files and duplicate crates are reported as
 /// they are found and counted in the returned summary; the other crates are
@@ -176,18 +211,10 @@ pub fn load_program_with(
     summary.input_errors = found.errors.len();
     summary.skipped.extend(found.bad_paths.iter().cloned());
     let named = found.files.len() + found.bad_paths.len();
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     progress.phase("loading dumps", found.files.len() as u64);
-    let loaded: Vec<(PathBuf, Result<CrateDump, LoadError>)> = found
-        .files
-        .par_iter()
-        .map(|p| {
-            let read = kmir::read_file(p);
-            progress.inc(1);
-            (p.clone(), read)
-        })
-        .collect();
-    summary.decode_time = t.elapsed();
+    let loaded = decode_largest_first(&found.files, progress);
+    summary.decode_time = crate::timings::record("decode", t);
     let mut crates = Vec::with_capacity(loaded.len());
     for (path, result) in loaded {
         match result {
@@ -222,9 +249,9 @@ pub fn load_program_with(
         return None;
     }
     progress.phase("linking", 1);
-    let t = std::time::Instant::now();
+    let t = crate::timings::mark();
     let (program, problems) = program::link(crates);
-    summary.link_time = t.elapsed();
+    summary.link_time = crate::timings::record("link", t);
     // Identical copies are harmless and can come by the thousand (a build
     // tree copied into itself): a few are listed, many are counted.
     let identical: Vec<&program::LinkProblem> = problems

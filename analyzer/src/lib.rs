@@ -13,6 +13,7 @@ pub mod input;
 pub mod pipeline;
 pub mod print;
 pub mod progress;
+pub mod timings;
 pub mod triage;
 
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// The entry point of the `kanalyze` binary.
 pub fn run() -> ExitCode {
+    let start = timings::mark();
     let cli = match cli::Cli::try_parse_from(with_default_command(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
@@ -48,6 +50,16 @@ pub fn run() -> ExitCode {
         cli::Command::Report(args) => commands::report::run(args),
         cli::Command::BuildError(args) => commands::build_error::run(args),
     };
+    let timings = match &cli.command {
+        cli::Command::Check(args) => args.analysis.timings,
+        cli::Command::Summary(args) => args.analysis.timings,
+        cli::Command::Triage(args) => args.analysis.timings,
+        cli::Command::Report(args) => args.analysis.timings,
+        _ => false,
+    };
+    if timings {
+        timings::print(start);
+    }
     ExitCode::from(code)
 }
 

@@ -88,20 +88,46 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     }
     let progress = crate::progress::Progress::for_args(args);
     let (program, load) = input::load_program_with(paths, &progress)?;
+    let t = crate::timings::mark();
     let profile = match (args.profile, &args.profile_origin) {
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
     };
-    let mut spec = match profile.0 {
-        Profile::Kernel => spec::Spec::builtin_kernel(),
-        Profile::Userspace => spec::Spec::userspace(),
-    };
-    for extra in user_specs {
-        spec.extend(extra);
-    }
+    // The spec, the annotations and the arities that check both read only
+    // the program: they are made side by side, then checked in order.
+    let ((spec, foreign), ((mut annotations, mut errors), arities)) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    let mut spec = match profile.0 {
+                        Profile::Kernel => spec::Spec::builtin_kernel(),
+                        Profile::Userspace => spec::Spec::userspace(),
+                    };
+                    for extra in user_specs {
+                        spec.extend(extra);
+                    }
+                    spec
+                },
+                || program.foreign_arities(),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    annotations::collect(
+                        program
+                            .crates
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
+                    )
+                },
+                || program.arities(),
+            )
+        },
+    );
     // Argument indices of the spec can only be checked now: the calls say
     // how many arguments each C function takes.
-    let foreign = program.foreign_arities();
     let mut broken = Vec::new();
     for e in spec.check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n))) {
         if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
@@ -125,14 +151,6 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             .emit();
         return None;
     }
-    let (mut annotations, mut errors) = annotations::collect(
-        program
-            .crates
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
-    );
-    let arities = program.arities();
     errors.extend(annotations::check_arity(&mut annotations, |path| {
         arities.get(path).copied()
     }));
@@ -159,6 +177,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         })
         .collect();
     let mut annotation_findings: Vec<Finding> = annotation_findings;
+    crate::timings::record("spec+annots", t);
+    let t = crate::timings::mark();
     let (in_source, misplaced) =
         invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
     declarations.extend(in_source);
@@ -184,10 +204,12 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
+    crate::timings::record("invariants", t);
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
     let observe = |p: analysis::Progress| progress.solver(p);
     let cache_figures = std::cell::RefCell::new(None);
+    // The first run (the one with the progress observer) is timed.
     let run = |resolved: &invariants::Resolved,
                observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
         let input = checks::Input {
@@ -198,7 +220,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             trace: args.trace.as_deref(),
             progress: observe,
         };
-        let t = std::time::Instant::now();
+        let t = crate::timings::mark();
         // The summary cache serves the run itself, not the audit's reruns.
         let solved = if observe.is_some() {
             let (solved, figures) = crate::cache::solve(&input, paths, args, profile.0);
@@ -207,32 +229,23 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         } else {
             analysis::solve(&input)
         };
-        let solve_time = t.elapsed();
         if observe.is_some() {
+            crate::timings::record("solve", t);
             progress.phase("checking", 1);
         }
-        let t = std::time::Instant::now();
+        let t = crate::timings::mark();
         let mut out = checks::check(&input, solved);
         levels.apply(&mut out.findings);
-        (out, solve_time, t.elapsed())
-    };
-    let (preempt, solve_time, checks_time) = run(&resolved, Some(&observe));
-    if args.timings {
-        eprintln!("timings:");
-        eprintln!(
-            "  decode ({} threads): {:.3}s",
-            rayon::current_num_threads(),
-            load.decode_time.as_secs_f64()
-        );
-        eprintln!("  link:      {:.3}s", load.link_time.as_secs_f64());
-        eprintln!(
-            "  solve:     {:.3}s (schedule and summaries)",
-            solve_time.as_secs_f64()
-        );
-        eprintln!("  checks:    {:.3}s", checks_time.as_secs_f64());
-        if let Some(c) = cache_figures.borrow().as_ref() {
-            crate::cache::print_timings(c);
+        if observe.is_some() {
+            crate::timings::record("checks", t);
         }
+        out
+    };
+    let preempt = run(&resolved, Some(&observe));
+    if args.timings
+        && let Some(c) = cache_figures.borrow().as_ref()
+    {
+        crate::cache::print_timings(c);
     }
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();
@@ -272,7 +285,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .collect()
         };
         let with_all = ids(&preempt);
-        let extra = |r: &invariants::Resolved| ids(&run(r, None).0).difference(&with_all).count();
+        let extra = |r: &invariants::Resolved| ids(&run(r, None)).difference(&with_all).count();
         removed_by_invariants = Some(extra(&resolved.without_all()));
         for (i, u) in invariant_uses.iter_mut().enumerate() {
             u.removes = Some(extra(&resolved.without(i)));

@@ -101,6 +101,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let Some(analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
+    let t = crate::timings::mark();
     let all = analysed.findings();
     let (findings, known_list): (Vec<&findings::Finding>, Vec<&findings::Finding>) = match &baseline
     {
@@ -125,6 +126,8 @@ pub fn run(args: &CheckArgs) -> u8 {
         known_list: known_list.into_iter().cloned().collect(),
         suppressed,
     };
+    crate::timings::record("findings", t);
+    let t = crate::timings::mark();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = match format {
@@ -133,6 +136,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         Format::Sarif => sarif(&analysed, &shown, &mut out),
     }
     .and_then(|()| out.flush());
+    crate::timings::record("output", t);
     let code = if super::output_failed(result) {
         EXIT_FAILURE
     } else if !analysed.load.skipped.is_empty() && !allow_partial {

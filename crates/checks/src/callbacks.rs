@@ -78,6 +78,7 @@ pub(crate) struct Registration {
 /// Every callback registration in the program, in a stable order (one per
 /// callback and contract; the first registration found names the site).
 pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
+    use rayon::prelude::*;
     let program = input.program;
     let mut out: Vec<Registration> = Vec::new();
     let mut add = |r: Registration| {
@@ -88,55 +89,16 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             out.push(r);
         }
     };
-    for (id, _, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
-        let krate = krate_index(program, id);
-        // Passed as an argument of a C function with a contract.
-        for (g, edge) in program.callees(id) {
-            let register = program.function(g);
-            if !matches!(register.kind, FnKind::Foreign) {
-                continue;
-            }
-            let Some(spec) = input.spec.lookup(&register.symbol) else {
-                continue;
-            };
-            let Some(block) = body.block(edge.block) else {
-                continue;
-            };
-            let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
-                continue;
-            };
-            for cb in &spec.callbacks {
-                let symbols = args
-                    .get(cb.arg as usize)
-                    .and_then(|op| analysis::fn_pointer_source(body, op, 0))
-                    .unwrap_or_default();
-                for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
-                    add(Registration {
-                        callback,
-                        contract: cb.contract.clone(),
-                        how: format!("registered with `{}`", register.symbol),
-                        site: Loc {
-                            krate,
-                            span: block.terminator.span,
-                        },
-                        by: Some(id),
-                    });
-                }
-            }
-        }
-        // Stored in an ops table built as a constant.
-        for (c, span) in body.constants() {
-            if let kmir::ConstValue::Memory(m) = &c.value {
-                // A constant that an inlined standard library function
-                // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
-                // is shown at the function's own code around it.
-                let span = crate::placement::own_span_near(program, krate, body, span);
-                for r in stored(input, &m.fn_fields, Loc { krate, span }, Some(id)) {
-                    add(r);
-                }
-            }
-        }
+    // Each body's registrations in parallel, then kept in body order: the
+    // first registration of a callback and contract names the site, as
+    // with a serial walk.
+    let bodies: Vec<_> = program.bodies().collect();
+    let found: Vec<Vec<Registration>> = bodies
+        .par_iter()
+        .map(|&(id, _, inst)| body_registrations(input, id, inst))
+        .collect();
+    for r in found.into_iter().flatten() {
+        add(r);
     }
     // Stored in an ops table built as a static.
     for (krate, c) in program.crates.iter().enumerate() {
@@ -148,6 +110,62 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             for r in stored(input, &s.fn_fields, site, None) {
                 add(r);
             }
+        }
+    }
+    out
+}
+
+/// The registrations one body makes: function pointers passed to C
+/// functions with a contract, and those stored in constants it uses.
+fn body_registrations(input: &Input<'_>, id: FnId, inst: &kmir::Instance) -> Vec<Registration> {
+    let program = input.program;
+    let mut out = Vec::new();
+    let Some(body) = &inst.body else {
+        return out;
+    };
+    let krate = krate_index(program, id);
+    // Passed as an argument of a C function with a contract.
+    for (g, edge) in program.callees(id) {
+        let register = program.function(g);
+        if !matches!(register.kind, FnKind::Foreign) {
+            continue;
+        }
+        let Some(spec) = input.spec.lookup(&register.symbol) else {
+            continue;
+        };
+        let Some(block) = body.block(edge.block) else {
+            continue;
+        };
+        let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
+            continue;
+        };
+        for cb in &spec.callbacks {
+            let symbols = args
+                .get(cb.arg as usize)
+                .and_then(|op| analysis::fn_pointer_source(body, op, 0))
+                .unwrap_or_default();
+            for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
+                out.push(Registration {
+                    callback,
+                    contract: cb.contract.clone(),
+                    how: format!("registered with `{}`", register.symbol),
+                    site: Loc {
+                        krate,
+                        span: block.terminator.span,
+                    },
+                    by: Some(id),
+                });
+            }
+        }
+    }
+    // Stored in an ops table built as a constant.
+    for (c, span) in body.constants() {
+        if let kmir::ConstValue::Memory(m) = &c.value {
+            // A constant that an inlined standard library function
+            // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
+            // is shown at the function's own code around it.
+            let span = crate::placement::own_span_near(program, krate, body, span);
+            out.extend(stored(input, &m.fn_fields, Loc { krate, span }, Some(id)));
         }
     }
     out

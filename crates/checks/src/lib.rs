@@ -115,45 +115,91 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
             findings.extend(lock_state::proven(input, *f, e, &Final(&summaries)));
         }
     }
-    let handover = lock_state::Handover::new(input, &solved.events);
-    for (f, events) in &solved.events {
-        findings.extend(function_findings(
-            input, &summaries, *f, events, &proven, &handover,
-        ));
-    }
-    let order_edges: Vec<(FnId, analysis::Nesting)> = solved
-        .events
-        .iter()
-        .flat_map(|(f, e)| e.locks.edges.iter().map(|n| (*f, n.clone())))
-        .collect();
-    let registrations = callbacks::registrations(input);
-    // Implementations whose body disagrees with the annotation of the trait
-    // method they implement: their summary is the annotation, but a vtable
-    // built from them is checked against what the body does.
-    let bodies_against_trait: HashMap<FnId, Summary> = solved
-        .events
-        .iter()
-        .filter_map(|(f, e)| {
-            let (declared, inferred) = e.declared.as_ref()?;
-            declared.on_trait.then(|| (*f, (**inferred).clone()))
-        })
-        .collect();
+    // The per-function findings and the whole-program inputs below are
+    // independent: on two threads they run side by side. Every list is
+    // collected in a fixed order (the events', then each check's), so the
+    // findings do not depend on the number of threads.
+    let (per_function, (registrations, (order_edges, bodies_against_trait))) = rayon::join(
+        || {
+            // `Handover` caches its answers: one thread walks the events.
+            let handover = lock_state::Handover::new(input, &solved.events);
+            let mut out = Vec::new();
+            for (f, events) in &solved.events {
+                out.extend(function_findings(
+                    input, &summaries, *f, events, &proven, &handover,
+                ));
+            }
+            out
+        },
+        || {
+            rayon::join(
+                || callbacks::registrations(input),
+                || {
+                    let order_edges: Vec<(FnId, analysis::Nesting)> = solved
+                        .events
+                        .iter()
+                        .flat_map(|(f, e)| e.locks.edges.iter().map(|n| (*f, n.clone())))
+                        .collect();
+                    // Implementations whose body disagrees with the
+                    // annotation of the trait method they implement: their
+                    // summary is the annotation, but a vtable built from
+                    // them is checked against what the body does.
+                    let bodies_against_trait: HashMap<FnId, Summary> = solved
+                        .events
+                        .iter()
+                        .filter_map(|(f, e)| {
+                            let (declared, inferred) = e.declared.as_ref()?;
+                            declared.on_trait.then(|| (*f, (**inferred).clone()))
+                        })
+                        .collect();
+                    (order_edges, bodies_against_trait)
+                },
+            )
+        },
+    );
+    findings.extend(per_function);
     let checks = Checks {
         input,
         summaries: &summaries,
         callbacks: &registrations,
         bodies_against_trait: &bodies_against_trait,
     };
-    findings.extend(checks.pointers_and_vtables());
-    findings.extend(checks.reports());
-    findings.extend(checks.exported());
-    findings.extend(build_assert::can_be_const(input.program));
-    let needs = build_assert::needs(input.program);
-    findings.extend(build_assert::not_inlined(input.program, &needs));
-    findings.extend(build_assert::runtime_values(input.program, &needs));
-    findings.extend(callbacks::check(input, &registrations, &summaries));
-    findings.extend(lock_order::cycles(input, &order_edges, &summaries));
-    let (irq_findings, irq_handlers) = irq_safety::irq_safety(input, &summaries, &registrations);
+    // The whole-program checks, side by side, appended in this order.
+    let program = input.program;
+    let ((vtables, reports, exported), (build_asserts, (callbacks, cycles, irq))) = rayon::join(
+        || {
+            (
+                checks.pointers_and_vtables(),
+                checks.reports(),
+                checks.exported(),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    let mut out = build_assert::can_be_const(program);
+                    let needs = build_assert::needs(program);
+                    out.extend(build_assert::not_inlined(program, &needs));
+                    out.extend(build_assert::runtime_values(program, &needs));
+                    out
+                },
+                || {
+                    (
+                        callbacks::check(input, &registrations, &summaries),
+                        lock_order::cycles(input, &order_edges, &summaries),
+                        irq_safety::irq_safety(input, &summaries, &registrations),
+                    )
+                },
+            )
+        },
+    );
+    let (irq_findings, irq_handlers) = irq;
+    findings.extend(vtables);
+    findings.extend(reports);
+    findings.extend(exported);
+    findings.extend(build_asserts);
+    findings.extend(callbacks);
+    findings.extend(cycles);
     findings.extend(irq_findings);
     placement::place(input, &mut findings);
     let classes: BTreeSet<&memory::LockClass> = order_edges

@@ -359,10 +359,13 @@ impl Program {
     }
 
     /// Every direct call's callee with its number of arguments.
-    fn called_arities(&self) -> impl Iterator<Item = (FnId, u32)> + '_ {
-        self.bodies()
-            .filter_map(|(_, _, inst)| inst.body.as_ref())
-            .flat_map(|body| &body.blocks)
+    /// Gathered in parallel, in the order of the functions and their sites.
+    fn called_arities(&self) -> Vec<(FnId, u32)> {
+        use rayon::prelude::*;
+        (0..self.functions.len())
+            .into_par_iter()
+            .filter_map(|i| self.body_of(FnId(i as u32))?.1.body.as_ref())
+            .flat_map_iter(|body| &body.blocks)
             .filter_map(|block| match &block.terminator.kind {
                 kmir::TerminatorKind::Call {
                     callee: kmir::Callee::Direct { symbol },
@@ -371,6 +374,7 @@ impl Program {
                 } => Some((self.lookup(symbol)?, args.len() as u32)),
                 _ => None,
             })
+            .collect()
     }
 
     /// Functions whose symbol equals `query`, else whose name equals it,

@@ -5,6 +5,8 @@ use std::collections::HashSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+
 use kmir::{Callee, CastKind, ConstValue, Name, Rvalue, StatementKind, TerminatorKind};
 
 use crate::{
@@ -124,7 +126,6 @@ impl<'a> Canonical<'a> {
     fn new(crates: &'a [LinkedCrate]) -> Self {
         let mut names: BTreeSet<&str> = STD_CRATES.into();
         let first = |path: &'a str| path.split("::").next().unwrap_or_default();
-        let ident = |c: char| c.is_alphanumeric() || c == '_';
         for c in crates {
             names.insert(&c.dump.header.crate_name);
             for e in &c.dump.externals {
@@ -132,54 +133,39 @@ impl<'a> Canonical<'a> {
                     names.insert(krate);
                 }
             }
-            // A definition path starts with its crate's name.
-            for i in &c.dump.instances {
+        }
+        // A definition path starts with its crate's name: every instance's,
+        // gathered in parallel (a set is the same in any order).
+        let of_instances = crates
+            .par_iter()
+            .flat_map(|c| c.dump.instances.par_iter())
+            .fold(BTreeSet::new, |mut set, i| {
                 let krate = first(&i.item_path);
                 if !krate.is_empty() && krate.chars().all(ident) {
-                    names.insert(krate);
+                    set.insert(krate);
                 }
-            }
-        }
+                set
+            })
+            .reduce(BTreeSet::new, union);
+        names.extend(of_instances);
         // Only modules named like a crate are ever asked about (`name`
         // asks whether a path up to a crate's name is a module), so only
         // those are kept: the set stays small on the kernel's dumps.
-        let mut modules = HashSet::new();
-        let mut record = |path: &'a str, whole: bool| {
-            // The simple path a definition path starts with (`a::b::C` of
-            // `a::b::C::<T>::f`): its proper prefixes, and itself if whole.
-            let end = path
-                .find(|c: char| !(ident(c) || c == ':'))
-                .unwrap_or(path.len());
-            let simple = &path[..end];
-            let mut at = 0;
-            let mut ends = Vec::new();
-            while let Some(i) = simple[at..].find("::") {
-                ends.push(at + i);
-                at += i + 2;
-            }
-            if whole {
-                ends.push(simple.len());
-            }
-            for end in ends {
-                let prefix = &simple[..end];
-                let last = prefix.rsplit("::").next().unwrap_or_default();
-                if prefix.contains("::") && names.contains(last) {
-                    modules.insert(prefix);
-                }
-            }
+        let paths = |c: &'a LinkedCrate| {
+            let externals = c.dump.externals.par_iter().map(|e| (&*e.item_path, false));
+            let instances = c.dump.instances.par_iter().map(|i| (&*i.item_path, false));
+            // The ADT itself is a path other paths run through.
+            let adts = c.dump.adts.par_iter().map(|a| (&*a.path, true));
+            externals.chain(instances).chain(adts)
         };
-        for c in crates {
-            for e in &c.dump.externals {
-                record(&e.item_path, false);
-            }
-            for i in &c.dump.instances {
-                record(&i.item_path, false);
-            }
-            for a in &c.dump.adts {
-                // The ADT itself is a path other paths run through.
-                record(&a.path, true);
-            }
-        }
+        let modules = crates
+            .par_iter()
+            .flat_map(paths)
+            .fold(HashSet::new, |mut modules, (path, whole)| {
+                record_modules(&names, path, whole, &mut modules);
+                modules
+            })
+            .reduce(HashSet::new, union);
         Canonical {
             crates: names,
             modules,
@@ -242,6 +228,68 @@ impl<'a> Canonical<'a> {
         }
         out.push_str(rest);
         out
+    }
+}
+
+fn ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The union of two sets, into the larger.
+fn union<S: IntoIterator + Extend<S::Item> + Len>(mut a: S, mut b: S) -> S {
+    if a.len() < b.len() {
+        std::mem::swap(&mut a, &mut b);
+    }
+    a.extend(b);
+    a
+}
+
+/// The length of a set, for [`union`].
+trait Len {
+    fn len(&self) -> usize;
+}
+
+impl<T> Len for BTreeSet<T> {
+    fn len(&self) -> usize {
+        BTreeSet::len(self)
+    }
+}
+
+impl<T> Len for HashSet<T> {
+    fn len(&self) -> usize {
+        HashSet::len(self)
+    }
+}
+
+/// Records into `modules` the module paths a definition path runs
+/// through that end in a crate's name: the proper prefixes of the simple
+/// path it starts with (`a::b::C` of `a::b::C::<T>::f`), and the simple
+/// path itself if `whole`.
+fn record_modules<'a>(
+    names: &BTreeSet<&str>,
+    path: &'a str,
+    whole: bool,
+    modules: &mut HashSet<&'a str>,
+) {
+    let end = path
+        .find(|c: char| !(ident(c) || c == ':'))
+        .unwrap_or(path.len());
+    let simple = &path[..end];
+    let mut at = 0;
+    let mut ends = Vec::new();
+    while let Some(i) = simple[at..].find("::") {
+        ends.push(at + i);
+        at += i + 2;
+    }
+    if whole {
+        ends.push(simple.len());
+    }
+    for end in ends {
+        let prefix = &simple[..end];
+        let last = prefix.rsplit("::").next().unwrap_or_default();
+        if prefix.contains("::") && names.contains(last) {
+            modules.insert(prefix);
+        }
     }
 }
 
@@ -326,7 +374,12 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                     .push((c.dump.header.crate_name.to_string(), c.path.clone()));
             }
         }
-        crates.retain(|c| c.dump.header.target == program_target);
+        let (kept, left_out): (Vec<LinkedCrate>, Vec<LinkedCrate>) = crates
+            .into_iter()
+            .partition(|c| c.dump.header.target == program_target);
+        crates = kept;
+        // Freeing their dumps is serial work the link does not wait for.
+        rayon::spawn(move || drop(left_out));
         for (target, mut left) in others {
             left.sort();
             problems.push(LinkProblem::OtherTarget {
@@ -343,54 +396,69 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         ..LinkStats::default()
     };
 
-    // 2. The best copy of every instance.
-    let mut best: BTreeMap<&Name, (u32, u32)> = BTreeMap::new();
+    // 2. The best copy of every instance: every copy sorted by symbol,
+    //    crate and index (in parallel), then the best of each symbol's run,
+    //    met in crate order (strictly better only: on a tie the earlier
+    //    crate stays).
+    stats.instances_total = crates.iter().map(|c| c.dump.instances.len()).sum();
+    let mut copies: Vec<(&str, u32, u32)> = Vec::with_capacity(stats.instances_total);
     for (ci, c) in crates.iter().enumerate() {
-        stats.instances_total += c.dump.instances.len();
         for (ii, inst) in c.dump.instances.iter().enumerate() {
-            let candidate = (ci as u32, ii as u32);
-            match best.get(&inst.symbol) {
-                Some(&(bc, bi)) => {
-                    let other = &crates[bc as usize];
-                    let current = &other.dump.instances[bi as usize];
-                    // Strictly better only: on a tie the earlier crate stays.
-                    if rank(inst, &c.dump.header.crate_name)
-                        > rank(current, &other.dump.header.crate_name)
-                    {
-                        best.insert(&inst.symbol, candidate);
-                    }
-                }
-                None => {
-                    best.insert(&inst.symbol, candidate);
+            copies.push((inst.symbol.as_str(), ci as u32, ii as u32));
+        }
+    }
+    copies.par_sort_unstable();
+    let instance = |ci: u32, ii: u32| {
+        let c = &crates[ci as usize];
+        (
+            &c.dump.instances[ii as usize],
+            c.dump.header.crate_name.as_str(),
+        )
+    };
+    let mut best: Vec<(&str, u32, u32)> = Vec::new();
+    for copy in copies {
+        match best.last_mut() {
+            Some(current) if current.0 == copy.0 => {
+                let (inst, krate) = instance(copy.1, copy.2);
+                let (cur, cur_krate) = instance(current.1, current.2);
+                if rank(inst, krate) > rank(cur, cur_krate) {
+                    *current = copy;
                 }
             }
+            _ => best.push(copy),
         }
     }
 
     let canonical = Canonical::new(&crates);
-    let mut functions = Vec::with_capacity(best.len());
-    let mut by_symbol = HashMap::with_capacity(best.len());
-    for (&symbol, &(ci, ii)) in &best {
-        let inst = &crates[ci as usize].dump.instances[ii as usize];
-        let kind = if inst.body.is_some() {
-            stats.bodies += 1;
-            FnKind::Body {
-                krate: ci,
-                instance: ii,
+    // Naming is per function, in parallel; the symbol table follows.
+    let mut functions: Vec<Function> = best
+        .par_iter()
+        .map(|&(_, ci, ii)| {
+            let inst = &crates[ci as usize].dump.instances[ii as usize];
+            let kind = if inst.body.is_some() {
+                FnKind::Body {
+                    krate: ci,
+                    instance: ii,
+                }
+            } else {
+                FnKind::Shim
+            };
+            let dump_crate = &crates[ci as usize].dump.header.crate_name;
+            Function {
+                symbol: inst.symbol.clone(),
+                name: canonical.name(&inst.name, &inst.item_path, dump_crate).into(),
+                item_path: inst.item_path.clone(),
+                kind,
             }
-        } else {
-            FnKind::Shim
-        };
-        by_symbol.insert(symbol.clone(), FnId(functions.len() as u32));
-        let dump_crate = &crates[ci as usize].dump.header.crate_name;
-        functions.push(Function {
-            symbol: symbol.clone(),
-            name: canonical
-                .name(&inst.name, &inst.item_path, dump_crate)
-                .into(),
-            item_path: inst.item_path.clone(),
-            kind,
-        });
+        })
+        .collect();
+    stats.bodies = functions
+        .iter()
+        .filter(|f| matches!(f.kind, FnKind::Body { .. }))
+        .count();
+    let mut by_symbol = HashMap::with_capacity(functions.len());
+    for (i, f) in functions.iter().enumerate() {
+        by_symbol.insert(f.symbol.clone(), FnId(i as u32));
     }
 
     // 3. Externals: referenced, no body anywhere.
@@ -493,16 +561,31 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         }
     }
     for (i, f) in functions.iter().enumerate() {
-        if let FnKind::Body { krate, instance } = f.kind {
-            let inst = &crates[krate as usize].dump.instances[instance as usize];
-            if inst.exported {
-                roots.push((FnId(i as u32), RootReason::Exported));
-            }
-            if let Some(body) = &inst.body {
-                collect_address_taken(body, &by_symbol, &mut address_taken);
-            }
+        if let FnKind::Body { krate, instance } = f.kind
+            && crates[krate as usize].dump.instances[instance as usize].exported
+        {
+            roots.push((FnId(i as u32), RootReason::Exported));
         }
     }
+    // The functions bodies turn into pointers: a set per body, in
+    // parallel, then their union.
+    address_taken.extend(
+        functions
+            .par_iter()
+            .filter_map(|f| {
+                let FnKind::Body { krate, instance } = f.kind else {
+                    return None;
+                };
+                let body = crates[krate as usize].dump.instances[instance as usize]
+                    .body
+                    .as_ref()?;
+                let mut taken = Vec::new();
+                collect_address_taken(body, &by_symbol, &mut taken);
+                Some(taken)
+            })
+            .flatten_iter()
+            .collect::<Vec<FnId>>(),
+    );
     let mut by_sig: HashMap<&str, Vec<FnId>> = HashMap::new();
     for &id in &address_taken {
         if let FnKind::Body { krate, instance } = functions[id.index()].kind
@@ -546,115 +629,137 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         })
     };
     let base = functions.len();
-    let mut pending_edges: Vec<(FnId, FnId, Edge)> = Vec::new();
-    for (i, f) in functions.iter().enumerate() {
-        let FnKind::Body { krate, instance } = f.kind else {
-            continue;
-        };
-        let caller = FnId(i as u32);
-        let inst = &crates[krate as usize].dump.instances[instance as usize];
-        let Some(body) = &inst.body else { continue };
-        for (bi, block) in body.blocks.iter().enumerate() {
-            let span = block.terminator.span;
-            let site = |kind| Edge {
-                kind,
-                block: bi as u32,
-                span,
+    // Each body's call sites in parallel; the targets of indirect calls
+    // that nothing in the program matches are named afterwards, in the
+    // order of the functions and their sites, so the `Unknown` functions'
+    // ids do not depend on the number of threads.
+    let sites: Vec<(FnId, FnSites)> = functions
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let FnKind::Body { krate, instance } = f.kind else {
+                return None;
             };
-            match &block.terminator.kind {
-                TerminatorKind::Drop {
-                    glue: Some(glue), ..
-                } => {
-                    // The drop glue of `dyn Trait` drops `*self` through the
-                    // vtable: it reaches the glue of every type the program
-                    // makes a `Trait` object of.
-                    if *glue == inst.symbol
-                        && let Some(principal) = dyn_principal(&crates[krate as usize].dump, inst)
-                        && let Some(glues) = dyn_glues.get(principal)
-                    {
-                        for &t in glues {
-                            pending_edges.push((caller, t, site(EdgeKind::Drop)));
-                        }
-                        continue;
-                    }
-                    if let Some(&t) = by_symbol.get(glue) {
-                        pending_edges.push((caller, t, site(EdgeKind::Drop)));
-                    }
-                }
-                TerminatorKind::Call { callee, .. } => match callee {
-                    Callee::Direct { symbol } => {
-                        stats.direct_sites += 1;
-                        match by_symbol.get(symbol) {
-                            Some(&t) => {
-                                if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
-                                    stats.direct_to_body += 1;
-                                } else {
-                                    stats.direct_to_external += 1;
-                                }
-                                pending_edges.push((caller, t, site(EdgeKind::Call)));
-                            }
-                            None => stats.direct_unresolved.push((
-                                f.name.to_string(),
-                                format!("symbol `{symbol}` is in no dump"),
-                            )),
-                        }
-                    }
-                    Callee::Unresolved { path } => stats.direct_unresolved.push((
-                        f.name.to_string(),
-                        format!("the compiler could not resolve `{path}`"),
-                    )),
-                    Callee::Intrinsic { .. } => stats.intrinsic_sites += 1,
-                    Callee::Virtual {
-                        trait_method, slot, ..
+            let mut out = FnSites::default();
+            let caller = FnId(i as u32);
+            let inst = &crates[krate as usize].dump.instances[instance as usize];
+            let Some(body) = &inst.body else {
+                return None;
+            };
+            for (bi, block) in body.blocks.iter().enumerate() {
+                let span = block.terminator.span;
+                let site = |kind| Edge {
+                    kind,
+                    block: bi as u32,
+                    span,
+                };
+                match &block.terminator.kind {
+                    TerminatorKind::Drop {
+                        glue: Some(glue), ..
                     } => {
-                        stats.virtual_sites += 1;
-                        let targets = vtable_slots.get(&(trait_method.as_str(), *slot));
-                        match targets {
-                            Some(ts) if !ts.is_empty() => {
-                                if ts.len() > 1 {
-                                    stats.ambiguous_indirect += 1;
-                                }
-                                for &t in ts {
-                                    pending_edges.push((caller, t, site(EdgeKind::Virtual)));
-                                }
+                        // The drop glue of `dyn Trait` drops `*self` through the
+                        // vtable: it reaches the glue of every type the program
+                        // makes a `Trait` object of.
+                        if *glue == inst.symbol
+                            && let Some(principal) =
+                                dyn_principal(&crates[krate as usize].dump, inst)
+                            && let Some(glues) = dyn_glues.get(principal)
+                        {
+                            for &t in glues {
+                                out.edges.push((Target::Fn(t), site(EdgeKind::Drop)));
                             }
-                            _ => {
-                                stats.unresolved_indirect += 1;
-                                let key = IndirectKey::Virtual {
-                                    trait_method: trait_method.clone(),
-                                    slot: *slot,
-                                };
-                                let t = unknown_id(key, base, &mut new_unknowns);
-                                pending_edges.push((caller, t, site(EdgeKind::Virtual)));
-                            }
+                            continue;
+                        }
+                        if let Some(&t) = by_symbol.get(glue) {
+                            out.edges.push((Target::Fn(t), site(EdgeKind::Drop)));
                         }
                     }
-                    Callee::Indirect { sig, .. } => {
-                        stats.indirect_sites += 1;
-                        let targets = by_sig.get(sig.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-                        for &t in targets {
-                            pending_edges.push((caller, t, site(EdgeKind::Indirect)));
+                    TerminatorKind::Call { callee, .. } => match callee {
+                        Callee::Direct { symbol } => {
+                            out.stats.direct_sites += 1;
+                            match by_symbol.get(symbol) {
+                                Some(&t) => {
+                                    if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
+                                        out.stats.direct_to_body += 1;
+                                    } else {
+                                        out.stats.direct_to_external += 1;
+                                    }
+                                    out.edges.push((Target::Fn(t), site(EdgeKind::Call)));
+                                }
+                                None => out.stats.direct_unresolved.push((
+                                    f.name.to_string(),
+                                    format!("symbol `{symbol}` is in no dump"),
+                                )),
+                            }
                         }
-                        // A pointer with a C ABI may come from C; one nothing
-                        // in the program matches certainly does.
-                        let from_outside = sig.starts_with("extern ") || targets.is_empty();
-                        if targets.is_empty() {
-                            stats.unresolved_indirect += 1;
-                        } else if targets.len() + usize::from(from_outside) > 1 {
-                            stats.ambiguous_indirect += 1;
+                        Callee::Unresolved { path } => out.stats.direct_unresolved.push((
+                            f.name.to_string(),
+                            format!("the compiler could not resolve `{path}`"),
+                        )),
+                        Callee::Intrinsic { .. } => out.stats.intrinsic_sites += 1,
+                        Callee::Virtual {
+                            trait_method, slot, ..
+                        } => {
+                            out.stats.virtual_sites += 1;
+                            let targets = vtable_slots.get(&(trait_method.as_str(), *slot));
+                            match targets {
+                                Some(ts) if !ts.is_empty() => {
+                                    if ts.len() > 1 {
+                                        out.stats.ambiguous_indirect += 1;
+                                    }
+                                    for &t in ts {
+                                        out.edges.push((Target::Fn(t), site(EdgeKind::Virtual)));
+                                    }
+                                }
+                                _ => {
+                                    out.stats.unresolved_indirect += 1;
+                                    let key = IndirectKey::Virtual {
+                                        trait_method: trait_method.clone(),
+                                        slot: *slot,
+                                    };
+                                    out.edges
+                                        .push((Target::Unknown(key), site(EdgeKind::Virtual)));
+                                }
+                            }
                         }
-                        if from_outside {
-                            let t = unknown_id(
-                                IndirectKey::FnPtr { sig: sig.clone() },
-                                base,
-                                &mut new_unknowns,
-                            );
-                            pending_edges.push((caller, t, site(EdgeKind::Indirect)));
+                        Callee::Indirect { sig, .. } => {
+                            out.stats.indirect_sites += 1;
+                            let targets =
+                                by_sig.get(sig.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+                            for &t in targets {
+                                out.edges.push((Target::Fn(t), site(EdgeKind::Indirect)));
+                            }
+                            // A pointer with a C ABI may come from C; one nothing
+                            // in the program matches certainly does.
+                            let from_outside = sig.starts_with("extern ") || targets.is_empty();
+                            if targets.is_empty() {
+                                out.stats.unresolved_indirect += 1;
+                            } else if targets.len() + usize::from(from_outside) > 1 {
+                                out.stats.ambiguous_indirect += 1;
+                            }
+                            if from_outside {
+                                out.edges.push((
+                                    Target::Unknown(IndirectKey::FnPtr { sig: sig.clone() }),
+                                    site(EdgeKind::Indirect),
+                                ));
+                            }
                         }
-                    }
-                },
-                _ => {}
+                    },
+                    _ => {}
+                }
             }
+            Some((caller, out))
+        })
+        .collect();
+    let mut pending_edges: Vec<(FnId, FnId, Edge)> = Vec::new();
+    for (caller, mut sites) in sites {
+        stats.add_sites(&mut sites.stats);
+        for (target, edge) in sites.edges {
+            let t = match target {
+                Target::Fn(t) => t,
+                Target::Unknown(key) => unknown_id(key, base, &mut new_unknowns),
+            };
+            pending_edges.push((caller, t, edge));
         }
     }
     for u in new_unknowns {
@@ -688,16 +793,45 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     )
 }
 
+/// The target of a call site before the link names the `Unknown`
+/// functions standing for what no function of the program matches.
+enum Target {
+    Fn(FnId),
+    Unknown(IndirectKey),
+}
+
+/// One body's call sites: their targets, and their counts.
+#[derive(Default)]
+struct FnSites {
+    edges: Vec<(Target, Edge)>,
+    stats: LinkStats,
+}
+
+impl LinkStats {
+    /// Adds one body's call-site counts (and moves its unresolved sites).
+    fn add_sites(&mut self, other: &mut LinkStats) {
+        self.direct_sites += other.direct_sites;
+        self.direct_to_body += other.direct_to_body;
+        self.direct_to_external += other.direct_to_external;
+        self.direct_unresolved.append(&mut other.direct_unresolved);
+        self.intrinsic_sites += other.intrinsic_sites;
+        self.virtual_sites += other.virtual_sites;
+        self.indirect_sites += other.indirect_sites;
+        self.unresolved_indirect += other.unresolved_indirect;
+        self.ambiguous_indirect += other.ambiguous_indirect;
+    }
+}
+
 /// Functions a body turns into pointers: reified fn items and closures,
 /// and code pointers inside constants and inline asm operands.
 fn collect_address_taken(
     body: &kmir::Body,
     by_symbol: &HashMap<Name, FnId>,
-    out: &mut BTreeSet<FnId>,
+    out: &mut Vec<FnId>,
 ) {
     let mut add = |s: &str| {
         if let Some(&id) = by_symbol.get(s) {
-            out.insert(id);
+            out.push(id);
         }
     };
     for (c, _) in body.constants() {

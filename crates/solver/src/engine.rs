@@ -149,6 +149,10 @@ pub struct Env<'a, D: SummaryDomain> {
     solver: &'a Solver<'a, D>,
     members: &'a [FnId],
     provisional: &'a HashMap<FnId, D::Summary>,
+    /// The call graph, for the check of what a summary read may read
+    /// (debug builds).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    graph: &'a dyn CallGraph,
 }
 
 impl<D: SummaryDomain> Env<'_, D> {
@@ -158,9 +162,42 @@ impl<D: SummaryDomain> Env<'_, D> {
         if let Some(s) = self.provisional.get(&g) {
             return s;
         }
+        #[cfg(debug_assertions)]
+        self.check_read(g);
         self.solver.done[g.index()]
             .as_ref()
             .unwrap_or(&self.solver.fallback)
+    }
+
+    /// Debug builds: a summary read beyond the component must be of a
+    /// function without a body (its summary is fixed before the solve) or
+    /// of one the component calls, directly or through other functions.
+    /// Level order makes any lower-level summary final, but a schedule that
+    /// starts a component as soon as its callees are done (tried for issue
+    /// 15, docs/performance.md) guarantees only those: this keeps the
+    /// analysis within what such a schedule can give without waiting.
+    #[cfg(debug_assertions)]
+    fn check_read(&self, g: FnId) {
+        if !self.solver.domain.has_body(g) || self.members.contains(&g) {
+            return;
+        }
+        let mut seen: HashSet<FnId> = self.members.iter().copied().collect();
+        let mut stack: Vec<FnId> = self.members.to_vec();
+        while let Some(f) = stack.pop() {
+            for h in self.graph.callees(f) {
+                if h == g {
+                    return;
+                }
+                if seen.insert(h) {
+                    stack.push(h);
+                }
+            }
+        }
+        panic!(
+            "the summary of {g:?} was read while solving the component {:?}, which does not call it: \
+             only callees (direct or transitive) may be read",
+            self.members
+        );
     }
 
     /// Whether `g` belongs to the component being solved.
@@ -324,7 +361,7 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
 }
 
 impl<D: SummaryDomain> Solver<'_, D> {
-    fn component(&self, graph: &impl CallGraph, members: &[FnId]) -> Component<D> {
+    fn component(&self, graph: &dyn CallGraph, members: &[FnId]) -> Component<D> {
         let bodies: Vec<FnId> = callees_first(graph, members)
             .into_iter()
             .filter(|f| self.domain.has_body(*f))
@@ -371,6 +408,7 @@ impl<D: SummaryDomain> Solver<'_, D> {
                         solver: self,
                         members,
                         provisional: &provisional,
+                        graph,
                     };
                     self.domain.analyze(f, &env)
                 };
@@ -416,7 +454,7 @@ impl<D: SummaryDomain> Solver<'_, D> {
 /// edges: callees before their callers wherever the cycle allows, so that
 /// one round of the fixed point carries a callee's summary to its callers.
 /// Components of one or two members keep their order.
-pub(crate) fn callees_first(graph: &impl CallGraph, members: &[FnId]) -> Vec<FnId> {
+pub(crate) fn callees_first(graph: &(impl CallGraph + ?Sized), members: &[FnId]) -> Vec<FnId> {
     if members.len() < 3 {
         return members.to_vec();
     }
