@@ -57,7 +57,22 @@ impl CrateDump {
     /// the `T`'s own and is not considered (writing there through a shared
     /// borrow's copy of the pointer cannot change the `T`).
     pub fn may_mutate_behind_shared(&self, ty: TyId) -> bool {
-        self.interior(ty, &mut Vec::new())
+        // Asked for every operand of every call the body analysis meets:
+        // remembered per dump and type, on each thread (the answer depends
+        // only on the dump's type table).
+        thread_local! {
+            static KNOWN: std::cell::RefCell<std::collections::HashMap<(usize, usize, TyId), bool>> =
+                std::cell::RefCell::new(std::collections::HashMap::new());
+        }
+        // The type table's length too: a dump freed and another decoded
+        // at the same address in one process must not match.
+        let key = (std::ptr::from_ref(self) as usize, self.types.len(), ty);
+        if let Some(v) = KNOWN.with(|k| k.borrow().get(&key).copied()) {
+            return v;
+        }
+        let v = self.interior(ty, &mut Vec::new());
+        KNOWN.with(|k| k.borrow_mut().insert(key, v));
+        v
     }
 
     fn interior<'s>(&'s self, ty: TyId, visiting: &mut Vec<&'s str>) -> bool {
