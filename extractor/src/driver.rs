@@ -4,10 +4,12 @@ use std::ffi::OsString;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use rustc_driver::{Callbacks, Compilation};
+use rustc_driver::Callbacks;
 use rustc_interface::interface;
 use rustc_middle::ty::TyCtxt;
 use rustc_session::config::{CrateType, Input, OutputType};
+
+use crate::timings::{self, Phase};
 
 /// Where dumps go; unset means "behave as plain rustc".
 pub const OUT_VAR: &str = "KANALYZE_OUT";
@@ -49,8 +51,10 @@ fn is_wrapped_rustc(arg: &str) -> bool {
 pub fn run(args: Vec<String>) -> i32 {
     let mut callbacks = ExtractCallbacks::from_env();
     let code = rustc_driver::catch_with_exit_code(|| {
-        if callbacks.out_dir.is_some() && std::env::var_os(HOST_UNITS_VAR).is_some() {
-            callbacks.host_unit = !has_target(&args);
+        if let Some(extraction) = &mut callbacks.extraction
+            && std::env::var_os(HOST_UNITS_VAR).is_some()
+        {
+            extraction.host_unit = !has_target(&args);
         }
         rustc_driver::run_compiler(&args, &mut callbacks);
     });
@@ -63,7 +67,13 @@ pub fn run(args: Vec<String>) -> i32 {
 }
 
 pub struct ExtractCallbacks {
-    out_dir: Option<PathBuf>,
+    extraction: Option<Extraction>,
+}
+
+/// What a dumping compilation does after its codegen (see `backend.rs`).
+#[derive(Clone)]
+pub struct Extraction {
+    out_dir: PathBuf,
     strict: bool,
     /// A unit cargo builds for the host only (see [`HOST_UNITS_VAR`]).
     host_unit: bool,
@@ -87,9 +97,11 @@ impl ExtractCallbacks {
             .map(|v| matches!(v.as_str(), "1" | "true" | "yes"))
             .unwrap_or(false);
         ExtractCallbacks {
-            out_dir,
-            strict,
-            host_unit: false,
+            extraction: out_dir.map(|out_dir| Extraction {
+                out_dir,
+                strict,
+                host_unit: false,
+            }),
         }
     }
 }
@@ -99,7 +111,15 @@ impl Callbacks for ExtractCallbacks {
         // Tool registration is a query override, so it applies whether or
         // not we dump (without `KANALYZE_OUT` kextract still compiles
         // klint-annotated code that plain rustc would need flags for).
-        config.override_queries = Some(if self.out_dir.is_some() {
+        let Some(extraction) = self.extraction.clone() else {
+            config.override_queries = Some(crate::tools::override_queries);
+            return;
+        };
+        // Units that will not be dumped (see `skip_reason` and `host_unit`)
+        // are told apart from the command line here, so that they do not pay
+        // for the copies of their MIR either.
+        let dumped = !extraction.host_unit && !never_dumped(&config.opts);
+        config.override_queries = Some(if dumped {
             |sess, providers| {
                 crate::tools::override_queries(sess, providers);
                 crate::stash::override_queries(sess, providers);
@@ -107,16 +127,17 @@ impl Callbacks for ExtractCallbacks {
         } else {
             crate::tools::override_queries
         });
+        config.make_codegen_backend = Some(Box::new(move |sess| {
+            Box::new(crate::backend::ExtractingBackend::new(sess, extraction))
+        }));
     }
+}
 
-    fn after_analysis<'tcx>(
-        &mut self,
-        _compiler: &interface::Compiler,
-        tcx: TyCtxt<'tcx>,
-    ) -> Compilation {
-        let Some(out_dir) = self.out_dir.clone() else {
-            return Compilation::Continue;
-        };
+impl Extraction {
+    /// Dumps the crate being compiled, unless it is one that is not dumped.
+    /// Runs once the crate's codegen units are with LLVM.
+    pub fn run(&self, tcx: TyCtxt<'_>) {
+        let out_dir = &self.out_dir;
         let crate_name = tcx.crate_name(rustc_span::def_id::LOCAL_CRATE).to_string();
         let host_only = self
             .host_unit
@@ -125,15 +146,17 @@ impl Callbacks for ExtractCallbacks {
             if std::env::var_os("KANALYZE_VERBOSE").is_some() {
                 eprintln!("kextract: not dumping crate `{crate_name}`: {reason}");
             }
-            return Compilation::Continue;
+            return;
         }
-        if let Some(problem) = crate::out_dir::unusable(&out_dir) {
+        if let Some(problem) = crate::out_dir::unusable(out_dir) {
             self.report(tcx, &crate_name, &problem);
-            return Compilation::Continue;
+            return;
         }
+        let mut instances = 0;
         match extract_guarded(tcx) {
             Ok(dump) => {
-                for name in crate::out_dir::remove_stale_temporaries(&out_dir) {
+                instances = dump.instances.len();
+                for name in crate::out_dir::remove_stale_temporaries(out_dir) {
                     if std::env::var_os("KANALYZE_VERBOSE").is_some() {
                         eprintln!(
                             "kextract: removed `{name}`, left in `{}` by a writer that died",
@@ -142,7 +165,7 @@ impl Callbacks for ExtractCallbacks {
                     }
                 }
                 let path = out_dir.join(dump.file_name());
-                if let Err(e) = kmir::write_file(&dump, &path) {
+                if let Err(e) = timings::time(Phase::Write, || kmir::write_file(&dump, &path)) {
                     self.report(
                         tcx,
                         &crate_name,
@@ -152,11 +175,9 @@ impl Callbacks for ExtractCallbacks {
             }
             Err(message) => self.report(tcx, &crate_name, &message),
         }
-        Compilation::Continue
+        timings::report(&crate_name, instances);
     }
-}
 
-impl ExtractCallbacks {
     fn report(&self, tcx: TyCtxt<'_>, crate_name: &str, message: &str) {
         if self.strict {
             tcx.dcx().err(format!(
@@ -171,6 +192,16 @@ impl ExtractCallbacks {
             );
         }
     }
+}
+
+/// Whether the command line alone says that the crate will not be dumped:
+/// the cases of [`skip_reason`] known before the compilation starts.
+fn never_dumped(opts: &rustc_session::config::Options) -> bool {
+    opts.crate_name
+        .as_deref()
+        .is_some_and(|name| name.starts_with("build_script_"))
+        || opts.crate_types.contains(&CrateType::ProcMacro)
+        || !opts.output_types.should_codegen()
 }
 
 /// Crates that are compiled normally but not dumped, and why.
@@ -211,11 +242,19 @@ fn skip_reason(tcx: TyCtxt<'_>, crate_name: &str) -> Option<&'static str> {
 fn extract_guarded(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
     // The mono item collection is the compiler's own work that codegen needs
     // too (its errors and lints are the build's): run it outside the guard.
-    let _ = tcx.collect_and_partition_mono_items(());
-    let previous_hook = panic::take_hook();
+    timings::time(Phase::Collect, || tcx.collect_and_partition_mono_items(()));
+    // Extraction runs while LLVM's worker threads compile the crate: only
+    // this thread's panics are ours, the others' go to the hook as before.
+    let previous_hook: std::sync::Arc<dyn Fn(&panic::PanicHookInfo<'_>) + Send + Sync> =
+        std::sync::Arc::from(panic::take_hook());
+    let others = previous_hook.clone();
+    let extracting = std::thread::current().id();
     let location = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
     let sink = location.clone();
     panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != extracting {
+            return others(info);
+        }
         // The payload is examined after unwinding; only the hook sees where.
         if let (Some(l), Ok(mut slot)) = (info.location(), sink.lock()) {
             *slot = Some(l.to_string());
@@ -233,7 +272,7 @@ fn extract_guarded(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
         rustc_public::rustc_internal::run(tcx, || crate::extract::extract_crate(tcx))
     }));
     rustc_errors::TRACK_DIAGNOSTIC.swap(previous_track);
-    panic::set_hook(previous_hook);
+    panic::set_hook(Box::new(move |info| previous_hook(info)));
     match result {
         Ok(Ok(Ok(dump))) => Ok(dump),
         Ok(Ok(Err(e))) => Err(e),

@@ -8,6 +8,7 @@ use rustc_middle::mono::MonoItem;
 use rustc_middle::ty::{self, TyCtxt};
 use rustc_span::def_id::{DefId, LOCAL_CRATE};
 
+use crate::timings::{self, Phase};
 use crate::translate::{Translator, def_path};
 
 /// Bound on the instances added beyond codegen's mono items; the compiler's
@@ -88,10 +89,14 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
     for symbol in fns.keys() {
         tr.mark_defined(symbol);
     }
-    for (symbol, instance) in fns {
-        enter(tcx, inject, "function", Some(instance.def_id()), &symbol);
-        instances.push(tr.instance(symbol, instance, true)?);
-    }
+    timings::time(Phase::Codegenned, || -> Result<(), String> {
+        for (symbol, instance) in fns {
+            enter(tcx, inject, "function", Some(instance.def_id()), &symbol);
+            instances.push(tr.instance(symbol, instance, true)?);
+        }
+        Ok(())
+    })?;
+    let added_start = std::time::Instant::now();
     // Small non-generic functions are cross-crate inlinable: codegen emits
     // them only where they are used. Their callers' dumps would carry only
     // their optimized MIR, so dump every local monomorphic function here too.
@@ -119,6 +124,8 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
         enter(tcx, inject, "function", Some(instance.def_id()), &symbol);
         instances.push(tr.instance(symbol, instance, false)?);
     }
+    timings::add(Phase::Added, added_start);
+    let rest_start = std::time::Instant::now();
     instances.sort_by(|a, b| a.symbol.cmp(&b.symbol));
     let mut static_items = Vec::with_capacity(statics.len());
     for (symbol, def_id) in statics {
@@ -128,6 +135,7 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
     enter(tcx, inject, "the tool attributes", None, "");
     let items = tr.tool_attributes();
     clear_current_item();
+    timings::add(Phase::Rest, rest_start);
 
     let header = kmir::Header {
         producer: format!("kextract {}", env!("CARGO_PKG_VERSION")).into(),

@@ -22,21 +22,26 @@
 #![feature(rustc_private)]
 
 extern crate rustc_abi;
+extern crate rustc_codegen_ssa;
+extern crate rustc_data_structures;
 extern crate rustc_driver;
 extern crate rustc_errors;
 extern crate rustc_hir;
 extern crate rustc_hir_pretty;
 extern crate rustc_interface;
+extern crate rustc_metadata;
 extern crate rustc_middle;
 extern crate rustc_public;
 extern crate rustc_public_bridge;
 extern crate rustc_session;
 extern crate rustc_span;
 
+mod backend;
 mod driver;
 mod extract;
 mod out_dir;
 mod stash;
+mod timings;
 mod tools;
 mod translate;
 
@@ -48,6 +53,7 @@ fn main() -> ExitCode {
         "https://github.com/kanalyze/kanalyze/issues (kextract is a rustc driver: include the crate that failed)",
         |_| (),
     );
+    timings::init();
     let code = driver::run(args);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

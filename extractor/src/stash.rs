@@ -35,7 +35,9 @@ fn optimized_mir<'tcx>(tcx: TyCtxt<'tcx>, def: LocalDefId) -> &'tcx Body<'tcx> {
     // Constructors never had pre-optimisation MIR (rustc builds them directly).
     if !tcx.is_constructor(def.to_def_id()) {
         let elaborated = tcx.mir_drops_elaborated_and_const_checked(def);
-        let copy: &'tcx Body<'tcx> = tcx.arena.alloc(elaborated.borrow().clone());
+        let copy: &'tcx Body<'tcx> = crate::timings::time(crate::timings::Phase::Stash, || {
+            tcx.arena.alloc(elaborated.borrow().clone())
+        });
         if let Ok(mut stash) = STASH.lock() {
             stash
                 .get_or_insert_with(HashMap::new)

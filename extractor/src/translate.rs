@@ -487,7 +487,17 @@ impl<'tcx> Translator<'tcx> {
     ) -> Result<Option<kmir::Body>, String> {
         let tcx = self.tcx;
         let stashed = match internal.def {
-            ty::InstanceKind::Item(def) => def.as_local().and_then(|l| crate::stash::get(tcx, l)),
+            // The stash is filled as the compiler builds optimized MIR. A
+            // local function nothing has built it for yet (an inlinable one
+            // that this crate never calls, in a crate that encodes no MIR
+            // for others: a binary) is built now, so that every local body
+            // is drop-elaborated, whatever ran before the extraction.
+            ty::InstanceKind::Item(def) => def.as_local().and_then(|local| {
+                if tcx.is_mir_available(def) {
+                    let _ = tcx.optimized_mir(def);
+                }
+                crate::stash::get(tcx, local)
+            }),
             _ => None,
         };
         let (body, drop_elaborated) = match stashed {

@@ -23,7 +23,7 @@ fn main() -> std::process::ExitCode {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    dump.header.producer = format!("{} (rewritten {nanos})", dump.header.producer);
+    dump.header.producer = format!("{} (rewritten {nanos})", dump.header.producer).into();
     if let Err(e) = kmir::write_file(&dump, &path) {
         eprintln!("error: cannot write `{}`: {e}", path.display());
         return std::process::ExitCode::from(1);

@@ -130,3 +130,35 @@ fn inline_attributes_are_recorded_per_instance() {
             .all(|i| i.inline == Inline::None)
     );
 }
+
+/// A local function that codegen does not emit here (inlinable, never called
+/// by its own crate) still has its drop-elaborated body in the dump, in a
+/// library and in a binary alike, and at every optimisation level: the MIR
+/// inliner must not have erased its calls.
+#[test]
+fn uncalled_inlinable_functions_are_drop_elaborated() {
+    for crate_type in ["lib", "bin"] {
+        for opt in ["0", "2", "3"] {
+            let spec = CrateSpec {
+                crate_type,
+                ..CrateSpec::lib("extract/inline_unused.rs").opt(opt)
+            };
+            let dump = extract(&[spec]).dump("inline_unused");
+            for f in ["inline_unused::helper", "inline_unused::small"] {
+                let inst = dump.instance_named(f);
+                let body = inst.body.as_ref().expect("a body");
+                assert!(
+                    body.drop_elaborated,
+                    "{f} ({crate_type}, -Copt-level={opt}): optimized MIR"
+                );
+                let callees = dump.direct_callees(f);
+                assert!(
+                    callees.contains(&"inline_unused::bump".to_string()),
+                    "{f} ({crate_type}, -Copt-level={opt}): {callees:?}"
+                );
+            }
+            let helper = dump.direct_callees("inline_unused::helper");
+            assert_eq!(helper.len(), 2, "{crate_type} {opt}: {helper:?}");
+        }
+    }
+}
