@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use findings::{Finding, Loc, Note, Severity};
 use kmir::TerminatorKind;
-use kmir::visit::{branch_conditions, operand_locals, value_sources};
+use kmir::visit::{branch_conditions, operand_locals, value_sources, value_sources_with};
 use program::{FnId, Program};
 
 use crate::krate_index;
@@ -566,6 +566,24 @@ pub(crate) fn runtime_values(
     program: &Program,
     needs: &BTreeMap<FnId, BTreeSet<usize>>,
 ) -> Vec<Finding> {
+    // A callee marked for inlining (`#[inline]`, `#[inline(always)]`)
+    // whose result comes from its arguments and constants only (a
+    // constructor such as `RangeInclusive::new`, behind `21..=39`): given
+    // constants, it folds into a constant once inlined. A call to any other
+    // function stays a run-time value: nothing asks the optimiser to look
+    // into it.
+    let computes = |callee: &kmir::Callee| {
+        let kmir::Callee::Direct { symbol } = callee else {
+            return false;
+        };
+        // Any body, optimised or not: both compute the same result.
+        program
+            .lookup(symbol)
+            .and_then(|f| program.body_of(f))
+            .filter(|(_, inst)| matches!(inst.inline, kmir::Inline::Hint | kmir::Inline::Always))
+            .and_then(|(_, inst)| inst.body.as_ref())
+            .is_some_and(|b| !value_sources(b, &[0]).runtime)
+    };
     // By call site: the smallest caller name, the callee and the arguments.
     let mut sites: BTreeMap<(u32, kmir::Span), RuntimeSite> = BTreeMap::new();
     for (&callee, needed) in needs {
@@ -595,7 +613,7 @@ pub(crate) fn runtime_values(
                     if let Some(op) = passed(args, i) {
                         operand_locals(op, &mut seeds);
                     }
-                    !seeds.is_empty() && value_sources(body, &seeds).runtime
+                    !seeds.is_empty() && value_sources_with(body, &seeds, &computes).runtime
                 })
                 .collect();
             if runtime.is_empty() {

@@ -355,6 +355,19 @@ impl Visitor for Reads {
 /// on the pointer. For `build_assert!` conditions: a condition fed only by
 /// constants is decided at compile time whatever is inlined.
 pub fn value_sources(body: &Body, seeds: &[LocalId]) -> ValueSources {
+    value_sources_with(body, seeds, &|_| false)
+}
+
+/// [`value_sources`], where a call given only constants whose callee
+/// `computes` says it computes its result from its arguments alone (a
+/// constructor: `RangeInclusive::new(21, 39)`) brings no run-time value of
+/// its own. Any other call given no local is a run-time value (it may read
+/// a register, a global, the clock).
+pub fn value_sources_with(
+    body: &Body,
+    seeds: &[LocalId],
+    computes: &dyn Fn(&crate::model::Callee) -> bool,
+) -> ValueSources {
     // Where each local's value comes from: each write's read locals, and
     // whether the write brings a run-time value of its own.
     let mut writes: std::collections::HashMap<LocalId, Vec<(Vec<LocalId>, bool)>> =
@@ -372,14 +385,17 @@ pub fn value_sources(body: &Body, seeds: &[LocalId]) -> ValueSources {
     });
     for block in &body.blocks {
         if let TerminatorKind::Call {
-            args, destination, ..
+            callee,
+            args,
+            destination,
+            ..
         } = &block.terminator.kind
         {
             let mut locals = Vec::new();
             for a in args {
                 operand_locals(a, &mut locals);
             }
-            let opaque = locals.is_empty();
+            let opaque = locals.is_empty() && !computes(callee);
             writes
                 .entry(destination.local)
                 .or_default()

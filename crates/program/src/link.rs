@@ -446,7 +446,9 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             let dump_crate = &crates[ci as usize].dump.header.crate_name;
             Function {
                 symbol: inst.symbol.clone(),
-                name: canonical.name(&inst.name, &inst.item_path, dump_crate).into(),
+                name: canonical
+                    .name(&inst.name, &inst.item_path, dump_crate)
+                    .into(),
                 item_path: inst.item_path.clone(),
                 kind,
             }
@@ -824,11 +826,7 @@ impl LinkStats {
 
 /// Functions a body turns into pointers: reified fn items and closures,
 /// and code pointers inside constants and inline asm operands.
-fn collect_address_taken(
-    body: &kmir::Body,
-    by_symbol: &HashMap<Name, FnId>,
-    out: &mut Vec<FnId>,
-) {
+fn collect_address_taken(body: &kmir::Body, by_symbol: &HashMap<Name, FnId>, out: &mut Vec<FnId>) {
     let mut add = |s: &str| {
         if let Some(&id) = by_symbol.get(s) {
             out.push(id);
