@@ -111,7 +111,7 @@ fn run(dir: &Path, args: &[&str]) -> Out {
 fn run_raw(dir: &Path, args: &[&str]) -> (Out, String) {
     let r = common::kanalyze(dir, args);
     r.assert_no_panic();
-    let timing = |l: &&str| l.starts_with("timings:") || l.starts_with("  ");
+    let timing = |l: &&str| l.starts_with("timings") || l.starts_with("  ");
     let out = Out {
         code: r.code,
         stdout: r.stdout,
