@@ -129,7 +129,12 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     // Argument indices of the spec can only be checked now: the calls say
     // how many arguments each C function takes.
     let mut broken = Vec::new();
-    for e in spec.check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n))) {
+    let rust_arity = spec.check_rust_arity(arities.iter().map(|(path, n)| (path.as_str(), *n)));
+    for e in spec
+        .check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n)))
+        .into_iter()
+        .chain(rust_arity)
+    {
         if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
             // The program's function of that name is not the kernel's (the
             // built-in spec is the kernel's API): the user cannot fix the

@@ -72,6 +72,8 @@ ui!(
     core_builtin,
     context_specialised,
     last_reference,
+    fp_borrowed_objects,
+    borrowed_objects,
     callbacks,
     dyn_drop,
     limits_heap_fields,
@@ -872,4 +874,47 @@ fn output_does_not_depend_on_input_order() {
             );
         }
     }
+}
+
+/// A spec file's `[rust]` entry says what a library call returns
+/// (`returns_object_of`): the drops it makes clean, the one it leaves, and
+/// an argument index past the function's arguments.
+#[test]
+fn spec_identity() {
+    let out = extract(&[CrateSpec::lib("ui/spec_identity.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let warned_in = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
+            .map(str::to_string)
+            .collect()
+    };
+    let (code, without, stderr) = check_in(dir, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        warned_in(&without),
+        [
+            "`spec_identity::remove_borrowed`",
+            "`spec_identity::remove_field`",
+            "`spec_identity::remove_object`",
+            "`spec_identity::remove_local`",
+            "`spec_identity::remove_local`",
+        ],
+        "{without}"
+    );
+    write(
+        "identity.toml",
+        "[rust]\n\"spec_identity::List::<T>::remove\" = { returns_object_of = 1 }\n",
+    );
+    let (code, with, stderr) = check_in(dir, &["--spec", "identity.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("spec_identity", with);
+    write(
+        "arity.toml",
+        "[rust]\n\"spec_identity::List::<T>::remove\" = { returns_object_of = 2 }\n",
+    );
+    let (code, _, stderr) = check_in(dir, &["--spec", "arity.toml"]);
+    assert_eq!(code, 2, "{stderr}");
+    insta::assert_snapshot!("spec_identity_arity", stderr);
 }

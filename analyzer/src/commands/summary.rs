@@ -84,6 +84,26 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             s.expect_last.intersect(&s.expect)
         )));
     }
+    if s.expect_last != annotations::ExpectRange::TOP
+        && let Some(from) = &s.last_from
+    {
+        let args: Vec<String> = from.iter().map(|k| format!("`arg{k}`")).collect();
+        lines.push(SummaryLine::detail(format!(
+            "only if what {} holds is the last reference (a caller keeping it alive needs nothing)",
+            args.join(", ")
+        )));
+    }
+    if let Some(from) = &s.ret_from
+        && !from.is_empty()
+    {
+        let parts: Vec<String> = from.iter().map(analysis::Flow::describe).collect();
+        lines.push(SummaryLine::keyed("returns", parts.join(", ")));
+    }
+    if s.sharing_clone {
+        lines.push(SummaryLine::plain(
+            "a sharing clone: the copy holds counts on the objects its argument holds",
+        ));
+    }
     if s.last_reference_test {
         lines.push(SummaryLine::plain(
             "returns a last-reference test (non-zero: the last reference was dropped)",

@@ -10,7 +10,7 @@ use crate::drops::special_drop;
 use crate::entry_split::{EntrySplit, entry_split, newtype_enum_field, split_like_callee};
 use crate::events::Events;
 use crate::lock_runs::LockRuns;
-use crate::summary::{ArgCond, Case, Reason, Source, Summaries, Summary};
+use crate::summary::{ArgCond, Case, Flow, Reason, Source, Summaries, Summary};
 use crate::{Input, context};
 
 /// A function's summary and what its analysis observed.
@@ -85,8 +85,10 @@ pub(crate) fn analyze_function(
     let ret_field = ret_field(input, f, &krate.dump, body, summaries);
     let unwritten_args = kmir::visit::unwritten_args(body);
     let mut runs = Runs::default();
+    let mut origins = None;
     for when in entry_conditions(split.as_ref()) {
-        let mut analysis = body::BodyAnalysis::new(program, f, &krate.dump, body, summaries);
+        let mut analysis =
+            body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).
         for block in input.invariants.elided_in(f) {
@@ -106,12 +108,27 @@ pub(crate) fn analyze_function(
         }
         let run = body::analyze(&analysis);
         runs.last_reference_test |= analysis.last_reference_tests.contains(&0);
+        // The scan is flow-insensitive: every run finds the same.
+        origins.get_or_insert_with(|| analysis.origins.clone());
         runs.absorb(run, when, split.as_ref(), ret_field, &unwritten_args);
     }
     let declares_adjust = declared
         .as_ref()
         .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
     let (mut summary, mut events, body_effects) = runs.finish(split.as_ref(), ret_field);
+    summary.ret_from = origins.and_then(|o| o.returned());
+    // The spec knows what the body cannot show: the list's pointer
+    // juggling returns the count of the object it was given.
+    if let Some(r) = input.spec.rust_item(&inst.item_path)
+        && r.returns_object_of < body.arg_count
+    {
+        summary.ret_from = Some(vec![Flow::Clone(r.returns_object_of)]);
+    }
+    summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
+        && summary.ret_from.as_ref().is_some_and(|from| {
+            from.iter()
+                .all(|f| matches!(f, Flow::Read(0) | Flow::Clone(0)))
+        });
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);
@@ -177,6 +194,8 @@ struct Runs {
     reason: Option<Reason>,
     expect_last: ExpectRange,
     reason_last: Option<Reason>,
+    /// The owned arguments the runs' `expect_last` is about.
+    last_from: Option<std::collections::BTreeSet<u32>>,
     /// The body tests whether it dropped a last reference and returns it.
     last_reference_test: bool,
     violations: Vec<Violation>,
@@ -198,6 +217,7 @@ impl Default for Runs {
             reason: None,
             expect_last: ExpectRange::TOP,
             reason_last: None,
+            last_from: Some(std::collections::BTreeSet::new()),
             last_reference_test: false,
             violations: Vec::new(),
             cases: Vec::new(),
@@ -228,6 +248,10 @@ impl Runs {
         if next != self.expect {
             self.expect = next;
             self.reason = run.reason.clone();
+        }
+        match (&mut self.last_from, &run.last_from) {
+            (Some(from), Some(r)) => from.extend(r.iter().copied()),
+            (from, _) => *from = None,
         }
         let next = self.expect_last.intersect(&run.expect_last);
         if next != self.expect_last {
@@ -308,6 +332,14 @@ impl Runs {
             },
             last_reference_test: self.last_reference_test,
             open_nestings: std::mem::take(&mut self.locks.open),
+            ret_from: None,
+            // Only meaningful where something is expected.
+            last_from: if self.expect_last == ExpectRange::TOP {
+                Some(Vec::new())
+            } else {
+                self.last_from.map(|f| f.into_iter().collect())
+            },
+            sharing_clone: false,
         };
         let events = Events {
             violations: self.violations,

@@ -19,6 +19,38 @@ pub enum ArgCond {
     Value(u128),
 }
 
+/// Where what a value holds comes from, in one function's terms (object
+/// liveness, `body::origins`). The number is an argument index (0-based).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
+pub enum Flow {
+    /// Moved or copied from argument `k` (or read through it, when it is an
+    /// owned pointer).
+    Own(u32),
+    /// A shared borrow of memory that shared-reference argument `k` borrows.
+    Shared(u32),
+    /// A bit copy of memory behind shared-reference argument `k` (a pointer
+    /// read out of the `Arc` it borrows): no count of its own.
+    Read(u32),
+    /// A sharing clone (`Arc::clone`) of what argument `k` borrows or
+    /// holds, whatever the path to it: a count on an object that a
+    /// shared-reference argument keeps alive for the whole call, and that
+    /// an owned argument keeps alive while the caller keeps it alive.
+    Clone(u32),
+}
+
+impl Flow {
+    pub fn describe(&self) -> String {
+        match self {
+            Flow::Own(k) => format!("what `arg{k}` holds"),
+            Flow::Shared(k) => format!("a borrow of what `arg{k}` borrows"),
+            Flow::Read(k) => format!("a bit copy of what `arg{k}` points to"),
+            Flow::Clone(k) => format!("a sharing clone of what `arg{k}` points to"),
+        }
+    }
+}
+
 /// What is known about the returned value on a case.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
@@ -257,6 +289,20 @@ pub struct Summary {
     /// Nestings of one lock class on two locations rooted at the
     /// arguments, which a caller may prove to be one object.
     pub open_nestings: Vec<crate::body::OpenNesting>,
+    /// Where every reference the returned value holds comes from (sorted);
+    /// `None`: it may hold anything (a fresh allocation, a read through a
+    /// `&mut`, what an unknown callee returned).
+    pub ret_from: Option<Vec<Flow>>,
+    /// `expect_last` arises only from releasing what these owned
+    /// arguments hold (sorted): a caller passing values another reference
+    /// keeps alive discharges it. `None`: from anything.
+    pub last_from: Option<Vec<u32>>,
+    /// A `Clone::clone` whose result holds only bit copies of what its
+    /// argument points to, and sharing clones of it: the clone shares the
+    /// objects and holds counts of the same kind (`Arc`, `ARef`, a derived
+    /// clone of a struct of them). An allocation in it (a deep copy) makes
+    /// the result `Top` and the clone not sharing.
+    pub sharing_clone: bool,
 }
 
 impl Summary {
@@ -280,6 +326,9 @@ impl Summary {
             expect_last_when: Vec::new(),
             last_reference_test: false,
             open_nestings: Vec::new(),
+            ret_from: None,
+            last_from: None,
+            sharing_clone: false,
         }
     }
 

@@ -17,6 +17,7 @@ pub use codec::{
 };
 pub use model::*;
 pub use name::Name;
+pub use types::UNSAFE_CELLS;
 pub use validate::validate;
 
 /// The file extension of dumps.

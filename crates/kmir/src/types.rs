@@ -46,7 +46,7 @@ impl CrateDump {
 
 /// The standard library's primitive of interior mutability: every cell and
 /// lock is built on it.
-const UNSAFE_CELLS: &[&str] = &["core::cell::UnsafeCell", "core::cell::SyncUnsafeCell"];
+pub const UNSAFE_CELLS: &[&str] = &["core::cell::UnsafeCell", "core::cell::SyncUnsafeCell"];
 
 impl CrateDump {
     /// Whether code given a `&T` (`ty` is `T`) may change the memory of the

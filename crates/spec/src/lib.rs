@@ -351,6 +351,18 @@ pub(crate) struct ArgSite {
     pub col: usize,
 }
 
+/// What the spec says of a Rust function (`[rust]`): facts its body does
+/// not show, about the kernel's API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RustSpec {
+    /// The returned value holds at most a count on the object argument N
+    /// (0-based, a reference) refers to: `List::remove(item)` returns
+    /// `item`'s `ListArc` or nothing. A caller whose borrow keeps that
+    /// object alive cannot release the last reference by dropping it.
+    pub returns_object_of: u32,
+    pub note: Option<String>,
+}
+
 /// A glob entry (`clk_*`).
 #[derive(Clone, Debug)]
 struct Pattern {
@@ -385,6 +397,8 @@ pub struct Spec {
     fields: HashMap<(String, String), Contract>,
     /// Entry name (or glob) → where it names arguments.
     arg_sites: HashMap<String, Vec<ArgSite>>,
+    /// Rust items by path (`[rust]`), with where each names its argument.
+    rust: HashMap<String, (RustSpec, ArgSite)>,
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
@@ -437,7 +451,53 @@ impl Spec {
             }
         }
         spec.fields.extend(parsed.fields);
+        for (path, rust, site) in parsed.rust {
+            spec.rust.insert(path, (rust, site));
+        }
         Ok(spec)
+    }
+
+    /// The spec of the Rust item `item_path` (as the dumps spell it).
+    pub fn rust_item(&self, item_path: &str) -> Option<&RustSpec> {
+        self.rust.get(item_path).map(|(r, _)| r)
+    }
+
+    /// Checks the argument each `[rust]` entry names against the arity of
+    /// the functions it applies to, given as (item path, number of
+    /// arguments), like [`check_arity`](Self::check_arity) for C functions.
+    pub fn check_rust_arity<'a>(
+        &self,
+        arities: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Vec<SpecError> {
+        let mut errors: std::collections::BTreeMap<(String, usize, usize), SpecError> =
+            std::collections::BTreeMap::new();
+        for (path, arity) in arities {
+            let Some((_, site)) = self.rust.get(path) else {
+                continue;
+            };
+            if site.arg < arity {
+                continue;
+            }
+            errors
+                .entry((site.origin.clone(), site.line, site.col))
+                .or_insert_with(|| SpecError {
+                    origin: site.origin.clone(),
+                    line: site.line,
+                    col: site.col,
+                    message: format!(
+                        "Rust item `{path}`: `{} = {}` names argument {} (0-based), but it takes {}",
+                        site.key,
+                        site.arg,
+                        site.arg,
+                        match arity {
+                            0 => "no arguments".to_string(),
+                            1 => "1 argument".to_string(),
+                            n => format!("{n} arguments"),
+                        }
+                    ),
+                });
+        }
+        errors.into_values().collect()
     }
 
     /// The contract of a struct field C calls through: `owner` is the
@@ -485,6 +545,7 @@ impl Spec {
     /// unknown function does stays ours: it is the profile's, not a file's.
     pub fn extend(&mut self, other: Spec) {
         self.fields.extend(other.fields);
+        self.rust.extend(other.rust);
         for (name, fn_spec) in other.exact {
             self.insert(name, fn_spec);
         }

@@ -19,6 +19,19 @@ struct RawFile {
     functions: BTreeMap<Spanned<String>, Spanned<RawFn>>,
     #[serde(rename = "field", default)]
     fields: BTreeMap<Spanned<String>, Spanned<RawContract>>,
+    #[serde(rename = "rust", default)]
+    rust: BTreeMap<Spanned<String>, Spanned<RawRust>>,
+}
+
+/// `[rust]`: `"kernel::list::List::<T, ID>::remove" = { returns_object_of = 1 }`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ returns_object_of = N, note = \"…\" }`"
+)]
+struct RawRust {
+    returns_object_of: Spanned<u32>,
+    note: Option<String>,
 }
 
 /// `[field]`: `"blk_mq_ops.queue_rq" = { context = "1..", role = "…" }`.
@@ -40,6 +53,8 @@ pub(crate) struct Parsed {
     /// Each entry with where it names arguments.
     pub functions: Vec<(String, FnSpec, Vec<ArgSite>)>,
     pub fields: Vec<((String, String), crate::Contract)>,
+    /// Rust items by path, with where they name their argument.
+    pub rust: Vec<(String, crate::RustSpec, ArgSite)>,
 }
 
 #[derive(Deserialize)]
@@ -265,7 +280,46 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         let contract = contract(&ctx, &format!("field `{key}`"), raw.into_inner(), span)?;
         fields.push(((owner.to_string(), field.to_string()), contract));
     }
-    Ok(Parsed { functions, fields })
+    let mut rust = Vec::with_capacity(file.rust.len());
+    for (path, raw) in file.rust {
+        let path_span = path.span();
+        let path = path.into_inner();
+        validate_item_path(&path).map_err(|why| ctx.error(Some(path_span.clone()), why))?;
+        let raw = raw.into_inner();
+        let site = ctx.site("returns_object_of", &raw.returns_object_of);
+        rust.push((
+            path,
+            crate::RustSpec {
+                returns_object_of: *raw.returns_object_of.get_ref(),
+                note: raw.note,
+            },
+            site,
+        ));
+    }
+    Ok(Parsed {
+        functions,
+        fields,
+        rust,
+    })
+}
+
+/// A Rust item path as the dumps spell it (`kanalyze dump` prints it after
+/// `item`): crate-qualified, generic parameters by name.
+fn validate_item_path(path: &str) -> Result<(), String> {
+    let crate_name = path.split("::").next().unwrap_or_default();
+    if !path.contains("::") || !is_ident(crate_name) || path.ends_with("::") {
+        return Err(format!(
+            "invalid Rust item `{path}`: an item is named by its crate-qualified path, \
+             as `kanalyze dump` prints it after `item` (`kernel::list::List::<T, ID>::remove`)"
+        ));
+    }
+    if path.replace(", ", ",").contains(char::is_whitespace) {
+        return Err(format!(
+            "invalid Rust item `{path}`: a path has no spaces except after the commas of its \
+             generic parameters"
+        ));
+    }
+    Ok(())
 }
 
 fn is_ident(s: &str) -> bool {

@@ -1054,3 +1054,79 @@ fn error_expect_bound_overflows() {
         "[fn]\nmsleep = { expect = \"0..=99999999999999999999\" }\n"
     ));
 }
+
+/// `[rust]`: a Rust item of the kernel's API by path, and what its result
+/// shares with an argument.
+#[test]
+fn rust_items() {
+    let spec = Spec::parse(
+        "[rust]\n\"kernel::list::List::<T, ID>::remove\" = { returns_object_of = 1, note = \"ListArc of item\" }\n",
+        "test.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = spec.rust_item("kernel::list::List::<T, ID>::remove");
+    assert_eq!(r.map(|r| r.returns_object_of), Some(1));
+    assert_eq!(
+        spec.rust_item("kernel::list::List::<T, ID>::push_back"),
+        None
+    );
+    // The built-in spec has the kernel's list.
+    assert!(
+        Spec::builtin_kernel()
+            .rust_item("kernel::list::List::<T, ID>::remove")
+            .is_some()
+    );
+    // A later file's entry replaces the earlier one.
+    let mut spec = spec;
+    spec.extend(
+        Spec::parse(
+            "[rust]\n\"kernel::list::List::<T, ID>::remove\" = { returns_object_of = 0 }\n",
+            "b.toml",
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        spec.rust_item("kernel::list::List::<T, ID>::remove")
+            .map(|r| r.returns_object_of),
+        Some(0)
+    );
+}
+
+#[test]
+fn error_rust_item_path() {
+    insta::assert_snapshot!(parse_err("[rust]\nremove = { returns_object_of = 1 }\n"));
+}
+
+#[test]
+fn error_rust_item_spaces() {
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"kernel::list::List::<T, ID>:: remove now\" = { returns_object_of = 1 }\n"
+    ));
+}
+
+#[test]
+fn error_rust_item_unknown_key() {
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"kernel::list::List::<T, ID>::remove\" = { returns = 1 }\n"
+    ));
+}
+
+#[test]
+fn error_rust_item_arg_past_arity() {
+    let spec = Spec::parse(
+        "[rust]\n\"kernel::list::List::<T, ID>::remove\" = { returns_object_of = 2 }\n\
+         \"kernel::list::List::<T, ID>::pop_front\" = { returns_object_of = 0 }\n",
+        "test.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let errors: Vec<String> = spec
+        .check_rust_arity([
+            ("kernel::list::List::<T, ID>::remove", 2),
+            ("kernel::list::List::<T, ID>::pop_front", 1),
+            ("kernel::other", 0),
+        ])
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    insta::assert_snapshot!(errors.join("\n"));
+}

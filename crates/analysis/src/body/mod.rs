@@ -25,6 +25,7 @@ use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 
 mod calls;
 mod observations;
+pub mod origins;
 mod prescan;
 mod run;
 mod statements;
@@ -95,6 +96,9 @@ pub struct BodyAnalysis<'a> {
     /// Drop flags (see `prescan::drop_flags`): paths that differ in them
     /// are kept apart.
     pub drop_flags: Vec<LocalId>,
+    /// Where what each local holds comes from (object liveness): the
+    /// same for every run of one body, so shared between them.
+    pub origins: std::sync::Arc<origins::Origins>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -104,6 +108,7 @@ impl<'a> BodyAnalysis<'a> {
         dump: &'a CrateDump,
         body: &'a Body,
         summary_of: &'a dyn Summaries,
+        origins: Option<std::sync::Arc<origins::Origins>>,
     ) -> Self {
         let mut sites: HashMap<BlockId, Vec<Target>> = HashMap::new();
         for (callee, edge) in program.callees(caller) {
@@ -114,6 +119,9 @@ impl<'a> BodyAnalysis<'a> {
         }
         narrow_known_targets(program, dump, body, &mut sites);
         let last_reference_tests = last_reference_tests(body, &sites, summary_of);
+        let origins = origins.unwrap_or_else(|| {
+            std::sync::Arc::new(origins::Origins::compute(dump, body, &sites, summary_of))
+        });
         BodyAnalysis {
             program,
             func: caller,
@@ -134,6 +142,21 @@ impl<'a> BodyAnalysis<'a> {
             last_reference_tests,
             not_last: Vec::new(),
             drop_flags: prescan::drop_flags(dump, body),
+            origins,
+        }
+    }
+
+    /// What a call or drop releases, if it releases a last reference: the
+    /// dropped place, or the arguments the callee's last-reference
+    /// expectation is about (`Top` when it is about anything).
+    pub fn released(&self, terminator: &TerminatorKind, summary: &Summary) -> origins::Set {
+        match terminator {
+            TerminatorKind::Drop { place, .. } => self.origins.place(self.dump, place),
+            TerminatorKind::Call { args, .. } => match &summary.last_from {
+                Some(ks) => self.origins.args(self.dump, args, ks),
+                None => None,
+            },
+            _ => None,
         }
     }
 

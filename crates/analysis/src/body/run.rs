@@ -26,6 +26,8 @@ pub struct BodyOutcome {
     /// last one (see `Summary::expect_last`).
     pub expect_last: ExpectRange,
     pub reason_last: Option<Reason>,
+    /// The owned arguments `expect_last` is about (`None`: anything).
+    pub last_from: Option<std::collections::BTreeSet<u32>>,
     pub violations: Vec<Violation>,
     /// The paths reaching a return, with the return's span.
     pub returns: Vec<(Path, kmir::Span)>,
@@ -94,6 +96,7 @@ struct Reader<'r, 'a> {
     reason: Option<Reason>,
     expect_last: ExpectRange,
     reason_last: Option<Reason>,
+    last_from: Option<std::collections::BTreeSet<u32>>,
     violations: Vec<Violation>,
     returns: Vec<(Path, kmir::Span)>,
     changes: Vec<CountChange>,
@@ -109,6 +112,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             reason: None,
             expect_last: ExpectRange::TOP,
             reason_last: None,
+            last_from: Some(std::collections::BTreeSet::new()),
             violations: Vec::new(),
             returns: Vec::new(),
             changes: Vec::new(),
@@ -158,21 +162,40 @@ impl<'r, 'a> Reader<'r, 'a> {
         let mut via_last = true;
         let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
         let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+        // What the site releases: all of it kept alive by a borrow that
+        // outlives this function, none of it can be a last reference.
+        let released = analysis.released(&terminator.kind, summary);
+        let backed = analysis.origins.backed(&released, block);
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is
             // needed only because a reference was the last.
-            let last = if analysis.not_last.contains(&block) {
+            let last = if analysis.not_last.contains(&block) || backed {
                 ExpectRange::TOP
             } else {
                 analysis.variant_expect_last(summary, &terminator.kind, &p.facts)
             };
-            let (e, e_last) = if analysis.tearing_down(&p.facts) {
+            let tearing_down = analysis.tearing_down(&p.facts);
+            let (e, e_last) = if tearing_down {
                 via_last = whole == ExpectRange::TOP;
                 (ExpectRange::TOP, whole.intersect(&last))
             } else {
                 (whole, last)
             };
+            if e_last != ExpectRange::TOP {
+                // Which of this function's owned arguments the
+                // expectation is about: a caller keeping them alive
+                // discharges it. A teardown of its own is about anything.
+                let about = if tearing_down {
+                    None
+                } else {
+                    analysis.origins.attributed(&released, block)
+                };
+                match (&mut self.last_from, about) {
+                    (Some(from), Some(a)) => from.extend(a),
+                    (from, _) => *from = None,
+                }
+            }
             if analysis.trace {
                 eprintln!(
                     "[kanalyze trace] bb{block} calls {}: expects {e} (summary {}, last {e_last}), adj {}",
@@ -291,6 +314,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             reason: self.reason,
             expect_last: self.expect_last,
             reason_last: self.reason_last,
+            last_from: self.last_from,
             violations: self.violations,
             returns: self.returns,
             changes: self.changes,

@@ -1,0 +1,777 @@
+//! Where the references a value holds come from: the facts object liveness
+//! needs (docs/preemption.md, "Objects kept alive by a borrow").
+//!
+//! A drop can release the last reference to an object only if nothing else
+//! keeps the object alive. A function given `thread: &Arc<Thread>` can drop
+//! `thread.clone()` without releasing the last reference: the `Arc` behind
+//! the borrow holds one for the whole call, and nothing can change it (it
+//! is behind a shared borrow, and no `UnsafeCell` is on the way). The
+//! clone may travel first, through `ListArc::try_from_arc`, a `Result`, a
+//! `?` and a `From` impl that drops it, so the fact has to be carried
+//! through summaries:
+//!
+//! * [`Flow`]: where, in a function's own terms, what a value holds comes
+//!   from: moved from an argument, a borrow of what an argument borrows, a
+//!   bit copy read from behind one, or a sharing clone of something behind
+//!   one;
+//! * a summary's `ret_from` says where its returned value comes from, and
+//!   `last_from` which owned arguments its last-reference expectation is
+//!   about (`Result::ok` drops its argument's `Err` payload);
+//! * a drop, or a call whose `last_from` arguments are given, of values that
+//!   are all sharing clones of what a shared-reference argument holds is
+//!   *backed*: it cannot release a last reference.
+//!
+//! The scan is flow-insensitive (a local holds the union of everything ever
+//! written to it) and conservative: whatever it cannot follow (a call
+//! without a summary that says, a local written through a `&mut`, data
+//! behind an `UnsafeCell`, a pointer made from an integer) is `Top`, which
+//! is never backed.
+
+use std::collections::BTreeSet;
+
+use std::collections::HashMap;
+
+use kmir::{
+    AggregateKind, BinOp, BlockId, Body, CastKind, CrateDump, Operand, Place, Projection, Rvalue,
+    StatementKind, TerminatorKind, TyId, TyKind,
+};
+
+use crate::summary::{Flow, Summaries};
+
+use super::Target;
+
+/// Where part of a value comes from, in one body: an argument's flow, or
+/// a local of the body (which never leaves it: a summary names arguments
+/// only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    Arg(Flow),
+    /// A borrow of local `l` itself (`&l`, `&l.f`).
+    Local(u32),
+    /// A sharing clone of what local `l` holds: backed where `l` surely
+    /// still holds it (`Origins::alive_at`).
+    CloneLocal(u32),
+}
+
+/// What a value may hold: `None` is anything (`Top`).
+pub type Set = Option<BTreeSet<Origin>>;
+
+/// The origins of every local of one body.
+pub struct Origins {
+    /// By local; arguments start at their own flow.
+    locals: Vec<Set>,
+    /// What code may have written through pointers the body holds:
+    /// reading through an owned pointer may yield it.
+    written: Set,
+    /// Which arguments are shared references (by index): what they borrow
+    /// outlives the call.
+    shared: Vec<bool>,
+    /// For each local a sharing clone was made of, the blocks whose
+    /// terminator a point that may take its value away reaches (absent:
+    /// the local may hold several values).
+    reached_by_kill: HashMap<u32, Vec<bool>>,
+}
+
+/// Rounds of the flow-insensitive scan before giving up (every local
+/// `Top`): each round only grows the sets, so loops settle in a few.
+const MAX_ROUNDS: usize = 32;
+
+fn union(a: &mut Set, b: &Set) -> bool {
+    match (a.as_mut(), b) {
+        (None, _) => false,
+        (Some(_), None) => {
+            *a = None;
+            true
+        }
+        (Some(x), Some(y)) => {
+            let before = x.len();
+            x.extend(y.iter().copied());
+            x.len() != before
+        }
+    }
+}
+
+fn one(f: Flow) -> Set {
+    Some(BTreeSet::from([Origin::Arg(f)]))
+}
+
+fn one_origin(o: Origin) -> Set {
+    Some(BTreeSet::from([o]))
+}
+
+fn empty() -> Set {
+    Some(BTreeSet::new())
+}
+
+/// Maps each origin of `s` with `f` (`Top` stays `Top`).
+fn map(s: &Set, f: impl Fn(Origin) -> Set) -> Set {
+    let mut out = empty();
+    for &x in s.as_ref()? {
+        union(&mut out, &f(x));
+        out.as_ref()?;
+    }
+    out
+}
+
+impl Origins {
+    pub fn compute(
+        dump: &CrateDump,
+        body: &Body,
+        sites: &std::collections::HashMap<kmir::BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+    ) -> Origins {
+        let mut o = Origins {
+            locals: vec![empty(); body.locals.len()],
+            written: empty(),
+            shared: vec![false; body.arg_count as usize],
+            reached_by_kill: HashMap::new(),
+        };
+        for k in 1..=body.arg_count {
+            let i = k as usize;
+            let Some(l) = body.locals.get(i) else {
+                continue;
+            };
+            let arg = k - 1;
+            o.locals[i] = match dump.ty(l.ty).map(|t| &t.kind) {
+                Some(TyKind::Ref { mutable: false, .. }) => {
+                    o.shared[arg as usize] = true;
+                    one(Flow::Shared(arg))
+                }
+                // What a `&mut` argument points to may be replaced by
+                // anyone the function lends it to: nothing is known of it.
+                Some(TyKind::Ref { mutable: true, .. }) => None,
+                _ => one(Flow::Own(arg)),
+            };
+        }
+        o.scan_pointer_writes(dump, body);
+        for round in 0.. {
+            if round == MAX_ROUNDS {
+                o.locals.iter_mut().for_each(|l| *l = None);
+                o.written = None;
+                break;
+            }
+            if !o.round(dump, body, sites, summary_of) {
+                break;
+            }
+        }
+        let cloned: BTreeSet<u32> = o
+            .locals
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|x| match x {
+                Origin::CloneLocal(l) => Some(*l),
+                _ => None,
+            })
+            .collect();
+        o.reached_by_kill = kill_reach(body, &cloned);
+        o
+    }
+
+    /// What the body writes through pointers by other means than an
+    /// assignment: a `&mut` or `*mut` given to a call, a mutable borrow of
+    /// memory behind a pointer, an intrinsic or inline assembly.
+    fn scan_pointer_writes(&mut self, dump: &CrateDump, body: &Body) {
+        let mutable_ptr = |ty: Option<TyId>| {
+            ty.and_then(|t| dump.ty(t)).is_none_or(|t| {
+                matches!(
+                    t.kind,
+                    TyKind::Ref { mutable: true, .. } | TyKind::RawPtr { mutable: true, .. }
+                )
+            })
+        };
+        for b in &body.blocks {
+            for s in &b.statements {
+                match &s.kind {
+                    StatementKind::Intrinsic { name, .. } if name.as_str() != "assume" => {
+                        self.written = None;
+                    }
+                    StatementKind::Assign { rvalue, .. } => match &**rvalue {
+                        Rvalue::Ref {
+                            mutable: true,
+                            place,
+                        }
+                        | Rvalue::AddressOf {
+                            mutable: true,
+                            place,
+                        } if place.projection.contains(&Projection::Deref) => {
+                            self.written = None;
+                        }
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+            match &b.terminator.kind {
+                TerminatorKind::Call { args, .. } => {
+                    let lends_mut = args.iter().any(|a| match a {
+                        Operand::Copy(p) | Operand::Move(p) => mutable_ptr(dump.place_ty(body, p)),
+                        _ => false,
+                    });
+                    if lends_mut {
+                        self.written = None;
+                    }
+                }
+                TerminatorKind::InlineAsm { .. } => self.written = None,
+                _ => {}
+            }
+        }
+    }
+
+    /// One pass over every assignment and call; whether anything grew.
+    fn round(
+        &mut self,
+        dump: &CrateDump,
+        body: &Body,
+        sites: &std::collections::HashMap<kmir::BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+    ) -> bool {
+        let mut changed = false;
+        for (bi, b) in body.blocks.iter().enumerate() {
+            for s in &b.statements {
+                if let StatementKind::Assign { place, rvalue } = &s.kind {
+                    changed |= self.borrow_effects(dump, body, rvalue);
+                    let v = self.rvalue(dump, body, rvalue);
+                    changed |= self.write(place, &v);
+                }
+            }
+            if let TerminatorKind::Call {
+                args, destination, ..
+            } = &b.terminator.kind
+            {
+                let v = match sites.get(&(bi as kmir::BlockId)) {
+                    Some(ts) if !ts.is_empty() => {
+                        let mut v = empty();
+                        for t in ts {
+                            union(&mut v, &self.call_result(dump, args, t, summary_of));
+                        }
+                        v
+                    }
+                    _ => None,
+                };
+                changed |= self.write(destination, &v);
+            }
+        }
+        changed
+    }
+
+    /// Borrowing a local lets whoever gets the pointer change it: a
+    /// mutable one, or a shared one of a type with interior mutability
+    /// held in place.
+    fn borrow_effects(&mut self, dump: &CrateDump, body: &Body, rvalue: &Rvalue) -> bool {
+        let (Rvalue::Ref { mutable, place } | Rvalue::AddressOf { mutable, place }) = rvalue else {
+            return false;
+        };
+        if place.projection.contains(&Projection::Deref) {
+            return false;
+        }
+        let changes = *mutable
+            || dump
+                .place_ty(body, place)
+                .is_none_or(|t| inline_interior(dump, t));
+        if !changes {
+            return false;
+        }
+        let l = &mut self.locals[place.local as usize];
+        let grew = l.is_some();
+        *l = None;
+        grew
+    }
+
+    fn write(&mut self, place: &Place, v: &Set) -> bool {
+        if place.projection.contains(&Projection::Deref) {
+            union(&mut self.written, v)
+        } else {
+            match self.locals.get_mut(place.local as usize) {
+                Some(l) => union(l, v),
+                None => false,
+            }
+        }
+    }
+
+    /// What a value read at `place` holds.
+    pub fn place(&self, dump: &CrateDump, place: &Place) -> Set {
+        let mut v = self.locals.get(place.local as usize).cloned().flatten();
+        for p in place.projection.iter() {
+            match p {
+                Projection::Deref => v = self.deref(&v),
+                Projection::Field { ty, .. } if is_unsafe_cell(dump, *ty) => return None,
+                _ => {}
+            }
+        }
+        v
+    }
+
+    /// What reading through a pointer holding `v` yields.
+    fn deref(&self, v: &Set) -> Set {
+        map(v, |o| match o {
+            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Read(k)),
+            Origin::Arg(Flow::Own(_)) => self.with_written(o),
+            // Through a borrow of a local: what the local holds.
+            Origin::Local(l) => self.local(l),
+            // Through a clone of what a local holds: what the local's
+            // pointers reach.
+            Origin::CloneLocal(l) => self.deref(&self.local(l)),
+        })
+    }
+
+    /// A pointer to data reached through a pointer holding `v`.
+    fn address_through(&self, v: &Set) -> Set {
+        map(v, |o| match o {
+            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Shared(k)),
+            Origin::Arg(Flow::Own(_)) => self.with_written(o),
+            Origin::Local(_) => one_origin(o),
+            Origin::CloneLocal(l) => self.address_through(&self.deref(&self.local(l))),
+        })
+    }
+
+    /// A sharing clone of what a reference holding `v` points to: of what
+    /// an argument holds or borrows, whatever the path to it, or of what a
+    /// local holds.
+    fn clone_through(&self, v: &Set) -> Set {
+        map(v, |o| match o {
+            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Clone(k)),
+            Origin::Arg(Flow::Own(k)) => self.with_written(Origin::Arg(Flow::Clone(k))),
+            Origin::Local(l) => one_origin(Origin::CloneLocal(l)),
+            Origin::CloneLocal(l) => one_origin(Origin::CloneLocal(l)),
+        })
+    }
+
+    /// `o`, or whatever the body wrote through pointers.
+    fn with_written(&self, o: Origin) -> Set {
+        let mut s = one_origin(o);
+        union(&mut s, &self.written);
+        s
+    }
+
+    fn local(&self, l: u32) -> Set {
+        self.locals.get(l as usize).cloned().flatten()
+    }
+
+    /// What a clone of what local `l` holds is, once `l` may be gone: a
+    /// sharing clone of what `l` holds.
+    fn unrooted(&self, l: u32, depth: u32) -> Set {
+        if depth > 4 {
+            return None;
+        }
+        map(&self.local(l), |o| match o {
+            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Clone(k)),
+            Origin::Arg(Flow::Own(k)) => self.with_written(Origin::Arg(Flow::Clone(k))),
+            Origin::Local(_) => None,
+            Origin::CloneLocal(m) => self.unrooted(m, depth + 1),
+        })
+    }
+
+    fn operand(&self, dump: &CrateDump, op: &Operand) -> Set {
+        match op {
+            Operand::Copy(p) | Operand::Move(p) => self.place(dump, p),
+            // A raw pointer constant may be a `static mut`'s address.
+            Operand::Constant(c) => match dump.ty(c.ty).map(|t| &t.kind) {
+                Some(TyKind::RawPtr { .. }) | None => None,
+                _ => empty(),
+            },
+            Operand::RuntimeChecks(_) => empty(),
+        }
+    }
+
+    fn rvalue(&self, dump: &CrateDump, body: &Body, rvalue: &Rvalue) -> Set {
+        match rvalue {
+            Rvalue::Use(op) | Rvalue::Repeat { operand: op, .. } => self.operand(dump, op),
+            Rvalue::CopyForDeref(p) => self.place(dump, p),
+            Rvalue::Ref { mutable, place } | Rvalue::AddressOf { mutable, place } => {
+                if *mutable {
+                    return None;
+                }
+                self.address(dump, place)
+            }
+            Rvalue::Aggregate { kind, operands } => {
+                if matches!(kind, AggregateKind::Coroutine { .. }) {
+                    return None;
+                }
+                let mut v = empty();
+                for op in operands {
+                    union(&mut v, &self.operand(dump, op));
+                }
+                v
+            }
+            Rvalue::BinaryOp {
+                op: BinOp::Offset,
+                lhs,
+                ..
+            } => self.operand(dump, lhs),
+            Rvalue::BinaryOp { .. }
+            | Rvalue::CheckedBinaryOp { .. }
+            | Rvalue::UnaryOp { .. }
+            | Rvalue::Discriminant(_)
+            | Rvalue::Len(_) => empty(),
+            Rvalue::Cast { kind, operand, ty } => {
+                if let CastKind::Other(name) = kind
+                    && name.contains("Exposed")
+                {
+                    return None;
+                }
+                let from = operand_ty(dump, body, operand);
+                // `UnsafeCell::get`: a pointer to what may change.
+                if from
+                    .and_then(|t| dump.pointee(t))
+                    .is_none_or(|p| is_unsafe_cell(dump, p))
+                    && from.is_some_and(|t| is_pointer(dump, t))
+                {
+                    return None;
+                }
+                let v = self.operand(dump, operand);
+                // A pointer made from what holds no pointer (an integer).
+                if v.as_ref().is_some_and(BTreeSet::is_empty)
+                    && is_pointer(dump, *ty)
+                    && !from.is_some_and(|t| is_pointer(dump, t))
+                {
+                    return None;
+                }
+                v
+            }
+            Rvalue::ThreadLocalRef { .. } => None,
+        }
+    }
+
+    /// The address of `place` (a shared borrow).
+    fn address(&self, dump: &CrateDump, place: &Place) -> Set {
+        let Some(last) = place
+            .projection
+            .iter()
+            .rposition(|p| *p == Projection::Deref)
+        else {
+            // A borrow of a local: reading through it yields the local.
+            return one_origin(Origin::Local(place.local));
+        };
+        let pointer = Place {
+            local: place.local,
+            projection: place.projection[..last].into(),
+        };
+        if place.projection[last..]
+            .iter()
+            .any(|p| matches!(p, Projection::Field { ty, .. } if is_unsafe_cell(dump, *ty)))
+        {
+            return None;
+        }
+        let v = self.place(dump, &pointer);
+        self.address_through(&v)
+    }
+
+    /// What a call's result holds, by one target's summary.
+    fn call_result(
+        &self,
+        dump: &CrateDump,
+        args: &[Operand],
+        t: &Target,
+        summary_of: &dyn Summaries,
+    ) -> Set {
+        let summary = summary_of.get(t.callee);
+        let arg = |k: u32| match args.get(k as usize) {
+            Some(a) => self.operand(dump, a),
+            None => None,
+        };
+        if summary.sharing_clone {
+            return self.clone_through(&arg(0));
+        }
+        let from = summary.ret_from.as_ref()?;
+        let mut v = empty();
+        for f in from {
+            let part = match *f {
+                Flow::Own(k) => arg(k),
+                Flow::Shared(k) => self.address_through(&arg(k)),
+                Flow::Read(k) => self.deref(&arg(k)),
+                Flow::Clone(k) => self.clone_through(&arg(k)),
+            };
+            union(&mut v, &part);
+            v.as_ref()?;
+        }
+        v
+    }
+
+    /// What the values given to a call as arguments `ks` hold.
+    pub fn args(&self, dump: &CrateDump, args: &[Operand], ks: &[u32]) -> Set {
+        let mut v = empty();
+        for &k in ks {
+            let a = match args.get(k as usize) {
+                Some(a) => self.operand(dump, a),
+                None => None,
+            };
+            union(&mut v, &a);
+            v.as_ref()?;
+        }
+        v
+    }
+
+    /// Where the returned value comes from, for the summary: in terms of
+    /// the arguments only (a clone of a local's value is a clone of what
+    /// the local holds; a borrow of a local cannot be described).
+    pub fn returned(&self) -> Option<Vec<Flow>> {
+        let mut out = BTreeSet::new();
+        for o in self.local(0)? {
+            match o {
+                Origin::Arg(f) => {
+                    out.insert(f);
+                }
+                Origin::Local(_) => return None,
+                Origin::CloneLocal(l) => {
+                    for o in self.unrooted(l, 0)? {
+                        match o {
+                            Origin::Arg(f) => {
+                                out.insert(f);
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+        }
+        Some(out.into_iter().collect())
+    }
+}
+
+impl Origins {
+    fn is_shared(&self, k: u32) -> bool {
+        self.shared.get(k as usize).copied().unwrap_or(false)
+    }
+
+    /// A value released at the terminator of `block` holding only sharing
+    /// clones of what shared-reference arguments borrow, or of what locals
+    /// surely still hold there (or nothing at all), cannot release a last
+    /// reference: the borrowed memory outlives the call, the local's
+    /// reference outlives the release.
+    pub fn backed(&self, v: &Set, block: BlockId) -> bool {
+        v.as_ref().is_some_and(|s| {
+            s.iter().all(|o| match *o {
+                Origin::Arg(Flow::Clone(k)) => self.is_shared(k),
+                Origin::CloneLocal(l) => {
+                    self.alive_at(l, block) || self.backed(&self.unrooted(l, 0), block)
+                }
+                _ => false,
+            })
+        })
+    }
+
+    /// The owned arguments a value released at the terminator of `block`
+    /// comes from (what they hold, or sharing clones of what they reach),
+    /// or `None` when it comes from anything else: the function is then
+    /// expected to be able to drop a last reference whatever it is given.
+    pub fn attributed(&self, v: &Set, block: BlockId) -> Option<BTreeSet<u32>> {
+        let mut out = BTreeSet::new();
+        for o in v.as_ref()? {
+            match *o {
+                Origin::Arg(Flow::Clone(k)) if self.is_shared(k) => {}
+                Origin::Arg(Flow::Own(k) | Flow::Clone(k)) => {
+                    out.insert(k);
+                }
+                Origin::CloneLocal(l) if self.alive_at(l, block) => {}
+                Origin::CloneLocal(l) => {
+                    out.extend(self.attributed(&self.unrooted(l, 0), block)?);
+                }
+                // A bit copy of what a borrowed value holds, released
+                // here, or a pointer to it: nothing says whose count
+                // that is.
+                Origin::Arg(Flow::Shared(_) | Flow::Read(_)) | Origin::Local(_) => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// Whether local `l` surely still holds the value it was given when
+    /// the terminator of `block` runs: it is given one value at most (an
+    /// argument, or one assignment), and no point that may take it away
+    /// (a move out of it, a drop, a mutable borrow, a write into it, the
+    /// end of its storage) reaches that terminator.
+    fn alive_at(&self, l: u32, block: BlockId) -> bool {
+        self.reached_by_kill
+            .get(&l)
+            .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached))
+    }
+}
+
+/// For each local given at most one value, the blocks whose terminator a
+/// point that may take the value away reaches (`Origins::alive_at`).
+fn kill_reach(body: &Body, locals: &BTreeSet<u32>) -> HashMap<u32, Vec<bool>> {
+    let mut out = HashMap::new();
+    let n = body.blocks.len();
+    for &l in locals {
+        let mut defs = u32::from(l >= 1 && l <= body.arg_count);
+        // Blocks with a kill in a statement (it reaches the block's own
+        // terminator) and blocks whose terminator kills (it reaches only
+        // what follows).
+        let mut killed_in: Vec<BlockId> = Vec::new();
+        let mut killed_by_terminator: Vec<BlockId> = Vec::new();
+        let takes = |p: &Place| p.local == l && !p.projection.contains(&Projection::Deref);
+        let moves = |op: &Operand| matches!(op, Operand::Move(p) if takes(p));
+        for (bi, b) in body.blocks.iter().enumerate() {
+            let bi = bi as BlockId;
+            for st in &b.statements {
+                let kills = match &st.kind {
+                    StatementKind::Assign { place, rvalue } => {
+                        if place.local == l && place.projection.is_empty() {
+                            defs += 1;
+                        }
+                        (takes(place) && !place.projection.is_empty())
+                            || rvalue_takes(rvalue, &takes, &moves)
+                    }
+                    StatementKind::StorageDead(x) => *x == l,
+                    StatementKind::SetDiscriminant { place, .. } => takes(place),
+                    StatementKind::Intrinsic { operands, .. } => operands.iter().any(moves),
+                    StatementKind::StorageLive(_) => false,
+                };
+                if kills {
+                    killed_in.push(bi);
+                }
+            }
+            let kills = match &b.terminator.kind {
+                TerminatorKind::Drop { place, .. } => takes(place),
+                TerminatorKind::Call {
+                    args,
+                    destination,
+                    callee,
+                    ..
+                } => {
+                    if destination.local == l && destination.projection.is_empty() {
+                        defs += 1;
+                    }
+                    args.iter().any(moves)
+                        || (takes(destination) && !destination.projection.is_empty())
+                        || matches!(callee, kmir::Callee::Indirect { operand, .. } if moves(operand))
+                }
+                TerminatorKind::SwitchInt { discr, .. } => moves(discr),
+                TerminatorKind::InlineAsm { .. } => true,
+                _ => false,
+            };
+            if kills {
+                // The site itself may be the call that takes it.
+                killed_in.push(bi);
+                killed_by_terminator.push(bi);
+            }
+        }
+        if defs > 1 {
+            continue;
+        }
+        let mut reached = vec![false; n];
+        let mut stack: Vec<BlockId> = Vec::new();
+        for &b in &killed_in {
+            if let Some(r) = reached.get_mut(b as usize) {
+                *r = true;
+            }
+        }
+        for &b in killed_in.iter().chain(&killed_by_terminator) {
+            if let Some(blk) = body.blocks.get(b as usize) {
+                stack.extend(blk.terminator.kind.successors());
+            }
+        }
+        while let Some(b) = stack.pop() {
+            let Some(r) = reached.get_mut(b as usize) else {
+                continue;
+            };
+            if *r {
+                continue;
+            }
+            *r = true;
+            if let Some(blk) = body.blocks.get(b as usize) {
+                stack.extend(blk.terminator.kind.successors());
+            }
+        }
+        out.insert(l, reached);
+    }
+    out
+}
+
+/// Whether an rvalue moves out of, or mutably borrows, what `takes` says.
+fn rvalue_takes(
+    rvalue: &Rvalue,
+    takes: &impl Fn(&Place) -> bool,
+    moves: &impl Fn(&Operand) -> bool,
+) -> bool {
+    match rvalue {
+        Rvalue::Use(op) | Rvalue::Repeat { operand: op, .. } | Rvalue::Cast { operand: op, .. } => {
+            moves(op)
+        }
+        Rvalue::UnaryOp { operand, .. } => moves(operand),
+        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
+            moves(lhs) || moves(rhs)
+        }
+        Rvalue::Aggregate { operands, .. } => operands.iter().any(moves),
+        Rvalue::Ref {
+            mutable: true,
+            place,
+        }
+        | Rvalue::AddressOf {
+            mutable: true,
+            place,
+        } => takes(place) || place.local == place_root_local(place, takes),
+        _ => false,
+    }
+}
+
+fn place_root_local(place: &Place, takes: &impl Fn(&Place) -> bool) -> u32 {
+    // A mutable borrow of any part of the local, or through a pointer
+    // stored in it, may replace what it holds.
+    if takes(&Place {
+        local: place.local,
+        projection: Box::new([]),
+    }) {
+        place.local
+    } else {
+        u32::MAX
+    }
+}
+
+fn operand_ty(dump: &CrateDump, body: &Body, op: &Operand) -> Option<TyId> {
+    match op {
+        Operand::Copy(p) | Operand::Move(p) => dump.place_ty(body, p),
+        Operand::Constant(c) => Some(c.ty),
+        Operand::RuntimeChecks(_) => None,
+    }
+}
+
+fn is_pointer(dump: &CrateDump, ty: TyId) -> bool {
+    matches!(
+        dump.ty(ty).map(|t| &t.kind),
+        Some(TyKind::RawPtr { .. } | TyKind::Ref { .. })
+    )
+}
+
+fn is_unsafe_cell(dump: &CrateDump, ty: TyId) -> bool {
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(TyKind::Adt { path, .. }) => kmir::UNSAFE_CELLS.contains(&path.as_str()),
+        _ => false,
+    }
+}
+
+/// Whether a value of `ty` may change through a shared borrow of it: an
+/// `UnsafeCell` held in place, not behind a pointer. Types whose declared
+/// fields are all pointers (`Arc`, `ListArc`, `NonNull`) hold none in place
+/// whatever their arguments; every other type is asked the conservative
+/// question (`CrateDump::may_mutate_behind_shared`).
+fn inline_interior(dump: &CrateDump, ty: TyId) -> bool {
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(TyKind::RawPtr { .. } | TyKind::Ref { .. }) => false,
+        Some(TyKind::Adt { path, .. }) if pointers_only(dump, path, 0) => false,
+        _ => dump.may_mutate_behind_shared(ty),
+    }
+}
+
+/// Whether the ADT `path` holds, in place, only pointers, markers, and
+/// ADTs that do (its declared field types, looked up by their head path).
+fn pointers_only(dump: &CrateDump, path: &str, depth: u32) -> bool {
+    if depth > 4 || kmir::UNSAFE_CELLS.contains(&path) {
+        return false;
+    }
+    let Some(adt) = dump.adt(path) else {
+        return false;
+    };
+    adt.variants.iter().flat_map(|v| &v.fields).all(|f| {
+        let t = f.ty.trim();
+        if t.starts_with('*') || t.starts_with('&') {
+            return true;
+        }
+        let head = t.split('<').next().unwrap_or(t).trim();
+        matches!(
+            head,
+            "core::ptr::non_null::NonNull" | "core::ptr::NonNull" | "core::marker::PhantomData"
+        ) || (head.contains("::") && pointers_only(dump, head, depth + 1))
+    })
+}
