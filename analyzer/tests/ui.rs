@@ -918,3 +918,55 @@ fn spec_identity() {
     assert_eq!(code, 2, "{stderr}");
     insta::assert_snapshot!("spec_identity_arity", stderr);
 }
+
+/// `kanalyze summary` shows what object liveness knows of a function:
+/// where its result comes from, which arguments its last-reference
+/// expectation is about, and whether it is a sharing clone.
+#[test]
+fn borrowed_objects_summaries() {
+    let out = extract(&[CrateSpec::lib("ui/fp_borrowed_objects.rs")]);
+    let dir = out.dir.path();
+    let summary = |f: &str| -> String {
+        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
+            )
+            .args(["summary", "kmir", f])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let adopt = summary("fp_borrowed_objects::try_adopt");
+    assert!(adopt.contains("returns:     what `arg0` holds"), "{adopt}");
+    let consume = summary("fp_borrowed_objects::consume");
+    assert!(
+        consume.contains("only if what `arg0` holds is the last reference"),
+        "{consume}"
+    );
+    let current = summary("fp_borrowed_objects::current_of");
+    assert!(
+        current.contains("returns:     a sharing clone of what `arg0` points to"),
+        "{current}"
+    );
+    let clone = summary(
+        "<fp_borrowed_objects::arc::Arc<fp_borrowed_objects::Device> as std::clone::Clone>::clone",
+    );
+    assert!(
+        clone.contains("a sharing clone: the copy holds counts"),
+        "{clone}"
+    );
+    let derived = summary("<fp_borrowed_objects::Pair as std::clone::Clone>::clone");
+    assert!(
+        derived.contains("a sharing clone: the copy holds counts"),
+        "{derived}"
+    );
+    // The caller keeps the clone alive: nothing is expected of its callers.
+    let twice = summary("fp_borrowed_objects::twice_under_lock");
+    assert!(
+        !twice.contains("if a reference it drops is the last one"),
+        "{twice}"
+    );
+}
