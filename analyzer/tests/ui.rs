@@ -74,6 +74,8 @@ ui!(
     last_reference,
     fp_borrowed_objects,
     borrowed_objects,
+    fp_identity,
+    identity,
     callbacks,
     dyn_drop,
     limits_heap_fields,

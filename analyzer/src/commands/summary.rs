@@ -99,6 +99,11 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         let parts: Vec<String> = from.iter().map(analysis::Flow::describe).collect();
         lines.push(SummaryLine::keyed("returns", parts.join(", ")));
     }
+    if let Some((i, j)) = s.identity_test {
+        lines.push(SummaryLine::plain(format!(
+            "an identity test: returns non-zero only if the handles behind `arg{i}` and `arg{j}` hold one pointer"
+        )));
+    }
     if s.sharing_clone {
         lines.push(SummaryLine::plain(
             "a sharing clone: the copy holds counts on the objects its argument holds",

@@ -129,6 +129,7 @@ pub(crate) fn analyze_function(
             from.iter()
                 .all(|f| matches!(f, Flow::Read(0) | Flow::Clone(0)))
         });
+    summary.identity_test = body::origins::identity_test(&krate.dump, body);
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);
@@ -340,6 +341,7 @@ impl Runs {
                 self.last_from.map(|f| f.into_iter().collect())
             },
             sharing_clone: false,
+            identity_test: None,
         };
         let events = Events {
             violations: self.violations,

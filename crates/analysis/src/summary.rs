@@ -303,6 +303,11 @@ pub struct Summary {
     /// clone of a struct of them). An allocation in it (a deep copy) makes
     /// the result `Top` and the clone not sharing.
     pub sharing_clone: bool,
+    /// The function returns non-zero only if the handles its two arguments
+    /// point to (references to one single-pointer handle type, `&Arc<T>`)
+    /// hold the same pointer: `Arc::ptr_eq`. On a path where it did, a
+    /// handle compared with one a borrow keeps alive is not the last.
+    pub identity_test: Option<(u32, u32)>,
 }
 
 impl Summary {
@@ -329,6 +334,7 @@ impl Summary {
             ret_from: None,
             last_from: None,
             sharing_clone: false,
+            identity_test: None,
         }
     }
 

@@ -70,6 +70,12 @@ pub struct Origins {
     /// terminator a point that may take its value away reaches (absent:
     /// the local may hold several values).
     reached_by_kill: HashMap<u32, Vec<bool>>,
+    /// Like `reached_by_kill`, for locals compared by an identity test,
+    /// counting the local's own whole drops as no change: a drop that does
+    /// drop something finds the value the test saw.
+    unchanged_to: HashMap<u32, Vec<bool>>,
+    /// The identity tests (`Arc::ptr_eq`) the body calls.
+    identity_tests: Vec<IdentityTest>,
 }
 
 /// Rounds of the flow-insensitive scan before giving up (every local
@@ -125,6 +131,8 @@ impl Origins {
             written: empty(),
             shared: vec![false; body.arg_count as usize],
             reached_by_kill: HashMap::new(),
+            unchanged_to: HashMap::new(),
+            identity_tests: Vec::new(),
         };
         for k in 1..=body.arg_count {
             let i = k as usize;
@@ -164,7 +172,20 @@ impl Origins {
                 _ => None,
             })
             .collect();
-        o.reached_by_kill = kill_reach(body, &cloned);
+        o.reached_by_kill = kill_reach(body, &cloned, false);
+        o.identity_tests = identity_tests(body, sites, summary_of);
+        let compared: BTreeSet<u32> = o
+            .identity_tests
+            .iter()
+            .flat_map(|t| [&t.sides.0, &t.sides.1])
+            .filter_map(
+                |op| match o.operand(dump, op)?.into_iter().collect::<Vec<_>>()[..] {
+                    [Origin::Local(l)] => Some(l),
+                    _ => None,
+                },
+            )
+            .collect();
+        o.unchanged_to = kill_reach(body, &compared, true);
         o
     }
 
@@ -590,7 +611,11 @@ impl Origins {
 
 /// For each local given at most one value, the blocks whose terminator a
 /// point that may take the value away reaches (`Origins::alive_at`).
-fn kill_reach(body: &Body, locals: &BTreeSet<u32>) -> HashMap<u32, Vec<bool>> {
+fn kill_reach(
+    body: &Body,
+    locals: &BTreeSet<u32>,
+    own_drops_keep: bool,
+) -> HashMap<u32, Vec<bool>> {
     let mut out = HashMap::new();
     let n = body.blocks.len();
     for &l in locals {
@@ -601,7 +626,11 @@ fn kill_reach(body: &Body, locals: &BTreeSet<u32>) -> HashMap<u32, Vec<bool>> {
         let mut killed_in: Vec<BlockId> = Vec::new();
         let mut killed_by_terminator: Vec<BlockId> = Vec::new();
         let takes = |p: &Place| p.local == l && !p.projection.contains(&Projection::Deref);
-        let moves = |op: &Operand| matches!(op, Operand::Move(p) if takes(p));
+        // Where the site is a drop of the whole local (`own_drops_keep`), a
+        // move of the whole local does not change what that drop finds: if
+        // the drop drops anything, the local was not moved on the way
+        // (MIR's drop elaboration makes a drop after a move a no-op).
+        let moves = |op: &Operand| matches!(op, Operand::Move(p) if takes(p) && !(own_drops_keep && p.projection.is_empty()));
         for (bi, b) in body.blocks.iter().enumerate() {
             let bi = bi as BlockId;
             for st in &b.statements {
@@ -623,7 +652,10 @@ fn kill_reach(body: &Body, locals: &BTreeSet<u32>) -> HashMap<u32, Vec<bool>> {
                 }
             }
             let kills = match &b.terminator.kind {
-                TerminatorKind::Drop { place, .. } => takes(place),
+                TerminatorKind::Drop { place, .. } => {
+                    takes(place)
+                        && !(own_drops_keep && place.local == l && place.projection.is_empty())
+                }
                 TerminatorKind::Call {
                     args,
                     destination,
@@ -774,4 +806,308 @@ fn pointers_only(dump: &CrateDump, path: &str, depth: u32) -> bool {
             "core::ptr::non_null::NonNull" | "core::ptr::NonNull" | "core::marker::PhantomData"
         ) || (head.contains("::") && pointers_only(dump, head, depth + 1))
     })
+}
+
+/// The arguments `(i, j)` whose handles a function compares for identity:
+/// its body is `_0 = Eq(a, b)`, the only write to its result, where `a` and
+/// `b` are the pointer fields read straight from behind arguments `i` and
+/// `j`, both references to one handle type that holds nothing but that
+/// pointer (and markers): `Arc::ptr_eq`. Equal pointers are one object.
+pub fn identity_test(dump: &CrateDump, body: &Body) -> Option<(u32, u32)> {
+    let mut result = None;
+    let mut writes = 0;
+    for b in &body.blocks {
+        for st in &b.statements {
+            if let StatementKind::Assign { place, rvalue } = &st.kind
+                && place.local == 0
+            {
+                writes += 1;
+                if let Rvalue::BinaryOp {
+                    op: BinOp::Eq,
+                    lhs,
+                    rhs,
+                } = &**rvalue
+                {
+                    result = Some((lhs.clone(), rhs.clone()));
+                }
+            }
+        }
+        if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
+            && destination.local == 0
+        {
+            writes += 1;
+        }
+    }
+    if writes != 1 {
+        return None;
+    }
+    let (lhs, rhs) = result?;
+    let i = handle_pointer_of(dump, body, &lhs)?;
+    let j = handle_pointer_of(dump, body, &rhs)?;
+    let ty = |k: u32| body.local(k + 1).map(|l| l.ty);
+    (i != j && ty(i).is_some() && ty(i) == ty(j)).then_some((i, j))
+}
+
+/// The argument whose handle's pointer `op` is: a copy (through casts) of
+/// `(*_k).f`, where `_k: &H` and `H` holds that pointer and only markers
+/// besides.
+fn handle_pointer_of(dump: &CrateDump, body: &Body, op: &Operand) -> Option<u32> {
+    let mut place = match op {
+        Operand::Copy(p) | Operand::Move(p) => p.clone(),
+        _ => return None,
+    };
+    // Follow `_3 = copy _4 as *const T (Transmute)` and plain copies back
+    // to their single definition.
+    for _ in 0..4 {
+        if place.projection.len() == 2
+            && place.projection[0] == Projection::Deref
+            && matches!(place.projection[1], Projection::Field { .. })
+            && place.local >= 1
+            && place.local <= body.arg_count
+        {
+            let arg_ty = body.local(place.local)?.ty;
+            let TyKind::Ref { pointee, .. } = dump.ty(arg_ty)?.kind else {
+                return None;
+            };
+            return single_pointer_handle(dump, pointee).then_some(place.local - 1);
+        }
+        if !place.projection.is_empty() {
+            return None;
+        }
+        place = single_def(body, place.local)?;
+    }
+    None
+}
+
+/// What the only assignment to `local` copies or casts, if that is all it
+/// is.
+fn single_def(body: &Body, local: u32) -> Option<Place> {
+    let mut found = None;
+    for b in &body.blocks {
+        for st in &b.statements {
+            if let StatementKind::Assign { place, rvalue } = &st.kind
+                && place.local == local
+            {
+                if found.is_some() || !place.projection.is_empty() {
+                    return None;
+                }
+                found = Some(match &**rvalue {
+                    Rvalue::Use(Operand::Copy(p) | Operand::Move(p))
+                    | Rvalue::Cast {
+                        operand: Operand::Copy(p) | Operand::Move(p),
+                        ..
+                    } => p.clone(),
+                    _ => return None,
+                });
+            }
+        }
+    }
+    found
+}
+
+/// A handle type holding exactly one pointer and markers (`Arc<T>`:
+/// `ptr: NonNull<ArcInner<T>>`, `_p: PhantomData<..>`).
+fn single_pointer_handle(dump: &CrateDump, ty: TyId) -> bool {
+    let Some(TyKind::Adt { path, .. }) = dump.ty(ty).map(|t| &t.kind) else {
+        return false;
+    };
+    let Some(adt) = dump.adt(path) else {
+        return false;
+    };
+    if adt.variants.len() != 1 {
+        return false;
+    }
+    let mut pointers = 0;
+    for f in adt.variants.iter().flat_map(|v| &v.fields) {
+        let t = f.ty.trim();
+        let head = t.split('<').next().unwrap_or(t).trim();
+        if head == "core::marker::PhantomData" {
+            continue;
+        }
+        if t.starts_with('*')
+            || matches!(head, "core::ptr::non_null::NonNull" | "core::ptr::NonNull")
+        {
+            pointers += 1;
+        } else {
+            return false;
+        }
+    }
+    pointers == 1
+}
+
+impl Origins {
+    /// Whether the drop ending `block`, of a local as a whole, releases a
+    /// handle that an identity test said equals a handle in borrowed
+    /// memory (`Arc::ptr_eq(borrowed, &l)`), on every path to the drop: it
+    /// is reached only through the test's true branch, and the local holds
+    /// the value it had at the test (given one value, and nothing but its
+    /// own drops and moves may take it away).
+    pub fn identity_backed(
+        &self,
+        dump: &CrateDump,
+        body: &Body,
+        block: BlockId,
+        terminator: &TerminatorKind,
+        last_from: Option<&[u32]>,
+    ) -> bool {
+        if self.identity_tests.is_empty() {
+            return false;
+        }
+        // The local released as a whole: dropped, or moved into a call
+        // whose last-reference expectation is about that argument only
+        // (`drop(old)`).
+        let released = match terminator {
+            TerminatorKind::Drop { place, .. } => Some(place),
+            TerminatorKind::Call { args, .. } => match last_from {
+                Some(&[k]) => match args.get(k as usize) {
+                    Some(Operand::Move(p)) => Some(p),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(dropped) = released.filter(|p| p.projection.is_empty()) else {
+            return false;
+        };
+        // A temporary moved into right before the release (`_12 = move _2;
+        // drop(move _12)`): the local it was moved from.
+        let l = body
+            .blocks
+            .get(block as usize)
+            .and_then(|b| {
+                b.statements.iter().rev().find_map(|st| match &st.kind {
+                    StatementKind::Assign { place, rvalue }
+                        if place.local == dropped.local && place.projection.is_empty() =>
+                    {
+                        match &**rvalue {
+                            Rvalue::Use(Operand::Move(from)) if from.projection.is_empty() => {
+                                Some(from.local)
+                            }
+                            _ => Some(u32::MAX),
+                        }
+                    }
+                    _ => None,
+                })
+            })
+            .filter(|&l| l != u32::MAX)
+            .unwrap_or(dropped.local);
+        let unchanged = self
+            .unchanged_to
+            .get(&l)
+            .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached));
+        if !unchanged {
+            return false;
+        }
+        self.identity_tests.iter().any(|t| {
+            let is_l = |op: &Operand| self.operand(dump, op) == one_origin(Origin::Local(l));
+            let borrowed = |op: &Operand| {
+                self.operand(dump, op).is_some_and(|s| {
+                    !s.is_empty()
+                        && s.iter().all(
+                            |o| matches!(o, Origin::Arg(Flow::Shared(k)) if self.is_shared(*k)),
+                        )
+                })
+            };
+            let (a, b) = (&t.sides.0, &t.sides.1);
+            let pair = (is_l(a) && borrowed(b)) || (is_l(b) && borrowed(a));
+            let same_type = body.local(l).map(|d| d.ty).is_some_and(|ty| {
+                [a, b].iter().all(|op| {
+                    operand_ty(dump, body, op)
+                        .and_then(|r| dump.pointee(r))
+                        .is_some_and(|p| p == ty)
+                })
+            });
+            pair && same_type && t.true_at.get(block as usize).copied().unwrap_or(false)
+        })
+    }
+}
+
+/// A call of an identity test in a body: the two handles it compares (the
+/// call's operands) and where its result is known true.
+#[derive(Clone, Debug)]
+pub struct IdentityTest {
+    pub sides: (Operand, Operand),
+    /// The blocks reached only through a branch taken when the test
+    /// returned non-zero.
+    pub true_at: Vec<bool>,
+}
+
+/// The identity tests a body calls (by the callees' summaries).
+pub fn identity_tests(
+    body: &Body,
+    sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+    summary_of: &dyn Summaries,
+) -> Vec<IdentityTest> {
+    let mut out = Vec::new();
+    for (bi, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Call {
+            args, destination, ..
+        } = &b.terminator.kind
+        else {
+            continue;
+        };
+        let Some(ts) = sites.get(&(bi as BlockId)) else {
+            continue;
+        };
+        let [t] = ts.as_slice() else { continue };
+        let Some((i, j)) = summary_of.get(t.callee).identity_test else {
+            continue;
+        };
+        if !destination.projection.is_empty() {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (args.get(i as usize), args.get(j as usize)) {
+            out.push(IdentityTest {
+                sides: (a.clone(), b.clone()),
+                true_at: true_branch_only(body, destination.local),
+            });
+        }
+    }
+    out
+}
+
+/// The blocks every path to which takes a branch of a `switchInt` on local
+/// `t` for a non-zero value: not reachable from the entry once those edges
+/// are removed.
+fn true_branch_only(body: &Body, t: u32) -> Vec<bool> {
+    let n = body.blocks.len();
+    // Edges (from, to) taken only when `t` is non-zero.
+    let mut true_edges: Vec<(BlockId, BlockId)> = Vec::new();
+    for (bi, b) in body.blocks.iter().enumerate() {
+        if let TerminatorKind::SwitchInt {
+            discr: Operand::Copy(p) | Operand::Move(p),
+            targets,
+            otherwise,
+        } = &b.terminator.kind
+            && p.local == t
+            && p.projection.is_empty()
+            && targets.iter().all(|x| x.value == 0)
+            && targets.iter().all(|x| x.target != *otherwise)
+        {
+            true_edges.push((bi as BlockId, *otherwise));
+        }
+    }
+    if true_edges.is_empty() {
+        return vec![false; n];
+    }
+    let mut reached = vec![false; n];
+    let mut stack: Vec<BlockId> = vec![0];
+    while let Some(b) = stack.pop() {
+        let Some(r) = reached.get_mut(b as usize) else {
+            continue;
+        };
+        if *r {
+            continue;
+        }
+        *r = true;
+        if let Some(blk) = body.blocks.get(b as usize) {
+            for s in blk.terminator.kind.successors() {
+                if !true_edges.contains(&(b, s)) {
+                    stack.push(s);
+                }
+            }
+        }
+    }
+    reached.iter().map(|r| !r).collect()
 }

@@ -165,7 +165,14 @@ impl<'r, 'a> Reader<'r, 'a> {
         // What the site releases: all of it kept alive by a borrow that
         // outlives this function, none of it can be a last reference.
         let released = analysis.released(&terminator.kind, summary);
-        let backed = analysis.origins.backed(&released, block);
+        let backed = analysis.origins.backed(&released, block)
+            || analysis.origins.identity_backed(
+                analysis.dump,
+                analysis.body,
+                block,
+                &terminator.kind,
+                summary.last_from.as_deref(),
+            );
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is
