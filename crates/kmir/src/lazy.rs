@@ -38,6 +38,17 @@ pub struct BodyTable {
     /// Per instance, in `CrateDump::instances` order: where its body's
     /// encoding lies in `bytes`, or `None` for an instance without a body.
     ranges: Vec<Option<Range<u32>>>,
+    /// Per instance: what linking needs of a body without decoding it.
+    facts: Vec<BodyFacts>,
+}
+
+/// What is known of a body without decoding it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BodyFacts {
+    /// `Body::arg_count`.
+    pub arg_count: u32,
+    /// `Body::drop_elaborated`.
+    pub drop_elaborated: bool,
 }
 
 impl std::fmt::Debug for BodyTable {
@@ -70,6 +81,12 @@ impl BodyTable {
     /// Whether instance `instance` has a body.
     pub fn has(&self, instance: usize) -> bool {
         matches!(self.ranges.get(instance), Some(Some(_)))
+    }
+
+    /// What is known of instance `instance`'s body without decoding it,
+    /// if it has one.
+    pub fn facts(&self, instance: usize) -> Option<BodyFacts> {
+        self.has(instance).then(|| self.facts[instance])
     }
 
     /// The bytes of the file the bodies are decoded from.
@@ -114,7 +131,12 @@ impl BodyTable {
     /// table does.
     #[cfg(test)]
     fn from_parts(bytes: Arc<[u8]>, ranges: Vec<Option<Range<u32>>>) -> BodyTable {
-        BodyTable { bytes, ranges }
+        let facts = vec![BodyFacts::default(); ranges.len()];
+        BodyTable {
+            bytes,
+            ranges,
+            facts,
+        }
     }
 }
 
@@ -189,9 +211,16 @@ pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
         other => other,
     })?;
     validate(&dump).map_err(|reason| Problem::Invalid { reason })?;
-    for inst in &mut dump.instances {
-        inst.body = None;
-    }
+    let facts = dump
+        .instances
+        .iter_mut()
+        .map(|inst| {
+            inst.body.take().map_or_else(BodyFacts::default, |b| BodyFacts {
+                arg_count: b.arg_count,
+                drop_elaborated: b.drop_elaborated,
+            })
+        })
+        .collect();
     // Payload offsets to file offsets (the file is below 4 GiB, checked above).
     let ranges = payload_ranges
         .into_iter()
@@ -201,7 +230,11 @@ pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
         .collect();
     Ok(LazyDump {
         dump,
-        bodies: BodyTable { bytes, ranges },
+        bodies: BodyTable {
+            bytes,
+            ranges,
+            facts,
+        },
     })
 }
 
@@ -422,6 +455,13 @@ mod tests {
         assert!(lazy.dump.instances.iter().all(|i| i.body.is_none()));
         for (i, inst) in eager.instances.iter().enumerate() {
             assert_eq!(lazy.bodies.has(i), inst.body.is_some());
+            assert_eq!(
+                lazy.bodies.facts(i),
+                inst.body.as_ref().map(|b| BodyFacts {
+                    arg_count: b.arg_count,
+                    drop_elaborated: b.drop_elaborated
+                })
+            );
             assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);
             // Twice: decoding does not consume anything.
             assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);

@@ -16,7 +16,7 @@ pub use codec::{
     FORMAT_VERSION, LoadError, MAGIC, Problem, decode, decode_payload, encode, read_file,
     write_file,
 };
-pub use lazy::{BodyTable, LazyDump, decode_lazy, read_file_lazy};
+pub use lazy::{BodyFacts, BodyTable, LazyDump, decode_lazy, read_file_lazy};
 pub use model::*;
 pub use name::Name;
 pub use validate::validate;

@@ -88,10 +88,13 @@ impl std::fmt::Display for LinkProblem {
 /// canonically where another crate's copy may not (a doctest crate's copy
 /// of `kernel::f` is named `doctests_…::rust_doctest_…::kernel::f`).
 /// Among equal ranks the crate that sorts first wins (see [`link`]).
-fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
-    let elaborated = inst.body.as_ref().is_some_and(|b| b.drop_elaborated);
+fn rank(c: &LinkedCrate, ii: u32) -> (bool, bool, bool, bool) {
+    let inst = &c.dump.instances[ii as usize];
+    let krate = c.dump.header.crate_name.as_str();
+    let facts = c.body_facts(ii);
+    let elaborated = facts.is_some_and(|b| b.drop_elaborated);
     let defining = inst.item_path.split("::").next() == Some(krate);
-    (inst.body.is_some(), elaborated, inst.codegenned, defining)
+    (facts.is_some(), elaborated, inst.codegenned, defining)
 }
 
 /// Names as every dump would print them. A crate prints an item of another
@@ -323,7 +326,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         match seen.get(&key) {
             Some(&first) => {
                 let crate_name = key.0.to_string();
-                if crates[first].dump == crates[i].dump {
+                if crates[first].same_content(&crates[i]) {
                     keep[i] = false;
                     let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
                     problems.push(LinkProblem::IdenticalDuplicate {
@@ -408,20 +411,13 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         }
     }
     copies.par_sort_unstable();
-    let instance = |ci: u32, ii: u32| {
-        let c = &crates[ci as usize];
-        (
-            &c.dump.instances[ii as usize],
-            c.dump.header.crate_name.as_str(),
-        )
-    };
     let mut best: Vec<(&str, u32, u32)> = Vec::new();
     for copy in copies {
         match best.last_mut() {
             Some(current) if current.0 == copy.0 => {
-                let (inst, krate) = instance(copy.1, copy.2);
-                let (cur, cur_krate) = instance(current.1, current.2);
-                if rank(inst, krate) > rank(cur, cur_krate) {
+                if rank(&crates[copy.1 as usize], copy.2)
+                    > rank(&crates[current.1 as usize], current.2)
+                {
                     *current = copy;
                 }
             }
@@ -435,7 +431,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         .par_iter()
         .map(|&(_, ci, ii)| {
             let inst = &crates[ci as usize].dump.instances[ii as usize];
-            let kind = if inst.body.is_some() {
+            let kind = if crates[ci as usize].has_body(ii) {
                 FnKind::Body {
                     krate: ci,
                     instance: ii,
@@ -578,11 +574,9 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                 let FnKind::Body { krate, instance } = f.kind else {
                     return None;
                 };
-                let body = crates[krate as usize].dump.instances[instance as usize]
-                    .body
-                    .as_ref()?;
+                let body = crates[krate as usize].body(instance)?;
                 let mut taken = Vec::new();
-                collect_address_taken(body, &by_symbol, &mut taken);
+                collect_address_taken(&body, &by_symbol, &mut taken);
                 Some(taken)
             })
             .flatten_iter()
@@ -645,9 +639,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             let mut out = FnSites::default();
             let caller = FnId(i as u32);
             let inst = &crates[krate as usize].dump.instances[instance as usize];
-            let Some(body) = &inst.body else {
-                return None;
-            };
+            let body = crates[krate as usize].body(instance)?;
             for (bi, block) in body.blocks.iter().enumerate() {
                 let span = block.terminator.span;
                 let site = |kind| Edge {

@@ -7,10 +7,9 @@ use test_harness::{CrateSpec, Extracted, extract};
 fn loaded(out: &Extracted) -> Vec<LinkedCrate> {
     out.dump_paths()
         .into_iter()
-        .map(|path| LinkedCrate {
-            dump: kmir::read_file(&path).unwrap(),
-            path,
-            modified: None,
+        .map(|path| {
+            let dump = kmir::read_file_lazy(&path).unwrap();
+            LinkedCrate::lazy(path, dump, None)
         })
         .collect()
 }
@@ -163,21 +162,9 @@ fn duplicate_dumps_are_reported_and_skipped() {
     changed.instances.pop();
     let at = |s| Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
     let crates = vec![
-        LinkedCrate {
-            path: "a/graph.kmir".into(),
-            dump: dump.clone(),
-            modified: at(10),
-        },
-        LinkedCrate {
-            path: "b/graph.kmir".into(),
-            dump: dump.clone(),
-            modified: at(20),
-        },
-        LinkedCrate {
-            path: "c/graph.kmir".into(),
-            dump: changed.clone(),
-            modified: at(30),
-        },
+        LinkedCrate::eager("a/graph.kmir".into(), dump.clone(), at(10)),
+        LinkedCrate::eager("b/graph.kmir".into(), dump.clone(), at(20)),
+        LinkedCrate::eager("c/graph.kmir".into(), changed.clone(), at(30)),
     ];
     let (p, problems) = program::link(crates);
     assert_eq!(p.stats.crates, 1);
