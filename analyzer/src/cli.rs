@@ -283,6 +283,11 @@ pub struct AnalysisArgs {
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
 
+    /// Benchmarking aid (docs/performance.md): keep every body once it is
+    /// decoded, instead of decoding it for each use and freeing it after.
+    #[arg(long = "keep-bodies", hide = true)]
+    pub keep_bodies: bool,
+
     /// Draw no progress bar. One is drawn on stderr only when it is a
     /// terminal, `CI` is not set, the output is text and the run lasts
     /// more than a second.

@@ -88,6 +88,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     }
     let progress = crate::progress::Progress::for_args(args);
     let (program, load) = input::load_program_with(paths, &progress)?;
+    program.keep_bodies(args.keep_bodies);
     let t = crate::timings::mark();
     let profile = match (args.profile, &args.profile_origin) {
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),

@@ -150,7 +150,7 @@ pub(crate) fn split_like_callee(
     // Also a function that drops its first argument, taken by value, whole
     // (`mem::drop::<S>`): split by value on the field its drop glue splits
     // on.
-    let by_value_drop = inst.body.as_ref().and_then(|body| {
+    let by_value_drop = input.program.body(f).and_then(|body| {
         body.blocks.iter().position(|b| {
             matches!(&b.terminator.kind, kmir::TerminatorKind::Drop { place, .. }
                 if place.local == 1 && place.projection.is_empty())

@@ -60,12 +60,13 @@ pub(crate) fn analyze_function(
             },
         };
     }
-    let Some((krate, inst)) = program.body_of(f) else {
+    let Some((krate, _)) = program.body_of(f) else {
         return Analyzed::quiet(Summary::neutral(Source::Builtin));
     };
-    let Some(body) = &inst.body else {
+    let Some(body) = program.body(f) else {
         return Analyzed::quiet(Summary::neutral(Source::Builtin));
     };
+    let body: &kmir::Body = &body;
     let declared = declared(input, f);
     if let Some(d) = &declared
         && d.unchecked

@@ -95,7 +95,7 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
     let bodies: Vec<_> = program.bodies().collect();
     let found: Vec<Vec<Registration>> = bodies
         .par_iter()
-        .map(|&(id, _, inst)| body_registrations(input, id, inst))
+        .map(|&(id, _, _)| body_registrations(input, id))
         .collect();
     for r in found.into_iter().flatten() {
         add(r);
@@ -117,10 +117,10 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
 
 /// The registrations one body makes: function pointers passed to C
 /// functions with a contract, and those stored in constants it uses.
-fn body_registrations(input: &Input<'_>, id: FnId, inst: &kmir::Instance) -> Vec<Registration> {
+fn body_registrations(input: &Input<'_>, id: FnId) -> Vec<Registration> {
     let program = input.program;
     let mut out = Vec::new();
-    let Some(body) = &inst.body else {
+    let Some(body) = program.body(id) else {
         return out;
     };
     let krate = krate_index(program, id);
@@ -142,7 +142,7 @@ fn body_registrations(input: &Input<'_>, id: FnId, inst: &kmir::Instance) -> Vec
         for cb in &spec.callbacks {
             let symbols = args
                 .get(cb.arg as usize)
-                .and_then(|op| analysis::fn_pointer_source(body, op, 0))
+                .and_then(|op| analysis::fn_pointer_source(&body, op, 0))
                 .unwrap_or_default();
             for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                 out.push(Registration {
@@ -164,7 +164,7 @@ fn body_registrations(input: &Input<'_>, id: FnId, inst: &kmir::Instance) -> Vec
             // A constant that an inlined standard library function
             // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
             // is shown at the function's own code around it.
-            let span = crate::placement::own_span_near(program, krate, body, span);
+            let span = crate::placement::own_span_near(program, krate, &body, span);
             out.extend(stored(input, &m.fn_fields, Loc { krate, span }, Some(id)));
         }
     }
@@ -359,11 +359,11 @@ fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) ->
 /// (at most 3): where the path leaves the function.
 fn path_notes(input: &Input<'_>, f: FnId, reason: &Reason, the_drop: &str) -> Vec<Note> {
     let mut notes = Vec::new();
-    let Some(body) = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref()) else {
+    let Some(body) = input.program.body(f) else {
         return notes;
     };
     let name = &input.program.function(f).name;
-    let (var, exits) = crate::placement::paths_through_drop(body, reason.block);
+    let (var, exits) = crate::placement::paths_through_drop(&body, reason.block);
     let what = var.map_or_else(|| "the value".to_string(), |v| format!("`{v}`"));
     let many = exits.len() > 1;
     for (i, e) in exits.iter().take(3).enumerate() {

@@ -143,7 +143,7 @@ impl Checks<'_> {
                 continue;
             };
             let dump = &program.crates[krate as usize].dump;
-            let Some(body) = &dump.instances[instance as usize].body else {
+            let Some(body) = program.crates[krate as usize].body(instance) else {
                 continue;
             };
             for block in &body.blocks {

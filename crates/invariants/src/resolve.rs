@@ -205,13 +205,15 @@ pub fn resolve(
                 for storer in stored_by {
                     let mut found = false;
                     let mut stores_it = false;
-                    for (_, krate, inst) in program.bodies() {
+                    for (id, krate, inst) in program.bodies() {
                         if inst.item_path != *storer {
                             continue;
                         }
-                        let Some(body) = &inst.body else { continue };
+                        let Some(body) = program.body(id) else {
+                            continue;
+                        };
                         found = true;
-                        stores_it |= !store_sites(&krate.dump, body, ty, index).is_empty();
+                        stores_it |= !store_sites(&krate.dump, &body, ty, index).is_empty();
                     }
                     if !found {
                         problems.push(missing(d, "stored_by", storer));
@@ -238,7 +240,9 @@ pub fn resolve(
         let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
             continue;
         };
-        let Some(body) = &inst.body else { continue };
+        let Some(body) = program.body(f) else {
+            continue;
+        };
         for (block, b) in body.blocks.iter().enumerate() {
             let TerminatorKind::Drop { place, .. } = &b.terminator.kind else {
                 continue;
@@ -257,13 +261,16 @@ pub fn resolve(
         }
     }
     // The stores the empty-when-stored declarations cover.
-    for (f, krate, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
+    // (Every body is decoded for this: only when there are stores to cover.)
+    for (f, krate, inst) in program.bodies().filter(|_| !stores.is_empty()) {
+        let Some(body) = program.body(f) else {
+            continue;
+        };
         for &(d, ty, index, stored_by) in &stores {
             if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
                 continue;
             }
-            for block in store_sites(&krate.dump, body, ty, index) {
+            for block in store_sites(&krate.dump, &body, ty, index) {
                 elided.entry(f).or_default().push((block, d));
             }
         }
@@ -519,18 +526,20 @@ enum Emptier {
 fn writes_field(program: &Program, path: &str, ty: &str, field: u32) -> Emptier {
     let mut found = false;
     let mut writes = false;
-    for (_, krate, inst) in program.bodies() {
+    for (id, krate, inst) in program.bodies() {
         if inst.item_path != path {
             continue;
         }
-        let Some(body) = &inst.body else { continue };
+        let Some(body) = program.body(id) else {
+            continue;
+        };
         found = true;
-        let points = emptying_points(&krate.dump, body, ty, field);
+        let points = emptying_points(&krate.dump, &body, ty, field);
         if points.is_empty() {
             continue;
         }
         writes = true;
-        if let Some(store) = store_after_emptying(&krate.dump, body, ty, field, &points) {
+        if let Some(store) = store_after_emptying(&krate.dump, &body, ty, field, &points) {
             return Emptier::Refills(store);
         }
     }
@@ -714,8 +723,8 @@ const MEM_DROP: &[&str] = &["core::mem::drop", "std::mem::drop", "alloc::mem::dr
 fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, BlockId)> {
     use std::collections::HashSet;
     let body_of = |f: FnId| {
-        let (krate, inst) = program.body_of(f)?;
-        Some((&krate.dump, inst.body.as_ref()?))
+        let (krate, _) = program.body_of(f)?;
+        Some((&krate.dump, program.body(f)?))
     };
     // Only bodies that borrow the field, and (transitively) the callers of
     // functions found to return what was taken out of it, can take
@@ -723,14 +732,16 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
     // time it joins `returning`.
     let mut relevant: HashSet<FnId> = HashSet::new();
     let mut work: Vec<FnId> = Vec::new();
-    for (f, krate, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
+    for (f, krate, _) in program.bodies() {
+        let Some(body) = program.body(f) else {
+            continue;
+        };
         let mut borrows = false;
-        kmir::visit::for_each_assign(body, |_, rvalue, _| {
+        kmir::visit::for_each_assign(&body, |_, rvalue, _| {
             if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } =
                 rvalue
             {
-                borrows |= is_field_of(&krate.dump, body, r, ty, field);
+                borrows |= is_field_of(&krate.dump, &body, r, ty, field);
             }
         });
         if borrows {
@@ -751,7 +762,7 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
                 .lookup(symbol)
                 .is_some_and(|g| returning.contains(&g))
         };
-        if taken_out(dump, body, ty, field, &returns_taken).contains(&0) {
+        if taken_out(dump, &body, ty, field, &returns_taken).contains(&0) {
             returning.insert(f);
             for (caller, _) in program.callers(f) {
                 relevant.insert(caller);
@@ -776,7 +787,7 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
         let Some((dump, body)) = body_of(f) else {
             continue;
         };
-        let taken = taken_out(dump, body, ty, field, &returns_taken);
+        let taken = taken_out(dump, &body, ty, field, &returns_taken);
         if taken.is_empty() {
             continue;
         }

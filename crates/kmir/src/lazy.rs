@@ -25,7 +25,9 @@ use std::sync::Arc;
 use bincode::de::{Decode, Decoder, DecoderImpl};
 use bincode::error::{AllowedEnumVariants, DecodeError};
 
-use crate::codec::{LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix, config, describe};
+use crate::codec::{
+    LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix, config, describe,
+};
 use crate::model::*;
 use crate::validate::validate;
 
@@ -215,18 +217,18 @@ pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
         .instances
         .iter_mut()
         .map(|inst| {
-            inst.body.take().map_or_else(BodyFacts::default, |b| BodyFacts {
-                arg_count: b.arg_count,
-                drop_elaborated: b.drop_elaborated,
-            })
+            inst.body
+                .take()
+                .map_or_else(BodyFacts::default, |b| BodyFacts {
+                    arg_count: b.arg_count,
+                    drop_elaborated: b.drop_elaborated,
+                })
         })
         .collect();
     // Payload offsets to file offsets (the file is below 4 GiB, checked above).
     let ranges = payload_ranges
         .into_iter()
-        .map(|r| {
-            r.map(|r| (r.start + PREFIX_LEN) as u32..(r.end + PREFIX_LEN) as u32)
-        })
+        .map(|r| r.map(|r| (r.start + PREFIX_LEN) as u32..(r.end + PREFIX_LEN) as u32))
         .collect();
     Ok(LazyDump {
         dump,
@@ -285,7 +287,9 @@ where
     let files = Vec::<Name>::decode(d)?;
     let types = Vec::<Ty>::decode(d)?;
     let n = u64::decode(d)?;
-    let n: usize = n.try_into().map_err(|_| DecodeError::OutsideUsizeRange(n))?;
+    let n: usize = n
+        .try_into()
+        .map_err(|_| DecodeError::OutsideUsizeRange(n))?;
     d.claim_container_read::<Instance>(n)?;
     let mut instances = Vec::with_capacity(n);
     let mut ranges = Vec::with_capacity(n);
@@ -506,12 +510,8 @@ mod tests {
         let good = lazy.bodies.ranges[2].clone().expect("has a body");
         let outside = BodyTable::from_parts(bytes.clone(), vec![Some(good.start..u32::MAX)]);
         let err = outside.decode(0).expect_err("out of the file");
-        assert!(
-            err.to_string().contains("outside the payload"),
-            "{err}"
-        );
-        let truncated =
-            BodyTable::from_parts(bytes.clone(), vec![Some(good.start..good.end - 1)]);
+        assert!(err.to_string().contains("outside the payload"), "{err}");
+        let truncated = BodyTable::from_parts(bytes.clone(), vec![Some(good.start..good.end - 1)]);
         let err = truncated.decode(0).expect_err("cut short");
         assert!(
             err.to_string()

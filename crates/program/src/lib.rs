@@ -160,6 +160,7 @@ impl LinkedCrate {
         {
             return Some(BodyRef::Decoded(b.clone()));
         }
+        BODIES_DECODED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let body = match l.table.decode(i) {
             Ok(body) => body?,
             // The bytes are the file's, checked and decoded once at load
@@ -180,12 +181,10 @@ impl LinkedCrate {
     /// Whether two crates hold the same dump, bodies included.
     pub fn same_content(&self, other: &LinkedCrate) -> bool {
         self.dump == other.dump
-            && (0..self.dump.instances.len() as u32).all(|i| {
-                match (self.body(i), other.body(i)) {
-                    (Some(a), Some(b)) => *a == *b,
-                    (None, None) => true,
-                    _ => false,
-                }
+            && (0..self.dump.instances.len() as u32).all(|i| match (self.body(i), other.body(i)) {
+                (Some(a), Some(b)) => *a == *b,
+                (None, None) => true,
+                _ => false,
             })
     }
 
@@ -201,6 +200,14 @@ impl LinkedCrate {
             }
         }
     }
+}
+
+static BODIES_DECODED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many bodies this process has decoded on demand so far (for
+/// `--timings`; the decode at load is not counted).
+pub fn bodies_decoded() -> u64 {
+    BODIES_DECODED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
