@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use findings::{Finding, Loc, Note, Severity};
 use kmir::TerminatorKind;
 use kmir::visit::{branch_conditions, operand_locals, value_sources, value_sources_with};
-use program::{FnId, FnKind, Program};
+use program::{FnId, Program};
 
 use crate::krate_index;
 
@@ -222,6 +222,10 @@ fn assertions(dump: &kmir::CrateDump, body: &kmir::Body) -> Vec<(usize, Vec<kmir
 pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
     let mut sites: BTreeMap<(u32, kmir::Span), Site> = BTreeMap::new();
     for (id, krate, inst) in program.bodies() {
+        // Decoded only where it can count (below).
+        if !program.body_facts(id).is_some_and(|b| b.drop_elaborated) {
+            continue;
+        }
         let Some(body) = program.body(id) else {
             continue;
         };
@@ -299,10 +303,7 @@ enum Why {
 /// constants propagated).
 fn source_body(program: &Program, f: FnId) -> Option<(&program::LinkedCrate, &kmir::Instance)> {
     let (krate, inst) = program.body_of(f)?;
-    let FnKind::Body { instance, .. } = program.function(f).kind else {
-        return None;
-    };
-    let body = krate.body_facts(instance)?;
+    let body = program.body_facts(f)?;
     (body.drop_elaborated
         && matches!(
             inst.kind,

@@ -360,6 +360,10 @@ pub struct Program {
     /// closures, fn pointers in statics): code outside the program, or
     /// calls through pointers, may call them.
     pub address_taken: std::collections::BTreeSet<FnId>,
+    /// Every direct call's callee with its number of arguments, in the
+    /// order of the functions and their sites (gathered by the link, so
+    /// that the arities need no other pass over the bodies).
+    pub call_arities: Vec<(FnId, u32)>,
     pub stats: LinkStats,
 }
 
@@ -387,6 +391,14 @@ impl Program {
     pub fn body(&self, id: FnId) -> Option<BodyRef<'_>> {
         match self.function(id).kind {
             FnKind::Body { krate, instance } => self.crates[krate as usize].body(instance),
+            _ => None,
+        }
+    }
+
+    /// What is known of `id`'s body without decoding it.
+    pub fn body_facts(&self, id: FnId) -> Option<kmir::BodyFacts> {
+        match self.function(id).kind {
+            FnKind::Body { krate, instance } => self.crates[krate as usize].body_facts(instance),
             _ => None,
         }
     }
@@ -520,7 +532,7 @@ impl Program {
                 add_arity(&mut seen, t, body.arg_count);
             }
         }
-        for (f, n) in self.called_arities() {
+        for &(f, n) in &self.call_arities {
             let f = self.function(f);
             if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
                 add_arity(&mut seen, &f.item_path, n);
@@ -536,7 +548,7 @@ impl Program {
     /// variadic called with different counts is left out.
     pub fn foreign_arities(&self) -> HashMap<String, u32> {
         let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
-        for (f, n) in self.called_arities() {
+        for &(f, n) in &self.call_arities {
             let f = self.function(f);
             if f.kind == FnKind::Foreign {
                 add_arity(&mut seen, &f.symbol, n);
@@ -544,29 +556,6 @@ impl Program {
         }
         seen.into_iter()
             .filter_map(|(name, n)| Some((name.to_string(), n?)))
-            .collect()
-    }
-
-    /// Every direct call's callee with its number of arguments.
-    /// Gathered in parallel, in the order of the functions and their sites.
-    fn called_arities(&self) -> Vec<(FnId, u32)> {
-        use rayon::prelude::*;
-        (0..self.functions.len())
-            .into_par_iter()
-            .filter_map(|i| self.body(FnId(i as u32)))
-            .flat_map_iter(|body| {
-                body.blocks
-                    .iter()
-                    .filter_map(|block| match &block.terminator.kind {
-                        kmir::TerminatorKind::Call {
-                            callee: kmir::Callee::Direct { symbol },
-                            args,
-                            ..
-                        } => Some((self.lookup(symbol)?, args.len() as u32)),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-            })
             .collect()
     }
 
