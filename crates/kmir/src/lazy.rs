@@ -29,19 +29,38 @@ use crate::codec::{
     LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix, config, describe,
 };
 use crate::model::*;
-use crate::validate::validate;
+use crate::validate::{Early, check_body, check_body_early, validate_with};
 
 /// The bodies of one dump, each decodable alone.
 #[derive(Clone)]
 pub struct BodyTable {
     /// The whole file, prefix included (offsets in `ranges` and in errors
     /// are file offsets, as in every other message about a dump).
-    bytes: Arc<[u8]>,
+    bytes: Source,
+    /// The length of the file.
+    file_len: usize,
     /// Per instance, in `CrateDump::instances` order: where its body's
     /// encoding lies in `bytes`, or `None` for an instance without a body.
     ranges: Vec<Option<Range<u32>>>,
     /// Per instance: what linking needs of a body without decoding it.
     facts: Vec<BodyFacts>,
+    /// Per instance: the CRC-32 of its body's bytes, to tell, when they
+    /// are read again from the file, that they are still the ones checked.
+    crcs: Vec<u32>,
+}
+
+/// Where the bodies' bytes are read from.
+#[derive(Clone)]
+enum Source {
+    /// The file's bytes, kept in memory.
+    Memory(Arc<Vec<u8>>),
+    /// The file, still open: each body is read again when it is decoded,
+    /// so the process does not hold the file's bytes (the operating
+    /// system's page cache does). A writer that replaces the file (as
+    /// `write_file` does, by renaming) leaves this one as it was; one that
+    /// writes into it is caught by the body's CRC-32.
+    #[cfg(unix)]
+    File(Arc<std::fs::File>),
 }
 
 /// What is known of a body without decoding it again.
@@ -56,7 +75,7 @@ pub struct BodyFacts {
 impl std::fmt::Debug for BodyTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BodyTable")
-            .field("file_bytes", &self.bytes.len())
+            .field("file_bytes", &self.file_len)
             .field("bodies", &self.ranges.iter().flatten().count())
             .finish()
     }
@@ -93,7 +112,7 @@ impl BodyTable {
 
     /// The bytes of the file the bodies are decoded from.
     pub fn file_len(&self) -> usize {
-        self.bytes.len()
+        self.file_len
     }
 
     /// The encoded size of instance `instance`'s body, if it has one.
@@ -109,16 +128,44 @@ impl BodyTable {
             return Ok(None);
         };
         let (start, end) = (range.start as usize, range.end as usize);
-        if start < PREFIX_LEN || start > end || end > self.bytes.len() {
+        if start < PREFIX_LEN || start > end || end > self.file_len {
             return Err(Problem::Corrupt {
                 offset: start as u64,
                 reason: format!(
                     "the body of instance {instance} is said to lie at bytes {start}..{end}, outside the payload of this {}-byte file",
-                    self.bytes.len()
+                    self.file_len
                 ),
             });
         }
-        decode_body(&self.bytes[start..end])
+        let expected = self.crcs.get(instance).copied().unwrap_or_default();
+        let checked = |bytes: &[u8]| {
+            if crc32fast::hash(bytes) == expected {
+                decode_body(bytes)
+            } else {
+                Err(Problem::Corrupt {
+                    offset: 0,
+                    reason: "its bytes are not the ones read when the dump was loaded: the file was written to since".to_string(),
+                })
+            }
+        };
+        let decoded = match &self.bytes {
+            Source::Memory(bytes) => checked(&bytes[start..end]),
+            #[cfg(unix)]
+            Source::File(file) => BUFFER.with(|buffer| {
+                use std::os::unix::fs::FileExt;
+                let mut buffer = buffer.borrow_mut();
+                buffer.clear();
+                buffer.resize(end - start, 0);
+                match file.read_exact_at(&mut buffer, start as u64) {
+                    Ok(()) => checked(&buffer),
+                    Err(e) => Err(Problem::Corrupt {
+                        offset: 0,
+                        reason: format!("it cannot be read again: {e}"),
+                    }),
+                }
+            }),
+        };
+        decoded
             .map(Some)
             .map_err(|p| match p {
                 Problem::Corrupt { offset, reason } => Problem::Corrupt {
@@ -132,13 +179,37 @@ impl BodyTable {
     /// A table over other bytes and ranges, for the tests of what a bad
     /// table does.
     #[cfg(test)]
-    fn from_parts(bytes: Arc<[u8]>, ranges: Vec<Option<Range<u32>>>) -> BodyTable {
+    fn from_parts(bytes: Arc<Vec<u8>>, ranges: Vec<Option<Range<u32>>>) -> BodyTable {
         let facts = vec![BodyFacts::default(); ranges.len()];
+        let crcs = ranges
+            .iter()
+            .map(|r| {
+                r.as_ref()
+                    .and_then(|r| bytes.get(r.start as usize..r.end as usize))
+                    .map_or(0, crc32fast::hash)
+            })
+            .collect();
         BodyTable {
-            bytes,
+            file_len: bytes.len(),
+            bytes: Source::Memory(bytes),
             ranges,
             facts,
+            crcs,
         }
+    }
+}
+
+thread_local! {
+    /// The bytes of the body being read from a file, reused.
+    #[cfg(unix)]
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl BodyTable {
+    /// Whether the table reads its bodies from the file rather than from
+    /// bytes in memory.
+    pub fn reads_file(&self) -> bool {
+        !matches!(self.bytes, Source::Memory(_))
     }
 }
 
@@ -183,7 +254,7 @@ fn decode_exactly<T: Decode<()>, const LIMIT: usize>(bytes: &[u8]) -> Result<T, 
 /// checksum, bounded decode, `validate`: the same checks in the same order,
 /// so the same errors), but returns the dump without its bodies and the
 /// table that decodes each of them alone.
-pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
+pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
     let payload = check_prefix(&bytes)?;
     if bytes.len() > u32::MAX as usize {
         return Err(Problem::Corrupt {
@@ -205,27 +276,37 @@ pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
     } else {
         decode_tracking::<{ 8192 * MIB }>(payload)
     };
-    let (mut dump, payload_ranges) = decoded.map_err(|p| match p {
+    let (dump, decoded) = decoded.map_err(|p| match p {
         Problem::Corrupt { offset, reason } => Problem::Corrupt {
             offset: offset + PREFIX_LEN as u64,
             reason,
         },
         other => other,
     })?;
-    validate(&dump).map_err(|reason| Problem::Invalid { reason })?;
-    let facts = dump
-        .instances
-        .iter_mut()
-        .map(|inst| {
-            inst.body
-                .take()
-                .map_or_else(BodyFacts::default, |b| BodyFacts {
-                    arg_count: b.arg_count,
-                    drop_elaborated: b.drop_elaborated,
-                })
-        })
-        .collect();
+    // The checks `validate` makes, in its order: each body was checked as
+    // it was decoded, against the type and file tables; the few that
+    // refer to vtables were kept and are checked now, with the table.
+    let mut again = decoded.again.iter().peekable();
+    validate_with(&dump, |c, i, _| {
+        if let Some((_, body)) = again.next_if(|(k, _)| *k == i) {
+            return check_body(c, body);
+        }
+        match &decoded.failed {
+            Some((k, reason)) if *k == i => Err(reason.clone()),
+            _ => Ok(()),
+        }
+    })
+    .map_err(|reason| Problem::Invalid { reason })?;
+    let Decoded {
+        ranges: payload_ranges,
+        facts,
+        ..
+    } = decoded;
     // Payload offsets to file offsets (the file is below 4 GiB, checked above).
+    let crcs = payload_ranges
+        .iter()
+        .map(|r| r.as_ref().map_or(0, |r| crc32fast::hash(&payload[r.clone()])))
+        .collect();
     let ranges = payload_ranges
         .into_iter()
         .map(|r| r.map(|r| (r.start + PREFIX_LEN) as u32..(r.end + PREFIX_LEN) as u32))
@@ -233,30 +314,53 @@ pub fn decode_lazy(bytes: Arc<[u8]>) -> Result<LazyDump, Problem> {
     Ok(LazyDump {
         dump,
         bodies: BodyTable {
-            bytes,
+            file_len: bytes.len(),
+            bytes: Source::Memory(Arc::new(bytes)),
             ranges,
             facts,
+            crcs,
         },
     })
 }
 
-/// Reads one dump file with its bodies left to decode on demand.
+/// Reads one dump file with its bodies left to decode on demand: read
+/// again from the file, which stays open, when one is decoded (on Unix;
+/// elsewhere, from the file's bytes kept in memory).
 pub fn read_file_lazy(path: &Path) -> Result<LazyDump, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+    use std::io::Read;
+    let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
-    })?;
-    decode_lazy(bytes.into()).map_err(|problem| LoadError::Bad {
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io)?;
+    let mut lazy = decode_lazy(bytes).map_err(|problem| LoadError::Bad {
         path: path.to_owned(),
         problem,
-    })
+    })?;
+    #[cfg(unix)]
+    {
+        lazy.bodies.bytes = Source::File(Arc::new(file));
+    }
+    Ok(lazy)
 }
 
-type Ranges = Vec<Option<Range<usize>>>;
+/// What decoding the bodies found, besides the dump without them.
+struct Decoded {
+    /// Per instance, the payload range of its body.
+    ranges: Vec<Option<Range<usize>>>,
+    facts: Vec<BodyFacts>,
+    /// The bodies to check again once the vtable table is known, by
+    /// instance, in order.
+    again: Vec<(usize, Body)>,
+    /// The first body (by instance) whose check failed, and why.
+    failed: Option<(usize, String)>,
+}
 
 /// The payload decoded as `CrateDump`'s derived `Decode` decodes it, field
 /// by field, with each body's payload range noted on the way.
-fn decode_tracking<const LIMIT: usize>(payload: &[u8]) -> Result<(CrateDump, Ranges), Problem> {
+fn decode_tracking<const LIMIT: usize>(payload: &[u8]) -> Result<(CrateDump, Decoded), Problem> {
     let reader = TrackingReader {
         data: payload,
         pos: 0,
@@ -279,7 +383,7 @@ fn decode_tracking<const LIMIT: usize>(payload: &[u8]) -> Result<(CrateDump, Ran
 
 fn decode_dump<'a, C>(
     d: &mut DecoderImpl<TrackingReader<'a>, C, ()>,
-) -> Result<(CrateDump, Ranges), DecodeError>
+) -> Result<(CrateDump, Decoded), DecodeError>
 where
     C: bincode::config::Config,
 {
@@ -292,12 +396,39 @@ where
         .map_err(|_| DecodeError::OutsideUsizeRange(n))?;
     d.claim_container_read::<Instance>(n)?;
     let mut instances = Vec::with_capacity(n);
-    let mut ranges = Vec::with_capacity(n);
-    for _ in 0..n {
+    let mut decoded = Decoded {
+        ranges: Vec::with_capacity(n),
+        facts: Vec::with_capacity(n),
+        again: Vec::new(),
+        failed: None,
+    };
+    for i in 0..n {
         d.unclaim_bytes_read(std::mem::size_of::<Instance>());
-        let (inst, range) = decode_instance(d)?;
+        let (inst, body) = decode_instance(d)?;
+        let (range, facts) = match body {
+            None => (None, BodyFacts::default()),
+            Some((range, body)) => {
+                // Checked now and dropped (the allocator reuses its memory
+                // for the next one), unless it refers to vtables.
+                match check_body_early(types.len(), files.len(), &inst.name, &body) {
+                    Early::Done => {}
+                    Early::Again => decoded.again.push((i, body.clone())),
+                    Early::Failed(reason) => {
+                        if decoded.failed.is_none() {
+                            decoded.failed = Some((i, reason));
+                        }
+                    }
+                }
+                let facts = BodyFacts {
+                    arg_count: body.arg_count,
+                    drop_elaborated: body.drop_elaborated,
+                };
+                (Some(range), facts)
+            }
+        };
         instances.push(inst);
-        ranges.push(range);
+        decoded.ranges.push(range);
+        decoded.facts.push(facts);
     }
     let vtables = Vec::<Vtable>::decode(d)?;
     let statics = Vec::<StaticItem>::decode(d)?;
@@ -316,14 +447,15 @@ where
         adts,
         externals,
     };
-    Ok((dump, ranges))
+    Ok((dump, decoded))
 }
 
 /// One `Instance`, its fields in declaration order as the derived `Decode`
-/// reads them, and the payload range of its body.
+/// reads them, without its body; the body apart, with its payload range.
+#[allow(clippy::type_complexity)]
 fn decode_instance<'a, C>(
     d: &mut DecoderImpl<TrackingReader<'a>, C, ()>,
-) -> Result<(Instance, Option<Range<usize>>), DecodeError>
+) -> Result<(Instance, Option<(Range<usize>, Body)>), DecodeError>
 where
     C: bincode::config::Config,
 {
@@ -339,12 +471,12 @@ where
     let inline = Inline::decode(d)?;
     let codegenned = bool::decode(d)?;
     // `Option<Body>`: a tag byte, then the body.
-    let (body, range) = match u8::decode(d)? {
-        0 => (None, None),
+    let body = match u8::decode(d)? {
+        0 => None,
         1 => {
             let start = d.reader().pos;
             let body = Body::decode(d)?;
-            (Some(body), Some(start..d.reader().pos))
+            Some((start..d.reader().pos, body))
         }
         found => {
             return Err(DecodeError::UnexpectedVariant {
@@ -367,9 +499,9 @@ where
         unsafe_fn,
         inline,
         codegenned,
-        body,
+        body: None,
     };
-    Ok((inst, range))
+    Ok((inst, body))
 }
 
 #[cfg(test)]
@@ -454,7 +586,7 @@ mod tests {
     #[test]
     fn bodies_decoded_alone_equal_the_eager_ones() {
         let eager = dump();
-        let lazy = decode_lazy(crate::encode(&eager).into()).expect("decodes");
+        let lazy = decode_lazy(crate::encode(&eager)).expect("decodes");
         assert_eq!(lazy.bodies.len(), 3);
         assert!(lazy.dump.instances.iter().all(|i| i.body.is_none()));
         for (i, inst) in eager.instances.iter().enumerate() {
@@ -485,7 +617,7 @@ mod tests {
         for len in 0..bytes.len() {
             let cut = &bytes[..len];
             assert_eq!(
-                decode_lazy(cut.into()).err(),
+                decode_lazy(cut.to_vec()).err(),
                 crate::decode(cut).err(),
                 "cut at {len}"
             );
@@ -496,17 +628,109 @@ mod tests {
             let crc = crc32fast::hash(&b[PREFIX_LEN..]);
             b[20..24].copy_from_slice(&crc.to_le_bytes());
             assert_eq!(
-                decode_lazy(b.as_slice().into()).err(),
+                decode_lazy(b.clone()).err(),
                 crate::decode(&b).err(),
                 "byte {at} flipped"
             );
         }
     }
 
+    /// A body that refers to vtable `v` (an unsizing cast).
+    fn with_vtable(v: VtableId) -> Body {
+        let mut b = body(1);
+        let place = Place {
+            local: 0,
+            projection: Box::new([]),
+        };
+        b.blocks[0].statements.push(Statement {
+            kind: StatementKind::Assign {
+                place: place.clone(),
+                rvalue: Box::new(Rvalue::Cast {
+                    kind: CastKind::Unsize { vtable: Some(v) },
+                    operand: Operand::Copy(place),
+                    ty: 0,
+                }),
+            },
+            span: span(),
+        });
+        b
+    }
+
+    #[test]
+    fn the_first_problem_is_the_eager_decodes_first() {
+        // Bodies are checked as they are decoded, before the vtable table:
+        // the problem reported is still the one `validate` finds first.
+        let mut bad_ty = body(1);
+        bad_ty.locals[0].ty = 99;
+        let cases = [
+            vec![with_vtable(5), bad_ty.clone()],
+            vec![bad_ty.clone(), with_vtable(5)],
+            vec![with_vtable(0), bad_ty.clone()],
+            vec![with_vtable(0), body(2)],
+        ];
+        for bodies in cases {
+            let mut d = dump();
+            for (inst, b) in d.instances.iter_mut().zip(bodies) {
+                inst.body = Some(b);
+            }
+            let bytes = crate::encode(&d);
+            let eager = crate::decode(&bytes).err();
+            assert_eq!(decode_lazy(bytes).err(), eager);
+        }
+        let mut d = dump();
+        d.instances[0].body = Some(with_vtable(5));
+        d.instances[1].body = Some(bad_ty);
+        let err = decode_lazy(crate::encode(&d)).expect_err("invalid");
+        assert_eq!(
+            err.to_string(),
+            "inconsistent dump: vtable id 5 out of range (0 vtables) (in instance `a`)"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn bodies_read_again_from_the_file() {
+        let dir = std::env::temp_dir().join(format!("kmir-lazy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("t.kmir");
+        let eager = dump();
+        crate::write_file(&eager, &path).expect("written");
+        let lazy = read_file_lazy(&path).expect("reads");
+        assert!(lazy.bodies.reads_file());
+        for (i, inst) in eager.instances.iter().enumerate() {
+            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);
+        }
+        // Replaced (a new file renamed over it, as kextract writes): the
+        // open file is still the one loaded.
+        let mut other = dump();
+        other.instances[0].body = Some(body(7));
+        crate::write_file(&other, &path).expect("rewritten");
+        assert_eq!(lazy.bodies.decode(0).expect("decodes"), eager.instances[0].body);
+        // Written into: the body's checksum tells.
+        let lazy = read_file_lazy(&path).expect("reads");
+        let range = lazy.bodies.ranges[0].clone().expect("a body");
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[range.end as usize - 1] ^= 1;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+            .expect("written in place");
+        let err = lazy.bodies.decode(0).expect_err("changed");
+        assert!(
+            err.to_string().contains("the file was written to since"),
+            "{err}"
+        );
+        assert_eq!(lazy.bodies.decode(2).expect("untouched"), eager.instances[2].body);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_bad_table_is_an_error_not_a_panic() {
-        let lazy = decode_lazy(crate::encode(&dump()).into()).expect("decodes");
-        let bytes = lazy.bodies.bytes.clone();
+        let lazy = decode_lazy(crate::encode(&dump())).expect("decodes");
+        let Source::Memory(bytes) = lazy.bodies.bytes.clone() else {
+            panic!("decoded from memory")
+        };
         let good = lazy.bodies.ranges[2].clone().expect("has a body");
         let outside = BodyTable::from_parts(bytes.clone(), vec![Some(good.start..u32::MAX)]);
         let err = outside.decode(0).expect_err("out of the file");

@@ -163,13 +163,19 @@ impl LinkedCrate {
         BODIES_DECODED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let body = match l.table.decode(i) {
             Ok(body) => body?,
-            // The bytes are the file's, checked and decoded once at load
-            // (`kmir::decode_lazy`) and never written since: decoding them
-            // again cannot fail unless this program is wrong.
-            Err(problem) => panic!(
-                "`{}`: a body that decoded at load no longer decodes: {problem}",
-                self.path.display()
-            ),
+            // The bytes were checked and decoded once at load
+            // (`kmir::decode_lazy`); read again, they fail only if the
+            // file was written into since (their CRC-32 differs) or can no
+            // longer be read. No result can be given from a dump that is
+            // not the one loaded: the run stops, saying why.
+            Err(problem) => {
+                eprintln!(
+                    "error: `{}`: cannot read the body of `{}` again: {problem}\n  = note: kanalyze reads a body from its dump whenever it needs it; a dump must not be written into while kanalyze runs (kextract replaces dumps, which is safe)",
+                    self.path.display(),
+                    self.dump.instances.get(i).map_or("?", |inst| inst.name.as_str()),
+                );
+                std::process::exit(2);
+            }
         };
         let body = std::sync::Arc::new(body);
         if keep && let Some(slot) = l.kept.get(i) {
