@@ -552,7 +552,7 @@ mod tests {
             unsafe_fn: false,
             inline: Inline::None,
             codegenned: true,
-            body,
+            body: body.map(Box::new),
         };
         CrateDump {
             header: Header {
@@ -598,9 +598,9 @@ mod tests {
                     drop_elaborated: b.drop_elaborated
                 })
             );
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);
+            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
             // Twice: decoding does not consume anything.
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);
+            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
         }
         let mut without = eager.clone();
         for i in &mut without.instances {
@@ -671,15 +671,15 @@ mod tests {
         for bodies in cases {
             let mut d = dump();
             for (inst, b) in d.instances.iter_mut().zip(bodies) {
-                inst.body = Some(b);
+                inst.body = Some(Box::new(b));
             }
             let bytes = crate::encode(&d);
             let eager = crate::decode(&bytes).err();
             assert_eq!(decode_lazy(bytes).err(), eager);
         }
         let mut d = dump();
-        d.instances[0].body = Some(with_vtable(5));
-        d.instances[1].body = Some(bad_ty);
+        d.instances[0].body = Some(Box::new(with_vtable(5)));
+        d.instances[1].body = Some(Box::new(bad_ty));
         let err = decode_lazy(crate::encode(&d)).expect_err("invalid");
         assert_eq!(
             err.to_string(),
@@ -698,14 +698,14 @@ mod tests {
         let lazy = read_file_lazy(&path).expect("reads");
         assert!(lazy.bodies.reads_file());
         for (i, inst) in eager.instances.iter().enumerate() {
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body);
+            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
         }
         // Replaced (a new file renamed over it, as kextract writes): the
         // open file is still the one loaded.
         let mut other = dump();
-        other.instances[0].body = Some(body(7));
+        other.instances[0].body = Some(Box::new(body(7)));
         crate::write_file(&other, &path).expect("rewritten");
-        assert_eq!(lazy.bodies.decode(0).expect("decodes"), eager.instances[0].body);
+        assert_eq!(lazy.bodies.decode(0).expect("decodes"), eager.instances[0].body.as_deref().cloned());
         // Written into: the body's checksum tells.
         let lazy = read_file_lazy(&path).expect("reads");
         let range = lazy.bodies.ranges[0].clone().expect("a body");
@@ -721,7 +721,7 @@ mod tests {
             err.to_string().contains("the file was written to since"),
             "{err}"
         );
-        assert_eq!(lazy.bodies.decode(2).expect("untouched"), eager.instances[2].body);
+        assert_eq!(lazy.bodies.decode(2).expect("untouched"), eager.instances[2].body.as_deref().cloned());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

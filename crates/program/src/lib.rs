@@ -149,7 +149,7 @@ impl LinkedCrate {
                 .instances
                 .get(instance as usize)?
                 .body
-                .as_ref()
+                .as_deref()
                 .map(BodyRef::Borrowed);
         };
         let i = instance as usize;
