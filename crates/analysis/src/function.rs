@@ -82,7 +82,8 @@ pub(crate) fn analyze_function(
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
-    let split = entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, body, summaries));
+    let split =
+        entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, body, summaries));
     let ret_field = ret_field(input, f, &krate.dump, body, summaries);
     let unwritten_args = kmir::visit::unwritten_args(body);
     let mut runs = Runs::default();

@@ -217,34 +217,63 @@ fn assertions(dump: &kmir::CrateDump, body: &kmir::Body) -> Vec<(usize, Vec<kmir
     out
 }
 
+/// The `build_assert!`s of one body, from the walk [`can_be_const`] and
+/// [`needs`] share.
+pub(crate) struct BodyAsserts {
+    id: FnId,
+    /// The condition of each assertion made of constants only.
+    constant: Vec<kmir::Span>,
+    /// The arguments the other assertions' conditions depend on, when the
+    /// body is a source body ([`source_body`]).
+    needs: BTreeSet<usize>,
+}
+
+/// One body's assertions (gathered with the callback registrations, in
+/// the same walk over the bodies). Only drop-elaborated bodies count:
+/// bodies from optimised MIR (upstream items) have had calls inlined and
+/// constants propagated, so what their conditions depend on is no longer
+/// what the source wrote.
+pub(crate) fn scan(
+    program: &Program,
+    id: FnId,
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+) -> Option<BodyAsserts> {
+    if !body.drop_elaborated {
+        return None;
+    }
+    let source = source_body(program, id).is_some();
+    let mut out = BodyAsserts {
+        id,
+        constant: Vec::new(),
+        needs: BTreeSet::new(),
+    };
+    for (b, seeds) in assertions(dump, body) {
+        let sources = value_sources(body, &seeds);
+        if sources.args.is_empty() && !sources.runtime {
+            let call = body.blocks[b].terminator.span;
+            out.constant.push(condition_span(body, &seeds, call));
+        }
+        if source {
+            out.needs.extend(sources.args);
+        }
+    }
+    Some(out)
+}
+
 /// Every `build_assert!` of the program whose condition is constant, once
 /// per source position.
-pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
+pub(crate) fn can_be_const(program: &Program, scan: &[BodyAsserts]) -> Vec<Finding> {
     let mut sites: BTreeMap<(u32, kmir::Span), Site> = BTreeMap::new();
-    for (id, krate, inst) in program.bodies() {
-        // Decoded only where it can count (below).
-        if !program.body_facts(id).is_some_and(|b| b.drop_elaborated) {
-            continue;
-        }
-        let Some(body) = program.body(id) else {
+    for asserts in scan {
+        let id = asserts.id;
+        let Some((_, inst)) = program.body_of(id) else {
             continue;
         };
-        // Bodies from optimised MIR (upstream items) have had calls
-        // inlined and constants propagated: what their conditions depend
-        // on is no longer what the source wrote.
-        if !body.drop_elaborated {
-            continue;
-        }
-        for (b, seeds) in assertions(&krate.dump, &body) {
-            let block = &body.blocks[b];
-            let sources = value_sources(&body, &seeds);
-            if !sources.args.is_empty() || sources.runtime {
-                continue;
-            }
+        for &span in &asserts.constant {
             let name = &program.function(id).name;
             // An instance of a generic item has its arguments in its name.
             let generic = name != &inst.item_path;
-            let span = condition_span(&body, &seeds, block.terminator.span);
             let key = (krate_index(program, id), span);
             let site = sites.entry(key).or_insert_with(|| Site {
                 name: name.to_string(),
@@ -356,20 +385,14 @@ fn arg_list(body: &kmir::Body, args: &BTreeSet<usize>) -> String {
 
 /// Which arguments of each function must be constants after inlining for
 /// the `build_assert!`s it has or reaches to be proven.
-pub(crate) fn needs(program: &Program) -> BTreeMap<FnId, BTreeSet<usize>> {
+pub(crate) fn needs(program: &Program, scan: &[BodyAsserts]) -> BTreeMap<FnId, BTreeSet<usize>> {
     let mut needs: BTreeMap<FnId, BTreeSet<usize>> = BTreeMap::new();
-    for (id, krate, _) in program.bodies() {
-        if source_body(program, id).is_none() {
-            continue;
-        }
-        let Some(body) = program.body(id) else {
-            continue;
-        };
-        for (_, seeds) in assertions(&krate.dump, &body) {
-            let args = value_sources(&body, &seeds).args;
-            if !args.is_empty() {
-                needs.entry(id).or_default().extend(args);
-            }
+    for asserts in scan {
+        if !asserts.needs.is_empty() {
+            needs
+                .entry(asserts.id)
+                .or_default()
+                .extend(asserts.needs.iter().copied());
         }
     }
     // Outward through the callers, to a fixed point: a caller that passes

@@ -264,37 +264,37 @@ pub fn resolve(
     // only when a declaration asks for it): the stores the
     // empty-when-stored declarations cover, and, per kept-alive
     // declaration, the bodies that borrow its field.
-    let per_body: Vec<(FnId, Vec<(BlockId, usize)>, Vec<usize>)> =
-        if stores.is_empty() && kept.is_empty() {
-            Vec::new()
-        } else {
-            use rayon::prelude::*;
-            let bodies: Vec<_> = program.bodies().collect();
-            bodies
-                .par_iter()
-                .filter_map(|&(f, krate, inst)| {
-                    let body = program.body(f)?;
-                    let mut covered = Vec::new();
-                    for &(d, ty, index, stored_by) in &stores {
-                        if !stored_by.is_empty()
-                            && !stored_by.iter().any(|p| *p == inst.item_path)
-                        {
-                            continue;
-                        }
-                        for block in store_sites(&krate.dump, &body, ty, index) {
-                            covered.push((block, d));
-                        }
+    #[allow(clippy::type_complexity)]
+    let per_body: Vec<(FnId, Vec<(BlockId, usize)>, Vec<usize>)> = if stores.is_empty()
+        && kept.is_empty()
+    {
+        Vec::new()
+    } else {
+        use rayon::prelude::*;
+        let bodies: Vec<_> = program.bodies().collect();
+        bodies
+            .par_iter()
+            .filter_map(|&(f, krate, inst)| {
+                let body = program.body(f)?;
+                let mut covered = Vec::new();
+                for &(d, ty, index, stored_by) in &stores {
+                    if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
+                        continue;
                     }
-                    let borrowing: Vec<usize> = (0..kept.len())
-                        .filter(|&k| {
-                            let (_, ty, index) = kept[k];
-                            borrows_field(&krate.dump, &body, ty, index)
-                        })
-                        .collect();
-                    Some((f, covered, borrowing))
-                })
-                .collect()
-        };
+                    for block in store_sites(&krate.dump, &body, ty, index) {
+                        covered.push((block, d));
+                    }
+                }
+                let borrowing: Vec<usize> = (0..kept.len())
+                    .filter(|&k| {
+                        let (_, ty, index) = kept[k];
+                        borrows_field(&krate.dump, &body, ty, index)
+                    })
+                    .collect();
+                Some((f, covered, borrowing))
+            })
+            .collect()
+    };
     let mut borrowers: Vec<Vec<FnId>> = vec![Vec::new(); kept.len()];
     for (f, covered, borrowing) in per_body {
         if !covered.is_empty() {
@@ -745,7 +745,8 @@ fn store_after_emptying(
 fn borrows_field(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) -> bool {
     let mut borrows = false;
     kmir::visit::for_each_assign(body, |_, rvalue, _| {
-        if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } = rvalue
+        if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } =
+            rvalue
         {
             borrows |= is_field_of(dump, body, r, ty, field);
         }

@@ -165,15 +165,13 @@ impl BodyTable {
                 }
             }),
         };
-        decoded
-            .map(Some)
-            .map_err(|p| match p {
-                Problem::Corrupt { offset, reason } => Problem::Corrupt {
-                    offset: offset + start as u64,
-                    reason: format!("in the body of instance {instance}: {reason}"),
-                },
-                other => other,
-            })
+        decoded.map(Some).map_err(|p| match p {
+            Problem::Corrupt { offset, reason } => Problem::Corrupt {
+                offset: offset + start as u64,
+                reason: format!("in the body of instance {instance}: {reason}"),
+            },
+            other => other,
+        })
     }
 
     /// A table over other bytes and ranges, for the tests of what a bad
@@ -305,7 +303,10 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
     // Payload offsets to file offsets (the file is below 4 GiB, checked above).
     let crcs = payload_ranges
         .iter()
-        .map(|r| r.as_ref().map_or(0, |r| crc32fast::hash(&payload[r.clone()])))
+        .map(|r| {
+            r.as_ref()
+                .map_or(0, |r| crc32fast::hash(&payload[r.clone()]))
+        })
         .collect();
     let ranges = payload_ranges
         .into_iter()
@@ -598,9 +599,15 @@ mod tests {
                     drop_elaborated: b.drop_elaborated
                 })
             );
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
+            assert_eq!(
+                lazy.bodies.decode(i).expect("decodes"),
+                inst.body.as_deref().cloned()
+            );
             // Twice: decoding does not consume anything.
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
+            assert_eq!(
+                lazy.bodies.decode(i).expect("decodes"),
+                inst.body.as_deref().cloned()
+            );
         }
         let mut without = eager.clone();
         for i in &mut without.instances {
@@ -698,14 +705,20 @@ mod tests {
         let lazy = read_file_lazy(&path).expect("reads");
         assert!(lazy.bodies.reads_file());
         for (i, inst) in eager.instances.iter().enumerate() {
-            assert_eq!(lazy.bodies.decode(i).expect("decodes"), inst.body.as_deref().cloned());
+            assert_eq!(
+                lazy.bodies.decode(i).expect("decodes"),
+                inst.body.as_deref().cloned()
+            );
         }
         // Replaced (a new file renamed over it, as kextract writes): the
         // open file is still the one loaded.
         let mut other = dump();
         other.instances[0].body = Some(Box::new(body(7)));
         crate::write_file(&other, &path).expect("rewritten");
-        assert_eq!(lazy.bodies.decode(0).expect("decodes"), eager.instances[0].body.as_deref().cloned());
+        assert_eq!(
+            lazy.bodies.decode(0).expect("decodes"),
+            eager.instances[0].body.as_deref().cloned()
+        );
         // Written into: the body's checksum tells.
         let lazy = read_file_lazy(&path).expect("reads");
         let range = lazy.bodies.ranges[0].clone().expect("a body");
@@ -721,7 +734,10 @@ mod tests {
             err.to_string().contains("the file was written to since"),
             "{err}"
         );
-        assert_eq!(lazy.bodies.decode(2).expect("untouched"), eager.instances[2].body.as_deref().cloned());
+        assert_eq!(
+            lazy.bodies.decode(2).expect("untouched"),
+            eager.instances[2].body.as_deref().cloned()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

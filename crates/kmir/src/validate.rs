@@ -37,10 +37,7 @@ impl Check {
         if (id as usize) < self.types {
             Ok(())
         } else {
-            self.fail(format!(
-                "type id {id} out of range ({} types)",
-                self.types
-            ))
+            self.fail(format!("type id {id} out of range ({} types)", self.types))
         }
     }
 
@@ -50,8 +47,7 @@ impl Check {
         } else {
             self.fail(format!(
                 "file id {} out of range ({} files)",
-                span.file,
-                self.files
+                span.file, self.files
             ))
         }
     }
@@ -257,7 +253,9 @@ impl BodyCheck<'_> {
 /// Checks every cross reference of a dump.
 pub fn validate(dump: &CrateDump) -> Result {
     validate_with(dump, |c, _, inst| {
-        inst.body.as_ref().map_or(Ok(()), |body| check_body(c, body))
+        inst.body
+            .as_ref()
+            .map_or(Ok(()), |body| check_body(c, body))
     })
 }
 

@@ -172,7 +172,10 @@ impl LinkedCrate {
                 eprintln!(
                     "error: `{}`: cannot read the body of `{}` again: {problem}\n  = note: kanalyze reads a body from its dump whenever it needs it; a dump must not be written into while kanalyze runs (kextract replaces dumps, which is safe)",
                     self.path.display(),
-                    self.dump.instances.get(i).map_or("?", |inst| inst.name.as_str()),
+                    self.dump
+                        .instances
+                        .get(i)
+                        .map_or("?", |inst| inst.name.as_str()),
                 );
                 std::process::exit(2);
             }
