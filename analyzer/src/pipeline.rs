@@ -648,6 +648,21 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// Hands the heap's free memory back to the operating system. Decoding
+/// and linking free most of what they allocate (every body is decoded,
+/// checked and dropped, twice), but the C allocator keeps freed memory in
+/// its arenas: trimmed, the analysis that follows starts from the memory
+/// the program holds, which lowers the run's peak (docs/performance.md,
+/// "Bodies decoded on demand").
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns free memory of the allocator's
+    // arenas to the system; it takes no pointer and is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_kernel_target;
@@ -673,20 +688,5 @@ mod tests {
         ] {
             assert!(!is_kernel_target(t), "{t}");
         }
-    }
-}
-
-/// Hands the heap's free memory back to the operating system. Decoding
-/// and linking free most of what they allocate (every body is decoded,
-/// checked and dropped, twice), but the C allocator keeps freed memory in
-/// its arenas: trimmed, the analysis that follows starts from the memory
-/// the program holds, which lowers the run's peak (docs/performance.md,
-/// "Bodies decoded on demand").
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only returns free memory of the allocator's
-    // arenas to the system; it takes no pointer and is thread-safe.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

@@ -161,7 +161,7 @@ fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Reg
         for cb in &spec.callbacks {
             let symbols = args
                 .get(cb.arg as usize)
-                .and_then(|op| analysis::fn_pointer_source(&body, op, 0))
+                .and_then(|op| analysis::fn_pointer_source(body, op, 0))
                 .unwrap_or_default();
             for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                 out.push(Registration {
@@ -183,7 +183,7 @@ fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Reg
             // A constant that an inlined standard library function
             // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
             // is shown at the function's own code around it.
-            let span = crate::placement::own_span_near(program, krate, &body, span);
+            let span = crate::placement::own_span_near(program, krate, body, span);
             out.extend(stored(input, &m.fn_fields, Loc { krate, span }, Some(id)));
         }
     }
