@@ -481,7 +481,7 @@ where
         }
         found => {
             return Err(DecodeError::UnexpectedVariant {
-                type_name: std::any::type_name::<Option<Body>>(),
+                type_name: std::any::type_name::<Option<Box<Body>>>(),
                 allowed: &AllowedEnumVariants::Range { min: 0, max: 1 },
                 found: found as u32,
             });
