@@ -279,7 +279,8 @@ pub struct AnalysisArgs {
 
     /// Benchmarking aid (docs/performance.md): print on stderr how long
     /// each phase took (decode, link, spec and annotations, invariants,
-    /// solve, checks, output), wall-clock and CPU time of all threads.
+    /// solve, checks, output), wall-clock and CPU time of all threads, and
+    /// how many bodies it decoded.
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
 
