@@ -336,6 +336,7 @@ pub fn read_file_lazy(path: &Path) -> Result<LazyDump, LoadError> {
     let mut file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(io)?;
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut lazy = decode_lazy(bytes).map_err(|problem| LoadError::Bad {
         path: path.to_owned(),
         problem,
