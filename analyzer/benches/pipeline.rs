@@ -31,11 +31,9 @@ fn load(files: &[PathBuf]) -> Vec<program::LinkedCrate> {
     files
         .par_iter()
         .filter_map(|p| {
-            kmir::read_file(p).ok().map(|dump| program::LinkedCrate {
-                path: p.clone(),
-                dump,
-                modified: None,
-            })
+            kmir::read_file_lazy(p)
+                .ok()
+                .map(|dump| program::LinkedCrate::lazy(p.clone(), dump, None))
         })
         .collect()
 }

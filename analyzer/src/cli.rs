@@ -279,9 +279,15 @@ pub struct AnalysisArgs {
 
     /// Benchmarking aid (docs/performance.md): print on stderr how long
     /// each phase took (decode, link, spec and annotations, invariants,
-    /// solve, checks, output), wall-clock and CPU time of all threads.
+    /// solve, checks, output), wall-clock and CPU time of all threads, and
+    /// how many bodies it decoded.
     #[arg(long = "timings", hide = true)]
     pub timings: bool,
+
+    /// Benchmarking aid (docs/performance.md): keep every body once it is
+    /// decoded, instead of decoding it for each use and freeing it after.
+    #[arg(long = "keep-bodies", hide = true)]
+    pub keep_bodies: bool,
 
     /// Draw no progress bar. One is drawn on stderr only when it is a
     /// terminal, `CI` is not set, the output is text and the run lasts

@@ -158,7 +158,7 @@ where
 fn decode_largest_first(
     files: &[PathBuf],
     progress: &crate::progress::Progress,
-) -> Vec<(PathBuf, Result<CrateDump, LoadError>)> {
+) -> Vec<(PathBuf, Result<kmir::LazyDump, LoadError>)> {
     let mut order: Vec<(u64, usize)> = files
         .iter()
         .enumerate()
@@ -167,12 +167,12 @@ fn decode_largest_first(
     order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
     let next = std::sync::atomic::AtomicUsize::new(0);
     // Every thread of the pool takes files until none is left.
-    let mut decoded: Vec<(usize, Result<CrateDump, LoadError>)> = rayon::broadcast(|_| {
+    let mut decoded: Vec<(usize, Result<kmir::LazyDump, LoadError>)> = rayon::broadcast(|_| {
         let mut mine = Vec::new();
         loop {
             let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(&(_, i)) = order.get(k) else { break };
-            mine.push((i, kmir::read_file(&files[i])));
+            mine.push((i, kmir::read_file_lazy(&files[i])));
             progress.inc(1);
         }
         mine
@@ -220,11 +220,7 @@ pub fn load_program_with(
         match result {
             Ok(dump) => {
                 let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-                crates.push(program::LinkedCrate {
-                    path,
-                    dump,
-                    modified,
-                })
+                crates.push(program::LinkedCrate::lazy(path, dump, modified))
             }
             Err(e) => {
                 let d = crate::diag::load_error(&e);

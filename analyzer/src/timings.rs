@@ -14,6 +14,8 @@ struct Phase {
     name: &'static str,
     wall: Duration,
     cpu: Duration,
+    /// Bodies decoded on demand during the phase (`program::bodies_decoded`).
+    decoded: u64,
 }
 
 static PHASES: Mutex<Vec<Phase>> = Mutex::new(Vec::new());
@@ -23,6 +25,7 @@ static PHASES: Mutex<Vec<Phase>> = Mutex::new(Vec::new());
 pub struct Mark {
     wall: Instant,
     cpu: Duration,
+    decoded: u64,
 }
 
 /// Now.
@@ -30,6 +33,7 @@ pub fn mark() -> Mark {
     Mark {
         wall: Instant::now(),
         cpu: cpu_time(),
+        decoded: program::bodies_decoded(),
     }
 }
 
@@ -45,16 +49,19 @@ impl Mark {
 pub fn record(phase: &'static str, since: Mark) -> Duration {
     let wall = since.wall.elapsed();
     let cpu = cpu_time().saturating_sub(since.cpu);
+    let decoded = program::bodies_decoded().saturating_sub(since.decoded);
     let mut phases = PHASES.lock().unwrap_or_else(|e| e.into_inner());
     match phases.iter_mut().find(|p| p.name == phase) {
         Some(p) => {
             p.wall += wall;
             p.cpu += cpu;
+            p.decoded += decoded;
         }
         None => phases.push(Phase {
             name: phase,
             wall,
             cpu,
+            decoded,
         }),
     }
     wall
@@ -65,23 +72,24 @@ pub fn record(phase: &'static str, since: Mark) -> Duration {
 pub fn print(start: Mark) {
     let phases = PHASES.lock().unwrap_or_else(|e| e.into_inner());
     eprintln!(
-        "timings ({} threads; wall, cpu of all threads):",
+        "timings ({} threads; wall, cpu of all threads, bodies decoded):",
         rayon::current_num_threads()
     );
-    let line = |name: &str, wall: Duration, cpu: Duration| {
+    let line = |name: &str, wall: Duration, cpu: Duration, decoded: u64| {
         eprintln!(
-            "  {name:<12} {:>7.3}s {:>7.3}s",
+            "  {name:<12} {:>7.3}s {:>7.3}s {decoded:>9}",
             wall.as_secs_f64(),
             cpu.as_secs_f64()
         );
     };
     for p in phases.iter() {
-        line(p.name, p.wall, p.cpu);
+        line(p.name, p.wall, p.cpu, p.decoded);
     }
     line(
         "total",
         start.wall.elapsed(),
         cpu_time().saturating_sub(start.cpu),
+        program::bodies_decoded().saturating_sub(start.decoded),
     );
 }
 

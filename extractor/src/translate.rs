@@ -474,7 +474,7 @@ impl<'tcx> Translator<'tcx> {
             unsafe_fn,
             inline,
             codegenned,
-            body,
+            body: body.map(Box::new),
         })
     }
 

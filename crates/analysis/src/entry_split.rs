@@ -144,17 +144,16 @@ pub(crate) fn newtype_enum_field(
 pub(crate) fn split_like_callee(
     input: &Input<'_>,
     f: FnId,
+    body: &kmir::Body,
     summaries: &dyn Summaries,
 ) -> Option<EntrySplit> {
     let (_, inst) = input.program.body_of(f)?;
     // Also a function that drops its first argument, taken by value, whole
     // (`mem::drop::<S>`): split by value on the field its drop glue splits
     // on.
-    let by_value_drop = inst.body.as_ref().and_then(|body| {
-        body.blocks.iter().position(|b| {
-            matches!(&b.terminator.kind, kmir::TerminatorKind::Drop { place, .. }
-                if place.local == 1 && place.projection.is_empty())
-        })
+    let by_value_drop = body.blocks.iter().position(|b| {
+        matches!(&b.terminator.kind, kmir::TerminatorKind::Drop { place, .. }
+            if place.local == 1 && place.projection.is_empty())
     });
     let glue = matches!(inst.kind, kmir::InstanceKind::DropGlue { .. });
     if !glue && by_value_drop.is_none() {

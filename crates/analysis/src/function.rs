@@ -60,12 +60,13 @@ pub(crate) fn analyze_function(
             },
         };
     }
-    let Some((krate, inst)) = program.body_of(f) else {
+    let Some((krate, _)) = program.body_of(f) else {
         return Analyzed::quiet(Summary::neutral(Source::Builtin));
     };
-    let Some(body) = &inst.body else {
+    let Some(body) = program.body(f) else {
         return Analyzed::quiet(Summary::neutral(Source::Builtin));
     };
+    let body: &kmir::Body = &body;
     let declared = declared(input, f);
     if let Some(d) = &declared
         && d.unchecked
@@ -81,7 +82,8 @@ pub(crate) fn analyze_function(
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
-    let split = entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, summaries));
+    let split =
+        entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, body, summaries));
     let ret_field = ret_field(input, f, &krate.dump, body, summaries);
     let unwritten_args = kmir::visit::unwritten_args(body);
     let mut runs = Runs::default();

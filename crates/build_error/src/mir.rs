@@ -76,8 +76,8 @@ pub struct MirNotes {
 /// How many callers are listed; the rest are counted.
 pub const MAX_CALLERS: usize = 8;
 
-fn body(program: &Program, f: FnId) -> Option<&Body> {
-    program.body_of(f).and_then(|(_, i)| i.body.as_ref())
+fn body(program: &Program, f: FnId) -> Option<program::BodyRef<'_>> {
+    program.body(f)
 }
 
 /// The chain innermost first: from the DWARF frames when every frame's
@@ -205,10 +205,10 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
         .collect();
     let mut current = {
         let mut seeds = Vec::new();
-        for discr in branch_conditions(inner_body, &call_blocks) {
+        for discr in branch_conditions(&inner_body, &call_blocks) {
             operand_locals(discr, &mut seeds);
         }
-        value_sources(inner_body, &seeds)
+        value_sources(&inner_body, &seeds)
     };
     notes.depends_on_runtime = current.runtime;
     notes.complete = true;
@@ -220,7 +220,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
             notes.complete = false;
             break;
         };
-        let calls = calls_to(caller_body, &program.function(callee).symbol, lines[step]);
+        let calls = calls_to(&caller_body, &program.function(callee).symbol, lines[step]);
         if calls.is_empty() {
             notes.complete = false;
             break;
@@ -241,7 +241,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
                 }
             }
         }
-        current = value_sources(caller_body, &seeds);
+        current = value_sources(&caller_body, &seeds);
         notes.depends_on_runtime |= current.runtime;
     }
     if !notes.complete {
@@ -254,16 +254,16 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
         .iter()
         .map(|&index| Arg {
             index,
-            name: arg_name(outer_body, index),
+            name: arg_name(&outer_body, index),
         })
         .collect();
     let callers = program.callers(outer);
     notes.any_callers = !callers.is_empty();
     for (caller, edge) in callers {
-        let Some((krate, instance)) = program.body_of(caller) else {
+        let Some((krate, _)) = program.body_of(caller) else {
             continue;
         };
-        let Some(caller_body) = instance.body.as_ref() else {
+        let Some(caller_body) = program.body(caller) else {
             continue;
         };
         let Some(block) = caller_body.blocks.get(edge.block as usize) else {
@@ -279,7 +279,7 @@ pub fn explain(program: &Program, reference: &Reference) -> Option<MirNotes> {
                 args.get(a.index).is_some_and(|op| {
                     let mut seeds = Vec::new();
                     operand_locals(op, &mut seeds);
-                    let f = value_sources(caller_body, &seeds);
+                    let f = value_sources(&caller_body, &seeds);
                     !seeds.is_empty() && (f.runtime || !f.args.is_empty())
                 })
             })

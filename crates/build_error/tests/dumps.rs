@@ -39,10 +39,9 @@ fn build(debuginfo: &str) -> Built {
     let crates = extracted
         .dump_paths()
         .into_iter()
-        .map(|path| program::LinkedCrate {
-            dump: kmir::read_file(&path).unwrap_or_else(|e| panic!("{e}")),
-            path,
-            modified: None,
+        .map(|path| {
+            let dump = kmir::read_file_lazy(&path).unwrap_or_else(|e| panic!("{e}"));
+            program::LinkedCrate::lazy(path, dump, None)
         })
         .collect();
     let (program, _) = program::link(crates);

@@ -217,28 +217,63 @@ fn assertions(dump: &kmir::CrateDump, body: &kmir::Body) -> Vec<(usize, Vec<kmir
     out
 }
 
+/// The `build_assert!`s of one body, from the walk [`can_be_const`] and
+/// [`needs`] share.
+pub(crate) struct BodyAsserts {
+    id: FnId,
+    /// The condition of each assertion made of constants only.
+    constant: Vec<kmir::Span>,
+    /// The arguments the other assertions' conditions depend on, when the
+    /// body is a source body ([`source_body`]).
+    needs: BTreeSet<usize>,
+}
+
+/// One body's assertions (gathered with the callback registrations, in
+/// the same walk over the bodies). Only drop-elaborated bodies count:
+/// bodies from optimised MIR (upstream items) have had calls inlined and
+/// constants propagated, so what their conditions depend on is no longer
+/// what the source wrote.
+pub(crate) fn scan(
+    program: &Program,
+    id: FnId,
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+) -> Option<BodyAsserts> {
+    if !body.drop_elaborated {
+        return None;
+    }
+    let source = source_body(program, id).is_some();
+    let mut out = BodyAsserts {
+        id,
+        constant: Vec::new(),
+        needs: BTreeSet::new(),
+    };
+    for (b, seeds) in assertions(dump, body) {
+        let sources = value_sources(body, &seeds);
+        if sources.args.is_empty() && !sources.runtime {
+            let call = body.blocks[b].terminator.span;
+            out.constant.push(condition_span(body, &seeds, call));
+        }
+        if source {
+            out.needs.extend(sources.args);
+        }
+    }
+    Some(out)
+}
+
 /// Every `build_assert!` of the program whose condition is constant, once
 /// per source position.
-pub(crate) fn can_be_const(program: &Program) -> Vec<Finding> {
+pub(crate) fn can_be_const(program: &Program, scan: &[BodyAsserts]) -> Vec<Finding> {
     let mut sites: BTreeMap<(u32, kmir::Span), Site> = BTreeMap::new();
-    for (id, krate, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
-        // Bodies from optimised MIR (upstream items) have had calls
-        // inlined and constants propagated: what their conditions depend
-        // on is no longer what the source wrote.
-        if !body.drop_elaborated {
+    for asserts in scan {
+        let id = asserts.id;
+        let Some((_, inst)) = program.body_of(id) else {
             continue;
-        }
-        for (b, seeds) in assertions(&krate.dump, body) {
-            let block = &body.blocks[b];
-            let sources = value_sources(body, &seeds);
-            if !sources.args.is_empty() || sources.runtime {
-                continue;
-            }
+        };
+        for &span in &asserts.constant {
             let name = &program.function(id).name;
             // An instance of a generic item has its arguments in its name.
             let generic = name != &inst.item_path;
-            let span = condition_span(body, &seeds, block.terminator.span);
             let key = (krate_index(program, id), span);
             let site = sites.entry(key).or_insert_with(|| Site {
                 name: name.to_string(),
@@ -297,7 +332,7 @@ enum Why {
 /// constants propagated).
 fn source_body(program: &Program, f: FnId) -> Option<(&program::LinkedCrate, &kmir::Instance)> {
     let (krate, inst) = program.body_of(f)?;
-    let body = inst.body.as_ref()?;
+    let body = program.body_facts(f)?;
     (body.drop_elaborated
         && matches!(
             inst.kind,
@@ -350,18 +385,14 @@ fn arg_list(body: &kmir::Body, args: &BTreeSet<usize>) -> String {
 
 /// Which arguments of each function must be constants after inlining for
 /// the `build_assert!`s it has or reaches to be proven.
-pub(crate) fn needs(program: &Program) -> BTreeMap<FnId, BTreeSet<usize>> {
+pub(crate) fn needs(program: &Program, scan: &[BodyAsserts]) -> BTreeMap<FnId, BTreeSet<usize>> {
     let mut needs: BTreeMap<FnId, BTreeSet<usize>> = BTreeMap::new();
-    for (id, krate, _) in program.bodies() {
-        let Some((_, inst)) = source_body(program, id) else {
-            continue;
-        };
-        let Some(body) = &inst.body else { continue };
-        for (_, seeds) in assertions(&krate.dump, body) {
-            let args = value_sources(body, &seeds).args;
-            if !args.is_empty() {
-                needs.entry(id).or_default().extend(args);
-            }
+    for asserts in scan {
+        if !asserts.needs.is_empty() {
+            needs
+                .entry(asserts.id)
+                .or_default()
+                .extend(asserts.needs.iter().copied());
         }
     }
     // Outward through the callers, to a fixed point: a caller that passes
@@ -373,10 +404,12 @@ pub(crate) fn needs(program: &Program) -> BTreeMap<FnId, BTreeSet<usize>> {
             if edge.kind == program::EdgeKind::Drop {
                 continue;
             }
-            let Some((_, inst)) = source_body(program, caller) else {
+            if source_body(program, caller).is_none() {
+                continue;
+            }
+            let Some(body) = program.body(caller) else {
                 continue;
             };
-            let Some(body) = &inst.body else { continue };
             let Some(TerminatorKind::Call { args, .. }) = body
                 .blocks
                 .get(edge.block as usize)
@@ -384,7 +417,7 @@ pub(crate) fn needs(program: &Program) -> BTreeMap<FnId, BTreeSet<usize>> {
             else {
                 continue;
             };
-            let from = args_passed(body, args, &needed);
+            let from = args_passed(&body, args, &needed);
             let have = needs.entry(caller).or_default();
             if !from.is_subset(have) {
                 have.extend(from);
@@ -444,13 +477,13 @@ fn runs(program: &Program, f: FnId, inst: &kmir::Instance) -> bool {
 /// The first reason, in block order, `f` needs `args` constant: its own
 /// assertion, else the first call that passes them on.
 fn why(program: &Program, needs: &BTreeMap<FnId, BTreeSet<usize>>, f: FnId) -> Option<Why> {
-    let (krate, inst) = source_body(program, f)?;
-    let body = inst.body.as_ref()?;
-    for (b, seeds) in assertions(&krate.dump, body) {
-        if !value_sources(body, &seeds).args.is_empty() {
+    let (krate, _) = source_body(program, f)?;
+    let body = program.body(f)?;
+    for (b, seeds) in assertions(&krate.dump, &body) {
+        if !value_sources(&body, &seeds).args.is_empty() {
             let call = body.blocks[b].terminator.span;
             return Some(Why::Assertion {
-                span: condition_span(body, &seeds, call),
+                span: condition_span(&body, &seeds, call),
             });
         }
     }
@@ -467,7 +500,7 @@ fn why(program: &Program, needs: &BTreeMap<FnId, BTreeSet<usize>>, f: FnId) -> O
         else {
             return None;
         };
-        (!args_passed(body, args, needed).is_empty()).then_some(Why::Call {
+        (!args_passed(&body, args, needed).is_empty()).then_some(Why::Call {
             callee,
             span: edge.span,
         })
@@ -482,9 +515,9 @@ fn not_inlined_finding(
     args: &BTreeSet<usize>,
 ) -> Option<Finding> {
     let (_, inst) = source_body(program, f)?;
-    let body = inst.body.as_ref()?;
+    let body = program.body(f)?;
     let krate = krate_index(program, f);
-    let list = arg_list(body, args);
+    let list = arg_list(&body, args);
     let (message, note) = match why(program, needs, f)? {
         Why::Assertion { span } => (
             "this function's `build_assert!` depends on its arguments, but the function is not `#[inline(always)]`",
@@ -579,10 +612,13 @@ pub(crate) fn runtime_values(
         // Any body, optimised or not: both compute the same result.
         program
             .lookup(symbol)
-            .and_then(|f| program.body_of(f))
-            .filter(|(_, inst)| matches!(inst.inline, kmir::Inline::Hint | kmir::Inline::Always))
-            .and_then(|(_, inst)| inst.body.as_ref())
-            .is_some_and(|b| !value_sources(b, &[0]).runtime)
+            .filter(|&f| {
+                program.body_of(f).is_some_and(|(_, inst)| {
+                    matches!(inst.inline, kmir::Inline::Hint | kmir::Inline::Always)
+                })
+            })
+            .and_then(|f| program.body(f))
+            .is_some_and(|b| !value_sources(&b, &[0]).runtime)
     };
     // By call site: the smallest caller name, the callee and the arguments.
     let mut sites: BTreeMap<(u32, kmir::Span), RuntimeSite> = BTreeMap::new();
@@ -597,7 +633,9 @@ pub(crate) fn runtime_values(
             if !runs(program, caller, inst) {
                 continue;
             }
-            let Some(body) = &inst.body else { continue };
+            let Some(body) = program.body(caller) else {
+                continue;
+            };
             let Some(TerminatorKind::Call { args, .. }) = body
                 .blocks
                 .get(edge.block as usize)
@@ -613,7 +651,7 @@ pub(crate) fn runtime_values(
                     if let Some(op) = passed(args, i) {
                         operand_locals(op, &mut seeds);
                     }
-                    !seeds.is_empty() && value_sources_with(body, &seeds, &computes).runtime
+                    !seeds.is_empty() && value_sources_with(&body, &seeds, &computes).runtime
                 })
                 .collect();
             if runtime.is_empty() {
@@ -632,9 +670,9 @@ pub(crate) fn runtime_values(
     sites
         .into_iter()
         .filter_map(|((krate, span), (name, caller, callee, args))| {
-            let (_, callee_inst) = source_body(program, callee)?;
-            let callee_body = callee_inst.body.as_ref()?;
-            let list = arg_list(callee_body, &args);
+            source_body(program, callee)?;
+            let callee_body = program.body(callee)?;
+            let list = arg_list(&callee_body, &args);
             let (chain, assertion) = chain_to_assertion(program, needs, callee);
             let names: Vec<String> = chain
                 .iter()

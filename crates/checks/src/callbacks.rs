@@ -76,8 +76,10 @@ pub(crate) struct Registration {
 }
 
 /// Every callback registration in the program, in a stable order (one per
-/// callback and contract; the first registration found names the site).
-pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
+/// callback and contract; the first registration found names the site),
+/// and, from the same walk (each body is decoded once for all), the casts
+/// that `pointers_and_vtables` checks and the `build_assert!`s.
+pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::BodyWalk) {
     use rayon::prelude::*;
     let program = input.program;
     let mut out: Vec<Registration> = Vec::new();
@@ -93,12 +95,32 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
     // first registration of a callback and contract names the site, as
     // with a serial walk.
     let bodies: Vec<_> = program.bodies().collect();
-    let found: Vec<Vec<Registration>> = bodies
+    #[allow(clippy::type_complexity)]
+    let found: Vec<(
+        Vec<Registration>,
+        crate::pointers::BodyCasts,
+        Option<crate::build_assert::BodyAsserts>,
+    )> = bodies
         .par_iter()
-        .map(|&(id, _, inst)| body_registrations(input, id, inst))
+        .filter_map(|&(id, krate, _)| {
+            let body = program.body(id)?;
+            Some((
+                body_registrations(input, id, &body),
+                crate::pointers::casts(id, &body),
+                crate::build_assert::scan(program, id, &krate.dump, &body),
+            ))
+        })
         .collect();
-    for r in found.into_iter().flatten() {
-        add(r);
+    let mut walk = crate::BodyWalk {
+        casts: Vec::with_capacity(found.len()),
+        asserts: Vec::new(),
+    };
+    for (found, body_casts, asserts) in found {
+        for r in found {
+            add(r);
+        }
+        walk.casts.push(body_casts);
+        walk.asserts.extend(asserts);
     }
     // Stored in an ops table built as a static.
     for (krate, c) in program.crates.iter().enumerate() {
@@ -112,17 +134,14 @@ pub(crate) fn registrations(input: &Input<'_>) -> Vec<Registration> {
             }
         }
     }
-    out
+    (out, walk)
 }
 
 /// The registrations one body makes: function pointers passed to C
 /// functions with a contract, and those stored in constants it uses.
-fn body_registrations(input: &Input<'_>, id: FnId, inst: &kmir::Instance) -> Vec<Registration> {
+fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Registration> {
     let program = input.program;
     let mut out = Vec::new();
-    let Some(body) = &inst.body else {
-        return out;
-    };
     let krate = krate_index(program, id);
     // Passed as an argument of a C function with a contract.
     for (g, edge) in program.callees(id) {
@@ -359,11 +378,11 @@ fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) ->
 /// (at most 3): where the path leaves the function.
 fn path_notes(input: &Input<'_>, f: FnId, reason: &Reason, the_drop: &str) -> Vec<Note> {
     let mut notes = Vec::new();
-    let Some(body) = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref()) else {
+    let Some(body) = input.program.body(f) else {
         return notes;
     };
     let name = &input.program.function(f).name;
-    let (var, exits) = crate::placement::paths_through_drop(body, reason.block);
+    let (var, exits) = crate::placement::paths_through_drop(&body, reason.block);
     let what = var.map_or_else(|| "the value".to_string(), |v| format!("`{v}`"));
     let many = exits.len() > 1;
     for (i, e) in exits.iter().take(3).enumerate() {

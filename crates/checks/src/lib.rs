@@ -119,7 +119,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     // independent: on two threads they run side by side. Every list is
     // collected in a fixed order (the events', then each check's), so the
     // findings do not depend on the number of threads.
-    let (per_function, (registrations, (order_edges, bodies_against_trait))) = rayon::join(
+    let (per_function, ((registrations, walk), (order_edges, bodies_against_trait))) = rayon::join(
         || {
             // `Handover` caches its answers: one thread walks the events.
             let handover = lock_state::Handover::new(input, &solved.events);
@@ -162,6 +162,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         input,
         summaries: &summaries,
         callbacks: &registrations,
+        casts: &walk.casts,
         bodies_against_trait: &bodies_against_trait,
     };
     // The whole-program checks, side by side, appended in this order.
@@ -177,8 +178,8 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         || {
             rayon::join(
                 || {
-                    let mut out = build_assert::can_be_const(program);
-                    let needs = build_assert::needs(program);
+                    let mut out = build_assert::can_be_const(program, &walk.asserts);
+                    let needs = build_assert::needs(program, &walk.asserts);
                     out.extend(build_assert::not_inlined(program, &needs));
                     out.extend(build_assert::runtime_values(program, &needs));
                     out
@@ -266,10 +267,22 @@ fn function_findings(
 }
 
 /// What the whole-program checks read.
+/// What the checks read in every body, gathered in one walk over them
+/// (with the callback registrations), so that each body is decoded once
+/// for all of them (docs/performance.md, "Bodies decoded on demand").
+pub(crate) struct BodyWalk {
+    /// Every body's casts, for `pointers_and_vtables`.
+    pub casts: Vec<pointers::BodyCasts>,
+    /// Every drop-elaborated body's `build_assert!`s.
+    pub asserts: Vec<build_assert::BodyAsserts>,
+}
+
 pub(crate) struct Checks<'a> {
     input: &'a Input<'a>,
     summaries: &'a [Summary],
     callbacks: &'a [callbacks::Registration],
+    /// Every body's casts, gathered with the registrations.
+    casts: &'a [pointers::BodyCasts],
     /// The inferred summaries of trait implementations whose body
     /// disagrees with the trait method's annotation.
     bodies_against_trait: &'a HashMap<FnId, Summary>,

@@ -115,8 +115,8 @@ findings::declare_kind! {
 
 /// A lock path as text in the terms of function `f`.
 fn describe(input: &Input<'_>, f: FnId, lock: &Location) -> String {
-    let body = input.program.body_of(f).and_then(|(_, i)| i.body.as_ref());
-    lock.describe_in(body)
+    let body = input.program.body(f);
+    lock.describe_in(body.as_deref())
 }
 
 /// "lock `Binder.inner` (spin)", or the global context a kind stands for.
@@ -426,7 +426,7 @@ struct Excuses<'a> {
 impl<'a> Excuses<'a> {
     fn of(input: &'a Input<'_>, f: FnId, declares_adjust: bool) -> Option<Excuses<'a>> {
         let (_, inst) = input.program.body_of(f)?;
-        let body = inst.body.as_ref()?;
+        let body = input.program.body(f)?;
         Some(Excuses {
             declared: input
                 .annotations
@@ -434,7 +434,7 @@ impl<'a> Excuses<'a> {
                 .into_iter()
                 .flat_map(|a| a.kanalyze.iter().map(|(k, _)| k))
                 .collect(),
-            stores_guard: stores_guard_through_args(input, f, body),
+            stores_guard: stores_guard_through_args(input, f, &body),
             closure: inst.kind == kmir::InstanceKind::Closure,
             declares_adjust,
         })

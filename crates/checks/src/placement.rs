@@ -237,12 +237,11 @@ fn relocate(input: &Input<'_>, finding: &mut Finding) {
     // Library code inlined into a function of the program (an upstream
     // generic's optimized MIR): the function's own code around it.
     if !is_library_fn(program, function) {
-        let Some((_, inst)) = program.body_of(function) else {
+        let Some(body) = program.body(function) else {
             return;
         };
-        let Some(body) = &inst.body else { return };
         let krate = crate::krate_index(program, function);
-        let own = own_span_near(program, krate, body, primary.span);
+        let own = own_span_near(program, krate, &body, primary.span);
         let at = Loc { krate, span: own };
         if own == primary.span || is_library_loc(program, at) {
             return;

@@ -131,6 +131,39 @@ pub(crate) fn vtable(
     .subject(format!("{} as dyn {trait_path}", name(input, target)))
 }
 
+/// The casts of one body that `pointers_and_vtables` checks, in
+/// statement order: to fn pointers, unsizing with a vtable, trait upcasts.
+pub(crate) struct BodyCasts {
+    f: FnId,
+    casts: Vec<(kmir::Span, kmir::CastKind)>,
+}
+
+/// `f`'s [`BodyCasts`] (gathered with the callback registrations, in the
+/// same walk over the bodies).
+pub(crate) fn casts(f: FnId, body: &kmir::Body) -> BodyCasts {
+    let mut casts = Vec::new();
+    for block in &body.blocks {
+        for s in &block.statements {
+            let kmir::StatementKind::Assign { rvalue, .. } = &s.kind else {
+                continue;
+            };
+            let kmir::Rvalue::Cast { kind, .. } = &**rvalue else {
+                continue;
+            };
+            if matches!(
+                kind,
+                kmir::CastKind::ReifyFnPointer { .. }
+                    | kmir::CastKind::ClosureFnPointer { .. }
+                    | kmir::CastKind::Unsize { vtable: Some(_) }
+                    | kmir::CastKind::TraitUpcast { .. }
+            ) {
+                casts.push((s.span, kind.clone()));
+            }
+        }
+    }
+    BodyCasts { f, casts }
+}
+
 impl Checks<'_> {
     /// klint's function-pointer and vtable construction warnings.
     pub(crate) fn pointers_and_vtables(&self) -> Vec<Finding> {
@@ -138,26 +171,15 @@ impl Checks<'_> {
         let mut findings = Vec::new();
         let mut seen_fns: BTreeSet<FnId> = BTreeSet::new();
         let mut seen_vtables: BTreeSet<(String, String)> = BTreeSet::new();
-        for (i, f) in program.functions.iter().enumerate() {
-            let FnKind::Body { krate, instance } = f.kind else {
+        for body_casts in self.casts {
+            let i = body_casts.f.index();
+            let FnKind::Body { krate, .. } = program.functions[i].kind else {
                 continue;
             };
             let dump = &program.crates[krate as usize].dump;
-            let Some(body) = &dump.instances[instance as usize].body else {
-                continue;
-            };
-            for block in &body.blocks {
-                for s in &block.statements {
-                    let kmir::StatementKind::Assign { rvalue, .. } = &s.kind else {
-                        continue;
-                    };
-                    let kmir::Rvalue::Cast { kind, .. } = &**rvalue else {
-                        continue;
-                    };
-                    let loc = Loc {
-                        krate,
-                        span: s.span,
-                    };
+            {
+                for (span, kind) in &body_casts.casts {
+                    let loc = Loc { krate, span: *span };
                     match kind {
                         kmir::CastKind::ReifyFnPointer { symbol }
                         | kmir::CastKind::ClosureFnPointer { symbol } => {

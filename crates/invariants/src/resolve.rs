@@ -205,13 +205,15 @@ pub fn resolve(
                 for storer in stored_by {
                     let mut found = false;
                     let mut stores_it = false;
-                    for (_, krate, inst) in program.bodies() {
+                    for (id, krate, inst) in program.bodies() {
                         if inst.item_path != *storer {
                             continue;
                         }
-                        let Some(body) = &inst.body else { continue };
+                        let Some(body) = program.body(id) else {
+                            continue;
+                        };
                         found = true;
-                        stores_it |= !store_sites(&krate.dump, body, ty, index).is_empty();
+                        stores_it |= !store_sites(&krate.dump, &body, ty, index).is_empty();
                     }
                     if !found {
                         problems.push(missing(d, "stored_by", storer));
@@ -238,7 +240,9 @@ pub fn resolve(
         let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
             continue;
         };
-        let Some(body) = &inst.body else { continue };
+        let Some(body) = program.body(f) else {
+            continue;
+        };
         for (block, b) in body.blocks.iter().enumerate() {
             let TerminatorKind::Drop { place, .. } = &b.terminator.kind else {
                 continue;
@@ -256,22 +260,54 @@ pub fn resolve(
             }
         }
     }
-    // The stores the empty-when-stored declarations cover.
-    for (f, krate, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
-        for &(d, ty, index, stored_by) in &stores {
-            if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
-                continue;
-            }
-            for block in store_sites(&krate.dump, body, ty, index) {
-                elided.entry(f).or_default().push((block, d));
-            }
+    // One pass over the bodies, in parallel (each is decoded once, and
+    // only when a declaration asks for it): the stores the
+    // empty-when-stored declarations cover, and, per kept-alive
+    // declaration, the bodies that borrow its field.
+    #[allow(clippy::type_complexity)]
+    let per_body: Vec<(FnId, Vec<(BlockId, usize)>, Vec<usize>)> = if stores.is_empty()
+        && kept.is_empty()
+    {
+        Vec::new()
+    } else {
+        use rayon::prelude::*;
+        let bodies: Vec<_> = program.bodies().collect();
+        bodies
+            .par_iter()
+            .filter_map(|&(f, krate, inst)| {
+                let body = program.body(f)?;
+                let mut covered = Vec::new();
+                for &(d, ty, index, stored_by) in &stores {
+                    if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
+                        continue;
+                    }
+                    for block in store_sites(&krate.dump, &body, ty, index) {
+                        covered.push((block, d));
+                    }
+                }
+                let borrowing: Vec<usize> = (0..kept.len())
+                    .filter(|&k| {
+                        let (_, ty, index) = kept[k];
+                        borrows_field(&krate.dump, &body, ty, index)
+                    })
+                    .collect();
+                Some((f, covered, borrowing))
+            })
+            .collect()
+    };
+    let mut borrowers: Vec<Vec<FnId>> = vec![Vec::new(); kept.len()];
+    for (f, covered, borrowing) in per_body {
+        if !covered.is_empty() {
+            elided.entry(f).or_default().extend(covered);
+        }
+        for k in borrowing {
+            borrowers[k].push(f);
         }
     }
     // The drops of what is taken out of the kept-alive fields.
     let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    for &(d, ty, index) in &kept {
-        for (f, block) in kept_alive_drops(program, ty, index) {
+    for (&(d, ty, index), borrowers) in kept.iter().zip(borrowers) {
+        for (f, block) in kept_alive_drops(program, ty, index, borrowers) {
             not_last.entry(f).or_default().push((block, d));
         }
     }
@@ -519,18 +555,20 @@ enum Emptier {
 fn writes_field(program: &Program, path: &str, ty: &str, field: u32) -> Emptier {
     let mut found = false;
     let mut writes = false;
-    for (_, krate, inst) in program.bodies() {
+    for (id, krate, inst) in program.bodies() {
         if inst.item_path != path {
             continue;
         }
-        let Some(body) = &inst.body else { continue };
+        let Some(body) = program.body(id) else {
+            continue;
+        };
         found = true;
-        let points = emptying_points(&krate.dump, body, ty, field);
+        let points = emptying_points(&krate.dump, &body, ty, field);
         if points.is_empty() {
             continue;
         }
         writes = true;
-        if let Some(store) = store_after_emptying(&krate.dump, body, ty, field, &points) {
+        if let Some(store) = store_after_emptying(&krate.dump, &body, ty, field, &points) {
             return Emptier::Refills(store);
         }
     }
@@ -703,6 +741,19 @@ fn store_after_emptying(
 }
 
 /// `core::mem::drop` and its re-exports: a call that drops its argument.
+/// Whether `body` borrows field `field` of a `ty` (or takes its address).
+fn borrows_field(dump: &kmir::CrateDump, body: &kmir::Body, ty: &str, field: u32) -> bool {
+    let mut borrows = false;
+    kmir::visit::for_each_assign(body, |_, rvalue, _| {
+        if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } =
+            rvalue
+        {
+            borrows |= is_field_of(dump, body, r, ty, field);
+        }
+    });
+    borrows
+}
+
 const MEM_DROP: &[&str] = &["core::mem::drop", "std::mem::drop", "alloc::mem::drop"];
 
 /// Every drop in the program of a value taken out of field `field` of a
@@ -711,33 +762,26 @@ const MEM_DROP: &[&str] = &["core::mem::drop", "std::mem::drop", "alloc::mem::dr
 /// (`fn next(&mut self) -> Option<Arc<T>> { self.list.pop_front() }`) are
 /// found first, to a fixed point, so that their callers' results count as
 /// taken out too.
-fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, BlockId)> {
+///
+/// `borrowers` are the functions whose bodies borrow the field, in
+/// function order ([`borrows_field`]).
+fn kept_alive_drops(
+    program: &Program,
+    ty: &str,
+    field: u32,
+    borrowers: Vec<FnId>,
+) -> Vec<(FnId, BlockId)> {
     use std::collections::HashSet;
     let body_of = |f: FnId| {
-        let (krate, inst) = program.body_of(f)?;
-        Some((&krate.dump, inst.body.as_ref()?))
+        let (krate, _) = program.body_of(f)?;
+        Some((&krate.dump, program.body(f)?))
     };
     // Only bodies that borrow the field, and (transitively) the callers of
     // functions found to return what was taken out of it, can take
     // anything out: a worklist, re-examining a function's callers each
     // time it joins `returning`.
-    let mut relevant: HashSet<FnId> = HashSet::new();
-    let mut work: Vec<FnId> = Vec::new();
-    for (f, krate, inst) in program.bodies() {
-        let Some(body) = &inst.body else { continue };
-        let mut borrows = false;
-        kmir::visit::for_each_assign(body, |_, rvalue, _| {
-            if let kmir::Rvalue::Ref { place: r, .. } | kmir::Rvalue::AddressOf { place: r, .. } =
-                rvalue
-            {
-                borrows |= is_field_of(&krate.dump, body, r, ty, field);
-            }
-        });
-        if borrows {
-            relevant.insert(f);
-            work.push(f);
-        }
-    }
+    let mut relevant: HashSet<FnId> = borrowers.iter().copied().collect();
+    let mut work: Vec<FnId> = borrowers;
     let mut returning: HashSet<FnId> = HashSet::new();
     while let Some(f) = work.pop() {
         if returning.contains(&f) {
@@ -751,7 +795,7 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
                 .lookup(symbol)
                 .is_some_and(|g| returning.contains(&g))
         };
-        if taken_out(dump, body, ty, field, &returns_taken).contains(&0) {
+        if taken_out(dump, &body, ty, field, &returns_taken).contains(&0) {
             returning.insert(f);
             for (caller, _) in program.callers(f) {
                 relevant.insert(caller);
@@ -776,7 +820,7 @@ fn kept_alive_drops(program: &Program, ty: &str, field: u32) -> Vec<(FnId, Block
         let Some((dump, body)) = body_of(f) else {
             continue;
         };
-        let taken = taken_out(dump, body, ty, field, &returns_taken);
+        let taken = taken_out(dump, &body, ty, field, &returns_taken);
         if taken.is_empty() {
             continue;
         }

@@ -135,6 +135,21 @@ fn report(c: &Corpus) {
         c.largest.1 as f64 / MB,
     );
 
+    // Every body decoded alone equals the eagerly decoded one.
+    let mut bodies = 0usize;
+    for (file, dump) in c.files.iter().zip(&c.dumps) {
+        let lazy =
+            kmir::decode_lazy(file.clone()).expect("a dump that decodes eagerly decodes lazily");
+        for (i, inst) in dump.instances.iter().enumerate() {
+            let alone = lazy.bodies.decode(i).expect("decodes");
+            assert_eq!(alone.as_ref(), inst.body.as_deref(), "{}", inst.name);
+            bodies += usize::from(alone.is_some());
+        }
+    }
+    eprintln!(
+        "  lazy decoding: {bodies} bodies decoded alone, each equal to the eagerly decoded one"
+    );
+
     // Are the two modes' encodings byte-identical? Then the serde decoder
     // can be measured on the very same payloads.
     let mut identical = 0;
@@ -319,6 +334,38 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             for f in &corpus.files {
                 black_box(kmir::decode(black_box(f)).unwrap());
+            }
+        })
+    });
+    // Bodies on demand (docs/performance.md, "Bodies decoded on demand"):
+    // the load (every body decoded, checked and dropped; the file's bytes
+    // copied first, as `decode_lazy` takes them by value), then one pass
+    // decoding every body alone, as the analyser does per use.
+    g.bench_function("lazy/copy of the files", |b| {
+        b.iter(|| {
+            for f in &corpus.files {
+                black_box(f.clone());
+            }
+        })
+    });
+    g.bench_function("lazy/kmir::decode_lazy (with the copy)", |b| {
+        b.iter(|| {
+            for f in &corpus.files {
+                black_box(kmir::decode_lazy(black_box(f.clone())).unwrap());
+            }
+        })
+    });
+    let lazy: Vec<kmir::LazyDump> = corpus
+        .files
+        .iter()
+        .map(|f| kmir::decode_lazy(f.clone()).unwrap())
+        .collect();
+    g.bench_function("lazy/every body decoded alone", |b| {
+        b.iter(|| {
+            for l in &lazy {
+                for i in 0..l.bodies.len() {
+                    black_box(l.bodies.decode(i).unwrap());
+                }
             }
         })
     });

@@ -128,7 +128,7 @@ impl std::error::Error for LoadError {
     }
 }
 
-fn config() -> bincode::config::Configuration {
+pub(crate) fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
@@ -259,9 +259,9 @@ pub fn read_file(path: &Path) -> Result<CrateDump, LoadError> {
 
 /// A slice reader that remembers how far it got, so a decode error can say
 /// at which offset the payload stopped making sense.
-struct TrackingReader<'a> {
-    data: &'a [u8],
-    pos: usize,
+pub(crate) struct TrackingReader<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl Reader for TrackingReader<'_> {
@@ -326,7 +326,7 @@ fn decode_limited<const LIMIT: usize>(payload: &[u8]) -> Result<CrateDump, Probl
     }
 }
 
-fn describe(e: &DecodeError) -> String {
+pub(crate) fn describe(e: &DecodeError) -> String {
     match e {
         DecodeError::LimitExceeded => {
             "a length field claims more data than the file can hold".to_string()

@@ -5,6 +5,7 @@
 //! `docs/dump-format.md` for the layout and the compatibility rules.
 
 pub mod codec;
+pub mod lazy;
 pub mod model;
 pub mod name;
 mod types;
@@ -15,6 +16,7 @@ pub use codec::{
     FORMAT_VERSION, LoadError, MAGIC, Problem, decode, decode_payload, encode, read_file,
     write_file,
 };
+pub use lazy::{BodyFacts, BodyTable, LazyDump, decode_lazy, read_file_lazy};
 pub use model::*;
 pub use name::Name;
 pub use types::UNSAFE_CELLS;

@@ -126,7 +126,9 @@ pub struct Instance {
     pub codegenned: bool,
     /// `None` for instances the compiler has no MIR for (never the case for
     /// codegenned items; kept optional so a partial extraction stays readable).
-    pub body: Option<Body>,
+    /// Boxed (8 bytes where a `Body` takes 104): a dump loaded lazily
+    /// (`crate::decode_lazy`) holds none, and the wire format is a `Body`'s.
+    pub body: Option<Box<Body>>,
 }
 
 /// An item's inline attribute, as written on the function (or closure).

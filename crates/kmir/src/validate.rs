@@ -3,49 +3,63 @@
 
 use crate::model::*;
 
-struct Check<'a> {
-    dump: &'a CrateDump,
+pub(crate) struct Check {
+    /// The sizes of the dump's tables.
+    types: usize,
+    files: usize,
+    /// `usize::MAX` while the vtable table is not known yet (a body checked
+    /// as it is decoded, before the table): `vtable_seen` then records
+    /// that the body refers to one, so it is checked again once it is.
+    vtables: usize,
+    vtable_seen: std::cell::Cell<bool>,
     /// Where we are, for the error message.
     context: String,
 }
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-impl Check<'_> {
+impl Check {
+    fn of(dump: &CrateDump) -> Check {
+        Check {
+            types: dump.types.len(),
+            files: dump.files.len(),
+            vtables: dump.vtables.len(),
+            vtable_seen: std::cell::Cell::new(false),
+            context: String::new(),
+        }
+    }
+
     fn fail<T>(&self, what: String) -> Result<T> {
         Err(format!("{} (in {})", what, self.context))
     }
 
     fn ty(&self, id: TyId) -> Result {
-        if (id as usize) < self.dump.types.len() {
+        if (id as usize) < self.types {
             Ok(())
         } else {
-            self.fail(format!(
-                "type id {id} out of range ({} types)",
-                self.dump.types.len()
-            ))
+            self.fail(format!("type id {id} out of range ({} types)", self.types))
         }
     }
 
     fn span(&self, span: &Span) -> Result {
-        if span.is_dummy() || (span.file as usize) < self.dump.files.len() {
+        if span.is_dummy() || (span.file as usize) < self.files {
             Ok(())
         } else {
             self.fail(format!(
                 "file id {} out of range ({} files)",
-                span.file,
-                self.dump.files.len()
+                span.file, self.files
             ))
         }
     }
 
     fn vtable(&self, id: VtableId) -> Result {
-        if (id as usize) < self.dump.vtables.len() {
+        self.vtable_seen.set(true);
+        if (id as usize) < self.vtables {
             Ok(())
         } else {
             self.fail(format!(
                 "vtable id {id} out of range ({} vtables)",
-                self.dump.vtables.len()
+                self.vtables
             ))
         }
     }
@@ -67,12 +81,12 @@ impl Check<'_> {
     }
 }
 
-struct BodyCheck<'a, 'b> {
-    c: &'b Check<'a>,
+struct BodyCheck<'b> {
+    c: &'b Check,
     body: &'b Body,
 }
 
-impl BodyCheck<'_, '_> {
+impl BodyCheck<'_> {
     fn block(&self, b: BlockId) -> Result {
         if (b as usize) < self.body.blocks.len() {
             Ok(())
@@ -238,10 +252,22 @@ impl BodyCheck<'_, '_> {
 
 /// Checks every cross reference of a dump.
 pub fn validate(dump: &CrateDump) -> Result {
-    let mut c = Check {
-        dump,
-        context: "type table".to_string(),
-    };
+    validate_with(dump, |c, _, inst| {
+        inst.body
+            .as_ref()
+            .map_or(Ok(()), |body| check_body(c, body))
+    })
+}
+
+/// [`validate`], with the check of instance `i`'s body left to `body`
+/// (run where `validate` checks the body, so the first problem found is
+/// the same).
+pub(crate) fn validate_with(
+    dump: &CrateDump,
+    mut body: impl FnMut(&Check, usize, &Instance) -> Result,
+) -> Result {
+    let mut c = Check::of(dump);
+    c.context = "type table".to_string();
     for t in &dump.types {
         c.ty_kind(&t.kind)?;
     }
@@ -270,15 +296,47 @@ pub fn validate(dump: &CrateDump) -> Result {
                 .fail("the ADT table is not sorted by path, or lists a path twice".to_string());
         }
     }
-    for inst in &dump.instances {
+    for (i, inst) in dump.instances.iter().enumerate() {
         c.context = format!("instance `{}`", inst.name);
         c.span(&inst.span)?;
         if let InstanceKind::DropGlue { ty } = inst.kind {
             c.ty(ty)?;
         }
-        if let Some(body) = &inst.body {
-            BodyCheck { c: &c, body }.run()?;
-        }
+        body(&c, i, inst)?;
     }
     Ok(())
+}
+
+/// What checking a body as it is decoded, before the vtable table is
+/// known, found.
+pub(crate) enum Early {
+    /// Fine, and it refers to no vtable: nothing left to check.
+    Done,
+    /// Fine so far, but it refers to vtables: check it again with the table.
+    Again,
+    /// Its first problem, which refers to no vtable (one found before any
+    /// vtable reference, so the full check finds it first too).
+    Failed(String),
+}
+
+/// Checks a body against the type and file tables, as it is decoded.
+pub(crate) fn check_body_early(types: usize, files: usize, name: &str, body: &Body) -> Early {
+    let c = Check {
+        types,
+        files,
+        vtables: usize::MAX,
+        vtable_seen: std::cell::Cell::new(false),
+        context: format!("instance `{name}`"),
+    };
+    let result = BodyCheck { c: &c, body }.run();
+    match result {
+        _ if c.vtable_seen.get() => Early::Again,
+        Ok(()) => Early::Done,
+        Err(e) => Early::Failed(e),
+    }
+}
+
+/// Checks a body with every table known (see [`validate_with`]).
+pub(crate) fn check_body(c: &Check, body: &Body) -> Result {
+    BodyCheck { c, body }.run()
 }

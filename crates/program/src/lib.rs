@@ -37,6 +37,10 @@ impl FnId {
 pub type CrateIdx = u32;
 
 /// A loaded dump and where it came from.
+///
+/// Its bodies are read through [`LinkedCrate::body`], never through
+/// `dump.instances[i].body`: a crate loaded with [`LinkedCrate::lazy`] keeps
+/// them encoded (`kmir::BodyTable`) and decodes one when it is asked for.
 #[derive(Debug)]
 pub struct LinkedCrate {
     pub path: PathBuf,
@@ -44,6 +48,180 @@ pub struct LinkedCrate {
     /// When the file was last written, to prefer the newer of two
     /// conflicting dumps of one crate.
     pub modified: Option<std::time::SystemTime>,
+    /// The bodies, when they are not in `dump` (decoded on demand).
+    pub lazy: Option<LazyBodies>,
+}
+
+/// The encoded bodies of a crate loaded lazily, and the decoded ones kept
+/// while [`Program::keep_bodies`] says so.
+#[derive(Debug)]
+pub struct LazyBodies {
+    table: kmir::BodyTable,
+    kept: Vec<std::sync::Mutex<Option<std::sync::Arc<kmir::Body>>>>,
+    keep: std::sync::atomic::AtomicBool,
+}
+
+/// A body: borrowed from a dump that holds its bodies, or decoded on
+/// demand (and freed when the last reference to it goes, unless kept).
+#[derive(Clone, Debug)]
+pub enum BodyRef<'a> {
+    Borrowed(&'a kmir::Body),
+    Decoded(std::sync::Arc<kmir::Body>),
+}
+
+impl std::ops::Deref for BodyRef<'_> {
+    type Target = kmir::Body;
+    fn deref(&self) -> &kmir::Body {
+        match self {
+            BodyRef::Borrowed(b) => b,
+            BodyRef::Decoded(b) => b,
+        }
+    }
+}
+
+impl LinkedCrate {
+    /// A crate whose dump holds its bodies.
+    pub fn eager(
+        path: PathBuf,
+        dump: kmir::CrateDump,
+        modified: Option<std::time::SystemTime>,
+    ) -> LinkedCrate {
+        LinkedCrate {
+            path,
+            dump,
+            modified,
+            lazy: None,
+        }
+    }
+
+    /// A crate whose bodies are decoded when they are asked for.
+    pub fn lazy(
+        path: PathBuf,
+        dump: kmir::LazyDump,
+        modified: Option<std::time::SystemTime>,
+    ) -> LinkedCrate {
+        let kept = (0..dump.bodies.len())
+            .map(|_| std::sync::Mutex::new(None))
+            .collect();
+        LinkedCrate {
+            path,
+            dump: dump.dump,
+            modified,
+            lazy: Some(LazyBodies {
+                table: dump.bodies,
+                kept,
+                keep: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Whether instance `instance` has a body.
+    pub fn has_body(&self, instance: u32) -> bool {
+        match &self.lazy {
+            Some(l) => l.table.has(instance as usize),
+            None => self
+                .dump
+                .instances
+                .get(instance as usize)
+                .is_some_and(|i| i.body.is_some()),
+        }
+    }
+
+    /// What is known of instance `instance`'s body without decoding it.
+    pub fn body_facts(&self, instance: u32) -> Option<kmir::BodyFacts> {
+        match &self.lazy {
+            Some(l) => l.table.facts(instance as usize),
+            None => {
+                let b = self.dump.instances.get(instance as usize)?.body.as_ref()?;
+                Some(kmir::BodyFacts {
+                    arg_count: b.arg_count,
+                    drop_elaborated: b.drop_elaborated,
+                })
+            }
+        }
+    }
+
+    /// Instance `instance`'s body, decoded if it has to be.
+    pub fn body(&self, instance: u32) -> Option<BodyRef<'_>> {
+        let Some(l) = &self.lazy else {
+            return self
+                .dump
+                .instances
+                .get(instance as usize)?
+                .body
+                .as_deref()
+                .map(BodyRef::Borrowed);
+        };
+        let i = instance as usize;
+        let keep = l.keep.load(std::sync::atomic::Ordering::Relaxed);
+        if keep
+            && let Some(slot) = l.kept.get(i)
+            && let Some(b) = &*lock(slot)
+        {
+            return Some(BodyRef::Decoded(b.clone()));
+        }
+        BODIES_DECODED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let body = match l.table.decode(i) {
+            Ok(body) => body?,
+            // The bytes were checked and decoded once at load
+            // (`kmir::decode_lazy`); read again, they fail only if the
+            // file was written into since (their CRC-32 differs) or can no
+            // longer be read. No result can be given from a dump that is
+            // not the one loaded: the run stops, saying why.
+            Err(problem) => {
+                eprintln!(
+                    "error: `{}`: cannot read the body of `{}` again: {problem}\n  = note: kanalyze reads a body from its dump whenever it needs it; a dump must not be written into while kanalyze runs (kextract replaces dumps, which is safe)",
+                    self.path.display(),
+                    self.dump
+                        .instances
+                        .get(i)
+                        .map_or("?", |inst| inst.name.as_str()),
+                );
+                std::process::exit(2);
+            }
+        };
+        let body = std::sync::Arc::new(body);
+        if keep && let Some(slot) = l.kept.get(i) {
+            *lock(slot) = Some(body.clone());
+        }
+        Some(BodyRef::Decoded(body))
+    }
+
+    /// Whether two crates hold the same dump, bodies included.
+    pub fn same_content(&self, other: &LinkedCrate) -> bool {
+        self.dump == other.dump
+            && (0..self.dump.instances.len() as u32).all(|i| match (self.body(i), other.body(i)) {
+                (Some(a), Some(b)) => *a == *b,
+                (None, None) => true,
+                _ => false,
+            })
+    }
+
+    /// Keeps the bodies decoded from now on (`true`), or drops every kept
+    /// one and decodes each use afresh (`false`).
+    fn keep_bodies(&self, keep: bool) {
+        if let Some(l) = &self.lazy {
+            l.keep.store(keep, std::sync::atomic::Ordering::Relaxed);
+            if !keep {
+                for slot in &l.kept {
+                    *lock(slot) = None;
+                }
+            }
+        }
+    }
+}
+
+static BODIES_DECODED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many bodies this process has decoded on demand so far (for
+/// `--timings`; the decode at load is not counted).
+pub fn bodies_decoded() -> u64 {
+    BODIES_DECODED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while the slot was held cannot leave it half-written.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,6 +369,10 @@ pub struct Program {
     /// closures, fn pointers in statics): code outside the program, or
     /// calls through pointers, may call them.
     pub address_taken: std::collections::BTreeSet<FnId>,
+    /// Every direct call's callee with its number of arguments, in the
+    /// order of the functions and their sites (gathered by the link, so
+    /// that the arities need no other pass over the bodies).
+    pub call_arities: Vec<(FnId, u32)>,
     pub stats: LinkStats,
 }
 
@@ -212,6 +394,30 @@ impl Program {
             }
             _ => None,
         }
+    }
+
+    /// `id`'s body, decoded if it has to be.
+    pub fn body(&self, id: FnId) -> Option<BodyRef<'_>> {
+        match self.function(id).kind {
+            FnKind::Body { krate, instance } => self.crates[krate as usize].body(instance),
+            _ => None,
+        }
+    }
+
+    /// What is known of `id`'s body without decoding it.
+    pub fn body_facts(&self, id: FnId) -> Option<kmir::BodyFacts> {
+        match self.function(id).kind {
+            FnKind::Body { krate, instance } => self.crates[krate as usize].body_facts(instance),
+            _ => None,
+        }
+    }
+
+    /// Keeps every body decoded from now on (`true`), or drops the kept
+    /// ones and decodes each use afresh (`false`, the default). Only
+    /// crates loaded lazily are concerned.
+    pub fn keep_bodies(&self, keep: bool) {
+        use rayon::prelude::*;
+        self.crates.par_iter().for_each(|c| c.keep_bodies(keep));
     }
 
     /// Every function with a body, with its crate and instance.
@@ -322,8 +528,12 @@ impl Program {
     /// single arity holds for it.
     pub fn arities(&self) -> HashMap<String, u32> {
         let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
-        for (_, _, inst) in self.bodies() {
-            let (kmir::InstanceKind::Item, Some(body)) = (&inst.kind, &inst.body) else {
+        for (id, krate, inst) in self.bodies() {
+            let FnKind::Body { instance, .. } = self.function(id).kind else {
+                continue;
+            };
+            let (kmir::InstanceKind::Item, Some(body)) = (&inst.kind, krate.body_facts(instance))
+            else {
                 continue;
             };
             add_arity(&mut seen, &inst.item_path, body.arg_count);
@@ -331,7 +541,7 @@ impl Program {
                 add_arity(&mut seen, t, body.arg_count);
             }
         }
-        for (f, n) in self.called_arities() {
+        for &(f, n) in &self.call_arities {
             let f = self.function(f);
             if matches!(f.kind, FnKind::Foreign | FnKind::Upstream { .. }) {
                 add_arity(&mut seen, &f.item_path, n);
@@ -347,7 +557,7 @@ impl Program {
     /// variadic called with different counts is left out.
     pub fn foreign_arities(&self) -> HashMap<String, u32> {
         let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
-        for (f, n) in self.called_arities() {
+        for &(f, n) in &self.call_arities {
             let f = self.function(f);
             if f.kind == FnKind::Foreign {
                 add_arity(&mut seen, &f.symbol, n);
@@ -355,25 +565,6 @@ impl Program {
         }
         seen.into_iter()
             .filter_map(|(name, n)| Some((name.to_string(), n?)))
-            .collect()
-    }
-
-    /// Every direct call's callee with its number of arguments.
-    /// Gathered in parallel, in the order of the functions and their sites.
-    fn called_arities(&self) -> Vec<(FnId, u32)> {
-        use rayon::prelude::*;
-        (0..self.functions.len())
-            .into_par_iter()
-            .filter_map(|i| self.body_of(FnId(i as u32))?.1.body.as_ref())
-            .flat_map_iter(|body| &body.blocks)
-            .filter_map(|block| match &block.terminator.kind {
-                kmir::TerminatorKind::Call {
-                    callee: kmir::Callee::Direct { symbol },
-                    args,
-                    ..
-                } => Some((self.lookup(symbol)?, args.len() as u32)),
-                _ => None,
-            })
             .collect()
     }
 

@@ -88,10 +88,13 @@ impl std::fmt::Display for LinkProblem {
 /// canonically where another crate's copy may not (a doctest crate's copy
 /// of `kernel::f` is named `doctests_…::rust_doctest_…::kernel::f`).
 /// Among equal ranks the crate that sorts first wins (see [`link`]).
-fn rank(inst: &kmir::Instance, krate: &str) -> (bool, bool, bool, bool) {
-    let elaborated = inst.body.as_ref().is_some_and(|b| b.drop_elaborated);
+fn rank(c: &LinkedCrate, ii: u32) -> (bool, bool, bool, bool) {
+    let inst = &c.dump.instances[ii as usize];
+    let krate = c.dump.header.crate_name.as_str();
+    let facts = c.body_facts(ii);
+    let elaborated = facts.is_some_and(|b| b.drop_elaborated);
     let defining = inst.item_path.split("::").next() == Some(krate);
-    (inst.body.is_some(), elaborated, inst.codegenned, defining)
+    (facts.is_some(), elaborated, inst.codegenned, defining)
 }
 
 /// Names as every dump would print them. A crate prints an item of another
@@ -323,7 +326,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         match seen.get(&key) {
             Some(&first) => {
                 let crate_name = key.0.to_string();
-                if crates[first].dump == crates[i].dump {
+                if crates[first].same_content(&crates[i]) {
                     keep[i] = false;
                     let (kept, skipped) = (crates[first].path.clone(), crates[i].path.clone());
                     problems.push(LinkProblem::IdenticalDuplicate {
@@ -408,20 +411,13 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         }
     }
     copies.par_sort_unstable();
-    let instance = |ci: u32, ii: u32| {
-        let c = &crates[ci as usize];
-        (
-            &c.dump.instances[ii as usize],
-            c.dump.header.crate_name.as_str(),
-        )
-    };
     let mut best: Vec<(&str, u32, u32)> = Vec::new();
     for copy in copies {
         match best.last_mut() {
             Some(current) if current.0 == copy.0 => {
-                let (inst, krate) = instance(copy.1, copy.2);
-                let (cur, cur_krate) = instance(current.1, current.2);
-                if rank(inst, krate) > rank(cur, cur_krate) {
+                if rank(&crates[copy.1 as usize], copy.2)
+                    > rank(&crates[current.1 as usize], current.2)
+                {
                     *current = copy;
                 }
             }
@@ -435,7 +431,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         .par_iter()
         .map(|&(_, ci, ii)| {
             let inst = &crates[ci as usize].dump.instances[ii as usize];
-            let kind = if inst.body.is_some() {
+            let kind = if crates[ci as usize].has_body(ii) {
                 FnKind::Body {
                     krate: ci,
                     instance: ii,
@@ -569,73 +565,11 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             roots.push((FnId(i as u32), RootReason::Exported));
         }
     }
-    // The functions bodies turn into pointers: a set per body, in
-    // parallel, then their union.
-    address_taken.extend(
-        functions
-            .par_iter()
-            .filter_map(|f| {
-                let FnKind::Body { krate, instance } = f.kind else {
-                    return None;
-                };
-                let body = crates[krate as usize].dump.instances[instance as usize]
-                    .body
-                    .as_ref()?;
-                let mut taken = Vec::new();
-                collect_address_taken(body, &by_symbol, &mut taken);
-                Some(taken)
-            })
-            .flatten_iter()
-            .collect::<Vec<FnId>>(),
-    );
-    let mut by_sig: HashMap<&str, Vec<FnId>> = HashMap::new();
-    for &id in &address_taken {
-        if let FnKind::Body { krate, instance } = functions[id.index()].kind
-            && let Some(sig) = &crates[krate as usize].dump.instances[instance as usize].fn_sig
-        {
-            by_sig.entry(sig.as_str()).or_default().push(id);
-        }
-    }
-
-    // 5. Edges.
-    let mut graph = CallGraph::with_capacity(functions.len(), functions.len() * 4);
-    for i in 0..functions.len() {
-        graph.add_node(FnId(i as u32));
-    }
-    let mut unknown: BTreeMap<IndirectKey, FnId> = BTreeMap::new();
-    let mut new_unknowns: Vec<Function> = Vec::new();
-    let mut unknown_id = |key: IndirectKey, base: usize, new: &mut Vec<Function>| -> FnId {
-        *unknown.entry(key.clone()).or_insert_with(|| {
-            let id = FnId((base + new.len()) as u32);
-            let (symbol, name) = match &key {
-                IndirectKey::FnPtr { sig } => (
-                    format!("<unknown {sig}>"),
-                    format!("<any function of type `{sig}`>"),
-                ),
-                IndirectKey::Virtual { trait_method, slot } => (
-                    format!("<unknown {trait_method}#{slot}>"),
-                    format!("<any implementation of `{trait_method}`>"),
-                ),
-            };
-            let item_path = match &key {
-                IndirectKey::Virtual { trait_method, .. } => trait_method.to_string(),
-                IndirectKey::FnPtr { .. } => String::new(),
-            };
-            new.push(Function {
-                symbol: symbol.into(),
-                name: name.into(),
-                item_path: item_path.into(),
-                kind: FnKind::Unknown(key),
-            });
-            id
-        })
-    };
-    let base = functions.len();
-    // Each body's call sites in parallel; the targets of indirect calls
-    // that nothing in the program matches are named afterwards, in the
-    // order of the functions and their sites, so the `Unknown` functions'
-    // ids do not depend on the number of threads.
-    let sites: Vec<(FnId, FnSites)> = functions
+    // One pass over the bodies, in parallel: the functions each turns into
+    // pointers, and its call sites (those through fn pointers resolved
+    // below, once every address taken is known). Each body is decoded
+    // once for both.
+    let per_body: Vec<(Vec<FnId>, (FnId, FnSites))> = functions
         .par_iter()
         .enumerate()
         .filter_map(|(i, f)| {
@@ -645,9 +579,9 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             let mut out = FnSites::default();
             let caller = FnId(i as u32);
             let inst = &crates[krate as usize].dump.instances[instance as usize];
-            let Some(body) = &inst.body else {
-                return None;
-            };
+            let body = crates[krate as usize].body(instance)?;
+            let mut taken = Vec::new();
+            collect_address_taken(&body, &by_symbol, &mut taken);
             for (bi, block) in body.blocks.iter().enumerate() {
                 let span = block.terminator.span;
                 let site = |kind| Edge {
@@ -676,11 +610,12 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                             out.edges.push((Target::Fn(t), site(EdgeKind::Drop)));
                         }
                     }
-                    TerminatorKind::Call { callee, .. } => match callee {
+                    TerminatorKind::Call { callee, args, .. } => match callee {
                         Callee::Direct { symbol } => {
                             out.stats.direct_sites += 1;
                             match by_symbol.get(symbol) {
                                 Some(&t) => {
+                                    out.arities.push((t, args.len() as u32));
                                     if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
                                         out.stats.direct_to_body += 1;
                                     } else {
@@ -726,40 +661,107 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
                         }
                         Callee::Indirect { sig, .. } => {
                             out.stats.indirect_sites += 1;
-                            let targets =
-                                by_sig.get(sig.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-                            for &t in targets {
-                                out.edges.push((Target::Fn(t), site(EdgeKind::Indirect)));
-                            }
-                            // A pointer with a C ABI may come from C; one nothing
-                            // in the program matches certainly does.
-                            let from_outside = sig.starts_with("extern ") || targets.is_empty();
-                            if targets.is_empty() {
-                                out.stats.unresolved_indirect += 1;
-                            } else if targets.len() + usize::from(from_outside) > 1 {
-                                out.stats.ambiguous_indirect += 1;
-                            }
-                            if from_outside {
-                                out.edges.push((
-                                    Target::Unknown(IndirectKey::FnPtr { sig: sig.clone() }),
-                                    site(EdgeKind::Indirect),
-                                ));
-                            }
+                            // Resolved once every address taken is known.
+                            out.edges
+                                .push((Target::Indirect(sig.clone()), site(EdgeKind::Indirect)));
                         }
                     },
                     _ => {}
                 }
             }
-            Some((caller, out))
+            Some((taken, (caller, out)))
+        })
+        .collect();
+    let mut sites: Vec<(FnId, FnSites)> = Vec::with_capacity(per_body.len());
+    for (taken, body_sites) in per_body {
+        address_taken.extend(taken);
+        sites.push(body_sites);
+    }
+    let mut by_sig: HashMap<&str, Vec<FnId>> = HashMap::new();
+    for &id in &address_taken {
+        if let FnKind::Body { krate, instance } = functions[id.index()].kind
+            && let Some(sig) = &crates[krate as usize].dump.instances[instance as usize].fn_sig
+        {
+            by_sig.entry(sig.as_str()).or_default().push(id);
+        }
+    }
+
+    // 5. Edges.
+    let mut graph = CallGraph::with_capacity(functions.len(), functions.len() * 4);
+    for i in 0..functions.len() {
+        graph.add_node(FnId(i as u32));
+    }
+    let mut unknown: BTreeMap<IndirectKey, FnId> = BTreeMap::new();
+    let mut new_unknowns: Vec<Function> = Vec::new();
+    let mut unknown_id = |key: IndirectKey, base: usize, new: &mut Vec<Function>| -> FnId {
+        *unknown.entry(key.clone()).or_insert_with(|| {
+            let id = FnId((base + new.len()) as u32);
+            let (symbol, name) = match &key {
+                IndirectKey::FnPtr { sig } => (
+                    format!("<unknown {sig}>"),
+                    format!("<any function of type `{sig}`>"),
+                ),
+                IndirectKey::Virtual { trait_method, slot } => (
+                    format!("<unknown {trait_method}#{slot}>"),
+                    format!("<any implementation of `{trait_method}`>"),
+                ),
+            };
+            let item_path = match &key {
+                IndirectKey::Virtual { trait_method, .. } => trait_method.to_string(),
+                IndirectKey::FnPtr { .. } => String::new(),
+            };
+            new.push(Function {
+                symbol: symbol.into(),
+                name: name.into(),
+                item_path: item_path.into(),
+                kind: FnKind::Unknown(key),
+            });
+            id
+        })
+    };
+    let base = functions.len();
+    // The targets of indirect calls, now that every address taken is
+    // known, in place (so in the order of the sites).
+    let sites: Vec<(FnId, FnSites)> = sites
+        .into_par_iter()
+        .map(|(caller, mut out)| {
+            let deferred = std::mem::take(&mut out.edges);
+            for (target, edge) in deferred {
+                let Target::Indirect(sig) = target else {
+                    out.edges.push((target, edge));
+                    continue;
+                };
+                let targets = by_sig.get(sig.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+                for &t in targets {
+                    out.edges.push((Target::Fn(t), edge));
+                }
+                // A pointer with a C ABI may come from C; one nothing
+                // in the program matches certainly does.
+                let from_outside = sig.starts_with("extern ") || targets.is_empty();
+                if targets.is_empty() {
+                    out.stats.unresolved_indirect += 1;
+                } else if targets.len() + usize::from(from_outside) > 1 {
+                    out.stats.ambiguous_indirect += 1;
+                }
+                if from_outside {
+                    out.edges
+                        .push((Target::Unknown(IndirectKey::FnPtr { sig }), edge));
+                }
+            }
+            (caller, out)
         })
         .collect();
     let mut pending_edges: Vec<(FnId, FnId, Edge)> = Vec::new();
+    let mut call_arities = Vec::new();
     for (caller, mut sites) in sites {
         stats.add_sites(&mut sites.stats);
+        call_arities.append(&mut sites.arities);
         for (target, edge) in sites.edges {
             let t = match target {
                 Target::Fn(t) => t,
                 Target::Unknown(key) => unknown_id(key, base, &mut new_unknowns),
+                // Replaced by its targets above: none is left here.
+                Target::Indirect(_) => continue,
             };
             pending_edges.push((caller, t, edge));
         }
@@ -789,6 +791,7 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
             graph,
             roots,
             address_taken,
+            call_arities,
             stats,
         },
         problems,
@@ -800,6 +803,8 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
 enum Target {
     Fn(FnId),
     Unknown(IndirectKey),
+    /// A call through a fn pointer of this signature, not resolved yet.
+    Indirect(Name),
 }
 
 /// One body's call sites: their targets, and their counts.
@@ -807,6 +812,8 @@ enum Target {
 struct FnSites {
     edges: Vec<(Target, Edge)>,
     stats: LinkStats,
+    /// Each direct call's callee with its number of arguments.
+    arities: Vec<(FnId, u32)>,
 }
 
 impl LinkStats {

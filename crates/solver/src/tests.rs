@@ -637,6 +637,7 @@ fn program_of(n: usize, edges: &[(u32, u32, u32)]) -> program::Program {
         graph,
         roots: Vec::new(),
         address_taken: Default::default(),
+        call_arities: Vec::new(),
         stats: Default::default(),
     }
 }

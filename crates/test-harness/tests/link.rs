@@ -7,10 +7,9 @@ use test_harness::{CrateSpec, Extracted, extract};
 fn loaded(out: &Extracted) -> Vec<LinkedCrate> {
     out.dump_paths()
         .into_iter()
-        .map(|path| LinkedCrate {
-            dump: kmir::read_file(&path).unwrap(),
-            path,
-            modified: None,
+        .map(|path| {
+            let dump = kmir::read_file_lazy(&path).unwrap();
+            LinkedCrate::lazy(path, dump, None)
         })
         .collect()
 }
@@ -163,21 +162,9 @@ fn duplicate_dumps_are_reported_and_skipped() {
     changed.instances.pop();
     let at = |s| Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
     let crates = vec![
-        LinkedCrate {
-            path: "a/graph.kmir".into(),
-            dump: dump.clone(),
-            modified: at(10),
-        },
-        LinkedCrate {
-            path: "b/graph.kmir".into(),
-            dump: dump.clone(),
-            modified: at(20),
-        },
-        LinkedCrate {
-            path: "c/graph.kmir".into(),
-            dump: changed.clone(),
-            modified: at(30),
-        },
+        LinkedCrate::eager("a/graph.kmir".into(), dump.clone(), at(10)),
+        LinkedCrate::eager("b/graph.kmir".into(), dump.clone(), at(20)),
+        LinkedCrate::eager("c/graph.kmir".into(), changed.clone(), at(30)),
     ];
     let (p, problems) = program::link(crates);
     assert_eq!(p.stats.crates, 1);
@@ -265,4 +252,64 @@ fn dyn_drop_glue_reaches_the_glue_of_every_vtable() {
         ),
         ["std::ptr::drop_glue::<dyn dyn_drop::Foreign>"]
     );
+}
+
+/// A program linked from dumps whose bodies are decoded on demand is the
+/// program linked from the same dumps decoded whole: the same functions,
+/// edges and roots, and every body decoded alone equal to the eagerly
+/// decoded one (kept or not, asked once or twice).
+#[test]
+fn bodies_decoded_on_demand_are_the_eager_ones() {
+    let out = extract(&[
+        CrateSpec::lib("extract/twocrate_a.rs"),
+        CrateSpec::lib("extract/twocrate_b.rs").with_extern("twocrate_a"),
+        CrateSpec::lib("extract/graph.rs"),
+    ]);
+    let eager: Vec<LinkedCrate> = out
+        .dump_paths()
+        .into_iter()
+        .map(|path| {
+            let dump = kmir::read_file(&path).unwrap();
+            LinkedCrate::eager(path, dump, None)
+        })
+        .collect();
+    let (eager, problems) = program::link(eager);
+    assert!(problems.is_empty(), "{problems:?}");
+    let lazy = linked(&out);
+    assert_eq!(lazy.functions, eager.functions);
+    assert_eq!(lazy.roots, eager.roots);
+    assert_eq!(lazy.address_taken, eager.address_taken);
+    assert_eq!(lazy.call_arities, eager.call_arities);
+    assert_eq!(lazy.arities(), eager.arities());
+    for i in 0..eager.functions.len() {
+        let f = FnId(i as u32);
+        assert_eq!(lazy.callees(f), eager.callees(f));
+    }
+    let mut bodies = 0;
+    for keep in [false, true, true, false] {
+        lazy.keep_bodies(keep);
+        for (f, krate, inst) in eager.bodies() {
+            let want = inst.body.as_deref().expect("an eager body");
+            let got = lazy.body(f).expect("a lazy body");
+            assert_eq!(*got, *want, "{}", inst.name);
+            assert_eq!(krate.body_facts(instance_of(&eager, f)), lazy.body_facts(f));
+            bodies += 1;
+        }
+    }
+    assert!(bodies > 40, "{bodies} bodies compared");
+    // The dumps' own instances: every one, body or not.
+    for c in &lazy.crates {
+        let dump = kmir::read_file(&c.path).unwrap();
+        for (i, inst) in dump.instances.iter().enumerate() {
+            assert_eq!(c.has_body(i as u32), inst.body.is_some());
+            assert_eq!(c.body(i as u32).as_deref(), inst.body.as_deref());
+        }
+    }
+}
+
+fn instance_of(p: &Program, f: FnId) -> u32 {
+    match p.function(f).kind {
+        FnKind::Body { instance, .. } => instance,
+        _ => panic!("no body"),
+    }
 }

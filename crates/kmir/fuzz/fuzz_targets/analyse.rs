@@ -280,11 +280,7 @@ fn mutate(dump: &mut CrateDump, ops: &[u8]) {
 }
 
 fn analyse(dump: CrateDump) {
-    let crates = vec![program::LinkedCrate {
-        path: "fuzz.kmir".into(),
-        dump,
-        modified: None,
-    }];
+    let crates = vec![program::LinkedCrate::eager("fuzz.kmir".into(), dump, None)];
     let (program, _) = program::link(crates);
     let (annotations, _) = annotations::collect(
         program
