@@ -60,7 +60,7 @@ pub(crate) fn analyze_function(
             },
         };
     }
-    let Some((krate, _)) = program.body_of(f) else {
+    let Some((krate, inst)) = program.body_of(f) else {
         return Analyzed::quiet(Summary::neutral(Source::Builtin));
     };
     let Some(body) = program.body(f) else {
