@@ -186,7 +186,100 @@ impl Origins {
             )
             .collect();
         o.unchanged_to = kill_reach(body, &compared, true);
+        o.forget_written_backers(dump, body);
         o
+    }
+
+    /// A backer the body itself may change through a pointer (unsafe code
+    /// writing through a raw pointer read out of borrowed memory, or
+    /// through a pointer to a local it only borrowed shared) keeps nothing
+    /// alive: what it held may be gone before the clone is dropped. A
+    /// write through a `&mut` cannot reach memory behind a live shared
+    /// borrow, so only raw pointers and `&mut` made through a pointer count.
+    fn forget_written_backers(&mut self, dump: &CrateDump, body: &Body) {
+        let mut hit: Vec<Set> = Vec::new();
+        let pointer_of = |place: &Place| -> Option<Place> {
+            let last = place
+                .projection
+                .iter()
+                .rposition(|p| *p == Projection::Deref)?;
+            Some(Place {
+                local: place.local,
+                projection: place.projection[..last].into(),
+            })
+        };
+        let raw = |p: &Place| {
+            dump.place_ty(body, p)
+                .and_then(|t| dump.ty(t))
+                .is_none_or(|t| matches!(t.kind, TyKind::RawPtr { .. }))
+        };
+        for b in &body.blocks {
+            for st in &b.statements {
+                let StatementKind::Assign { place, rvalue } = &st.kind else {
+                    continue;
+                };
+                if let Some(ptr) = pointer_of(place)
+                    && raw(&ptr)
+                {
+                    hit.push(self.place(dump, &ptr));
+                }
+                if let Rvalue::Ref {
+                    mutable: true,
+                    place,
+                }
+                | Rvalue::AddressOf {
+                    mutable: true,
+                    place,
+                } = &**rvalue
+                    && let Some(ptr) = pointer_of(place)
+                {
+                    let through = self.place(dump, &ptr);
+                    if raw(&ptr) {
+                        hit.push(through);
+                    } else if let Some(t) = through {
+                        // A `&mut` made through a reference: only one read
+                        // out of borrowed memory is a concern (a `&mut`
+                        // cannot otherwise reach it).
+                        hit.push(Some(t));
+                    }
+                }
+            }
+            if let TerminatorKind::Call { args, .. } = &b.terminator.kind {
+                for a in args {
+                    if let Operand::Copy(p) | Operand::Move(p) = a
+                        && dump
+                            .place_ty(body, p)
+                            .and_then(|t| dump.ty(t))
+                            .is_some_and(|t| matches!(t.kind, TyKind::RawPtr { mutable: true, .. }))
+                    {
+                        hit.push(self.place(dump, p));
+                    }
+                }
+            }
+        }
+        for h in hit {
+            let Some(h) = h else {
+                // Through a pointer of unknown origin: any backer.
+                self.shared.iter_mut().for_each(|s| *s = false);
+                self.reached_by_kill.clear();
+                self.unchanged_to.clear();
+                return;
+            };
+            for o in h {
+                match o {
+                    Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => {
+                        if let Some(s) = self.shared.get_mut(k as usize) {
+                            *s = false;
+                        }
+                    }
+                    Origin::Local(l) | Origin::CloneLocal(l) => {
+                        self.reached_by_kill.remove(&l);
+                        self.unchanged_to.remove(&l);
+                    }
+                    Origin::Arg(Flow::Own(_)) => {}
+                }
+            }
+        }
     }
 
     /// What the body writes through pointers by other means than an
