@@ -195,7 +195,8 @@ impl Origins {
     /// through a pointer to a local it only borrowed shared) keeps nothing
     /// alive: what it held may be gone before the clone is dropped. A
     /// write through a `&mut` cannot reach memory behind a live shared
-    /// borrow, so only raw pointers and `&mut` made through a pointer count.
+    /// borrow, so only raw pointers (written through, or given to a call as
+    /// `*mut`) and `&mut` made through a pointer count.
     fn forget_written_backers(&mut self, dump: &CrateDump, body: &Body) {
         let mut hit: Vec<Set> = Vec::new();
         let pointer_of = |place: &Place| -> Option<Place> {
@@ -257,14 +258,12 @@ impl Origins {
                 }
             }
         }
-        for h in hit {
-            let Some(h) = h else {
-                // Through a pointer of unknown origin: any backer.
-                self.shared.iter_mut().for_each(|s| *s = false);
-                self.reached_by_kill.clear();
-                self.unchanged_to.clear();
-                return;
-            };
+        // A pointer of unknown origin (what an `UnsafeCell` or a C function
+        // gave) is not taken to point into a backer: the scan follows every
+        // way Rust code makes a pointer to borrowed memory (`&raw`, casts,
+        // the summaries' `ret_from`), and what an `UnsafeCell` holds is
+        // never a backer.
+        for h in hit.into_iter().flatten() {
             for o in h {
                 match o {
                     Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => {
