@@ -59,6 +59,21 @@ impl SummaryDomain for PreemptDomain<'_> {
         self.input.program.body_of(f).is_some()
     }
 
+    /// A body's analysis costs about its blocks and statements.
+    fn cost(&self, f: FnId) -> u64 {
+        let body = self
+            .input
+            .program
+            .body_of(f)
+            .and_then(|(_, i)| i.body.as_ref());
+        body.map_or(0, |body| {
+            body.blocks
+                .iter()
+                .map(|b| 1 + b.statements.len() as u64)
+                .sum()
+        })
+    }
+
     fn fallback(&self) -> Summary {
         Summary::neutral(Source::Builtin)
     }

@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+mod dispatch;
 mod engine;
 mod schedule;
 
