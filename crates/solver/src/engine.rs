@@ -6,6 +6,7 @@ use std::hash::Hash;
 use std::sync::{Mutex, OnceLock};
 
 use program::FnId;
+use rayon::prelude::*;
 
 use crate::dispatch::Dispatch;
 use crate::schedule::{CallGraph, Schedule};
@@ -298,21 +299,24 @@ struct Finished<D: SummaryDomain> {
 /// What [`solve_observed`] reports while it works, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// Before the first level: how many levels and functions (members of
-    /// all components) there are.
+    /// Before any work: how many levels and functions (members of the
+    /// components with a body to analyse) there are.
     Start {
         /// Levels of the schedule.
         levels: usize,
-        /// Functions of the schedule.
+        /// Members of the components with a body.
         functions: usize,
     },
-    /// A component of `functions` functions is solved. Reported from the
-    /// worker thread that solved it.
+    /// A component with a body, of `functions` functions, is solved.
+    /// Reported from the worker thread that solved it; components are not
+    /// solved level by level, so one of a higher level may come before
+    /// one of a lower level.
     Component {
         /// Its members.
         functions: usize,
     },
-    /// Level `level` (0-based) is solved.
+    /// Every component of levels `0..=level` (0-based) is solved; reported
+    /// once per level, in order.
     Level {
         /// Its index.
         level: usize,
@@ -347,7 +351,10 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
     observe: &(dyn Fn(Progress) + Sync),
 ) -> Solution<D> {
     let n = graph.function_count();
-    let has_body: Vec<bool> = (0..n).map(|i| domain.has_body(FnId(i as u32))).collect();
+    let has_body: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|i| domain.has_body(FnId(i as u32)))
+        .collect();
     let mut body_external = HashMap::new();
     let done: Vec<OnceLock<D::Summary>> = (0..n)
         .map(|i| {
@@ -366,30 +373,25 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
         .collect();
     // A component depends on the components its members call; its weight
     // is what the domain expects its bodies to cost (0 without a body:
-    // nothing to analyse).
-    let deps: Vec<Vec<u32>> = schedule
+    // nothing to analyse). Gathered per component in parallel, in order.
+    let (deps, weight): (Vec<Vec<u32>>, Vec<u64>) = schedule
         .sccs
-        .iter()
+        .par_iter()
         .map(|members| {
-            members
+            let deps = members
                 .iter()
                 .flat_map(|&m| graph.callees(m))
                 .filter(|c| c.index() < n)
                 .map(|c| schedule.scc_of[c.index()])
-                .collect()
-        })
-        .collect();
-    let weight: Vec<u64> = schedule
-        .sccs
-        .iter()
-        .map(|members| {
-            members
+                .collect();
+            let weight = members
                 .iter()
                 .filter(|m| has_body[m.index()])
                 .map(|&m| domain.cost(m).max(1))
-                .fold(0u64, u64::saturating_add)
+                .fold(0u64, u64::saturating_add);
+            (deps, weight)
         })
-        .collect();
+        .unzip();
     let level_done = |level| observe(Progress::Level { level });
     let solver = Solver {
         domain,
@@ -408,7 +410,12 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
     drop(deps);
     observe(Progress::Start {
         levels: schedule.levels.len(),
-        functions: schedule.sccs.iter().map(Vec::len).sum(),
+        functions: schedule
+            .sccs
+            .iter()
+            .filter(|members| members.iter().any(|m| solver.has_body[m.index()]))
+            .map(Vec::len)
+            .sum(),
     });
     solver
         .dispatch

@@ -809,3 +809,57 @@ fn a_program_is_scheduled_over_its_own_graph() {
     assert_eq!(s.recursive(&p), vec![0]);
     assert!(!s.is_recursive(&p, 1));
 }
+
+#[test]
+fn progress_counts_every_function_with_a_body_and_each_level_once_in_order() {
+    // The diamond and chain of the test above, plus a bodiless component
+    // (leaves 9 and 10) that is never handed to a worker.
+    let g = Graph(vec![
+        vec![1, 2],
+        vec![3],
+        vec![3],
+        vec![9],
+        vec![5],
+        vec![6],
+        vec![7],
+        vec![10],
+        vec![0, 4],
+        vec![],
+        vec![],
+    ]);
+    let s = Schedule::new(&g);
+    for threads in [1, 3] {
+        let d = Reach::new(&g, &[9, 10]);
+        let seen = Mutex::new(Vec::new());
+        let observe = |p: Progress| seen.lock().unwrap().push(p);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(|| solve_observed(&g, &s, &d, Limits::default(), &observe));
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(
+            seen[0],
+            Progress::Start {
+                levels: s.levels.len(),
+                functions: 9
+            }
+        );
+        let solved: usize = seen
+            .iter()
+            .map(|p| match p {
+                Progress::Component { functions } => *functions,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(solved, 9, "{threads} threads: the bar reaches its total");
+        let levels: Vec<usize> = seen
+            .iter()
+            .filter_map(|p| match p {
+                Progress::Level { level } => Some(*level),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(levels, (0..s.levels.len()).collect::<Vec<_>>());
+    }
+}
