@@ -60,6 +60,23 @@ struct State {
     lowest_open_level: usize,
     /// Workers asleep on [`Dispatch::changed`].
     sleeping: usize,
+    /// A job's work panicked: the run stops (every worker returns and the
+    /// panic reaches the caller of [`Dispatch::run`]), where waiting for
+    /// the job that never finishes would hang.
+    aborted: bool,
+}
+
+/// Stops the run if the worker holding it unwinds from a panic.
+struct AbortOnPanic<'d, 'a>(&'d Dispatch<'a>);
+
+impl Drop for AbortOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut state = self.0.lock();
+            state.aborted = true;
+            self.0.changed.notify_all();
+        }
+    }
 }
 
 impl<'a> Dispatch<'a> {
@@ -119,6 +136,7 @@ impl<'a> Dispatch<'a> {
                 left_per_level,
                 lowest_open_level: 0,
                 sleeping: 0,
+                aborted: false,
             }),
             changed: Condvar::new(),
             level_done,
@@ -158,7 +176,8 @@ impl<'a> Dispatch<'a> {
 
     /// Runs every job: `work(j)` once per job of nonzero weight, on
     /// `threads` workers (the caller's thread and `threads - 1` scoped
-    /// ones), each job after all its dependencies.
+    /// ones), each job after all its dependencies. A panic in `work` stops
+    /// the run and is resumed here once every worker has returned.
     pub(crate) fn run(&self, threads: usize, work: &(dyn Fn(Job) + Sync)) {
         {
             // Levels made of weightless jobs only are already done.
@@ -166,6 +185,7 @@ impl<'a> Dispatch<'a> {
             self.report_levels(&mut state);
         }
         let worker = || {
+            let _abort = AbortOnPanic(self);
             let mut next = None;
             loop {
                 let Some(j) = next.take().or_else(|| self.take(|_| true)) else {
@@ -190,8 +210,9 @@ impl<'a> Dispatch<'a> {
     pub(crate) fn wait(&self, j: Job, work: &(dyn Fn(Job) + Sync)) {
         let bound = self.level[j as usize];
         while !self.is_finished(j) {
+            // `None`: `j` has finished, or the run stopped on a panic.
             let Some(k) = self.take_or_wait(j, |k| self.level[k as usize] <= bound) else {
-                continue;
+                return;
             };
             work(k);
             // Not taking another: the loop checks `j` first.
@@ -200,10 +221,13 @@ impl<'a> Dispatch<'a> {
     }
 
     /// The most urgent ready job that `eligible` accepts, once there is
-    /// one; `None` when every job has finished.
+    /// one; `None` when every job has finished or the run stopped.
     fn take(&self, eligible: impl Fn(Job) -> bool) -> Option<Job> {
         let mut state = self.lock();
         loop {
+            if state.aborted {
+                return None;
+            }
             if let Some(j) = Self::pop(&mut state, &eligible) {
                 return Some(j);
             }
@@ -215,13 +239,13 @@ impl<'a> Dispatch<'a> {
     }
 
     /// [`Dispatch::take`] for a worker waiting for `j`: `None` as soon as
-    /// `j` has finished.
+    /// `j` has finished (or the run stopped).
     fn take_or_wait(&self, j: Job, eligible: impl Fn(Job) -> bool) -> Option<Job> {
         let mut state = self.lock();
         loop {
-            // Under the lock: `finish` sets the flag before it takes the
-            // lock to wake sleepers, so this check cannot miss the wake-up.
-            if self.is_finished(j) {
+            // Under the lock, where `finish` sets the flag before it wakes
+            // sleepers: this check cannot miss the wake-up.
+            if state.aborted || self.is_finished(j) {
                 return None;
             }
             if let Some(k) = Self::pop(&mut state, &eligible) {
@@ -461,6 +485,30 @@ mod tests {
         }
         for threads in [1, 2, 5] {
             check_order(deps.clone(), weight.clone(), threads);
+        }
+    }
+
+    #[test]
+    fn a_panicking_job_stops_the_run_instead_of_hanging_it() {
+        // 1 panics; 2 depends on it and would wait forever, 3 waits for it
+        // without depending on it.
+        for threads in [1, 2, 4] {
+            let stopped = within_bound(move || {
+                let deps: Vec<Vec<Job>> = vec![vec![], vec![0], vec![1], vec![0]];
+                let d = Dispatch::new(&deps, vec![1, 1, 1, 1], &|_| {});
+                let work = |j: Job| {
+                    if j == 1 {
+                        std::thread::sleep(Duration::from_millis(5));
+                        panic!("job 1 fails");
+                    }
+                    if j == 3 {
+                        d.wait(1, &|_| panic!("job 1 fails"));
+                    }
+                };
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.run(threads, &work)))
+                    .is_err()
+            });
+            assert!(stopped, "{threads} threads: the panic reaches the caller");
         }
     }
 
