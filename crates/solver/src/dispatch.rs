@@ -206,7 +206,9 @@ impl<'a> Dispatch<'a> {
     /// Waits until job `j` has finished, running meanwhile (through `work`)
     /// ready jobs whose level is at most `j`'s. To be called from within
     /// `work` by a job that needs `j`'s results but does not depend on it
-    /// (a dependency has always finished before its dependents start).
+    /// (a dependency has always finished before its dependents start);
+    /// `j` must be of a lower level than that job, or the two could wait
+    /// for each other.
     pub(crate) fn wait(&self, j: Job, work: &(dyn Fn(Job) + Sync)) {
         let bound = self.level[j as usize];
         while !self.is_finished(j) {
