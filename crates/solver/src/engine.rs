@@ -255,8 +255,11 @@ struct Solver<'a, D: SummaryDomain> {
     limits: Limits,
     graph: &'a dyn CallGraph,
     schedule: &'a Schedule,
-    /// Whether each function has a body to analyse.
-    has_body: Vec<bool>,
+    /// The lowest level from which each function's result is read: one
+    /// above its component's for a function with a body (0 without one:
+    /// its external summary is read from the start), so that one lookup
+    /// decides a read.
+    visible_from: Vec<u32>,
     /// Each function's summary as other components read it: a function
     /// without a body's external one from the start, a function with a
     /// body's result once its component has finished (set once).
@@ -392,30 +395,44 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
             (deps, weight)
         })
         .unzip();
+    let functions = schedule
+        .sccs
+        .iter()
+        .zip(&weight)
+        .filter(|(_, w)| **w > 0)
+        .map(|(members, _)| members.len())
+        .sum();
     let level_done = |level| observe(Progress::Level { level });
+    let dispatch = Dispatch::new(&deps, weight, &level_done);
+    drop(deps);
+    let visible_from = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            if has_body[i] {
+                dispatch.level(schedule.scc_of[i]) + 1
+            } else {
+                0
+            }
+        })
+        .collect();
+    drop(has_body);
     let solver = Solver {
         domain,
         limits,
         graph,
         schedule,
-        has_body,
+        visible_from,
         done,
         body_external,
         fallback: domain.fallback(),
         specialisations: Mutex::new(HashMap::new()),
-        dispatch: Dispatch::new(&deps, weight, &level_done),
+        dispatch,
         finished: (0..schedule.sccs.len()).map(|_| Mutex::new(None)).collect(),
         observe,
     };
-    drop(deps);
     observe(Progress::Start {
         levels: schedule.levels.len(),
-        functions: schedule
-            .sccs
-            .iter()
-            .filter(|members| members.iter().any(|m| solver.has_body[m.index()]))
-            .map(Vec::len)
-            .sum(),
+        functions,
     });
     solver
         .dispatch
@@ -475,21 +492,25 @@ impl<D: SummaryDomain> Solver<'_, D> {
     /// `g`'s summary as a component of level `level` reads it (`g` not a
     /// member): see [`Env::summary`].
     fn summary(&self, g: FnId, level: u32) -> &D::Summary {
-        let slot = &self.done[g.index()];
-        if !self.has_body[g.index()] {
-            return slot.get().unwrap_or(&self.fallback);
-        }
-        let scc = self.schedule.scc_of[g.index()];
-        if self.dispatch.level(scc) >= level {
+        let from = self.visible_from[g.index()];
+        if level < from {
+            // A function with a body of this level or above: not solved
+            // yet in level order.
             return self.body_external.get(&g).unwrap_or(&self.fallback);
         }
+        let slot = &self.done[g.index()];
         if let Some(s) = slot.get() {
             return s;
+        }
+        if from == 0 {
+            // No body and no external summary.
+            return &self.fallback;
         }
         // A lower-level function that is no callee (a callee's component
         // has always finished): its result will come, and a level-by-level
         // solve would read it.
-        self.dispatch.wait(scc, &|k| self.run(k));
+        self.dispatch
+            .wait(self.schedule.scc_of[g.index()], &|k| self.run(k));
         slot.get().unwrap_or(&self.fallback)
     }
 
