@@ -6,7 +6,8 @@
 #
 # Copy k of every kernel-target dump (crates/kmir/examples/replicate.rs) has
 # its crate names, item paths, type names and symbols renamed and calls a few
-# functions of copy k-1; `core` and `compiler_builtins` are shared. For each N
+# functions of copy k-1; `core`, `compiler_builtins` and `build_error` are
+# shared (the analyser knows items of theirs by name). For each N
 # it prints bodies, dump bytes, decode time (`graph --timings`), the whole
 # check's wall time and peak RSS (`/usr/bin/time`), and the ratios to N = 1;
 # and it asserts that N copies give exactly N times the findings of the

@@ -59,6 +59,15 @@ impl SummaryDomain for PreemptDomain<'_> {
         self.input.program.body_of(f).is_some()
     }
 
+    /// A body's analysis costs about its blocks and statements.
+    fn cost(&self, f: FnId) -> u64 {
+        // From what the load recorded: the body is not decoded for this.
+        self.input
+            .program
+            .body_facts(f)
+            .map_or(0, |facts| u64::from(facts.size))
+    }
+
     fn fallback(&self) -> Summary {
         Summary::neutral(Source::Builtin)
     }

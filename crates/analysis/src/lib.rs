@@ -65,8 +65,9 @@ pub struct Input<'a> {
 /// Every function's summary and the events of every analysed function.
 pub struct Solved {
     pub summaries: Vec<Summary>,
-    /// Of the functions that observed anything, in the order they were
-    /// analysed: level by level, each component's members callees first.
+    /// Of the functions that observed anything, in schedule order (level
+    /// by level, each component's members callees first), whatever order
+    /// the threads analysed them in.
     pub events: Vec<(FnId, Events)>,
     /// C functions called that neither the spec nor an annotation describes.
     pub unknown_foreign: BTreeSet<String>,

@@ -28,10 +28,14 @@
 //!   (`#[no_mangle]`), which the spec may describe: the script writes a spec
 //!   giving each renamed copy its original's entry.
 //!
-//! The shared crates (`--shared`, default `core,compiler_builtins`) are not
-//! replicated: a larger kernel still links one `core`, and the analyser knows
-//! some of `core`'s items by path (out-of-band annotations of `core::fmt`,
-//! the pointer newtypes), which a renamed copy would lose. Everything else
+//! The shared crates (`--shared`, default `core,compiler_builtins,build_error`)
+//! are not replicated: a larger kernel still links one `core` and one
+//! `build_error`, and the analyser knows some of their items by name —
+//! `core`'s by path (out-of-band annotations of `core::fmt`, the pointer
+//! newtypes), `build_error`'s `rust_build_error` by its link name (the
+//! `build_assert!` checks) — which a renamed copy would lose: a copy's
+//! `build_assert!`s would call `rust_build_error.k1`, which is no assertion
+//! to the analyser. Everything else
 //! keeps its meaning: each copy is the original program under other names,
 //! so N copies must give N times the original's findings modulo the names
 //! (`scripts/scale.sh` checks it).
@@ -45,6 +49,9 @@ use kmir::{
     TerminatorKind, TyKind, VtableEntry,
 };
 
+/// The crates shared by every copy unless `--shared` says otherwise.
+const SHARED: &[&str] = &["core", "compiler_builtins", "build_error"];
+
 struct Args {
     src: PathBuf,
     out: PathBuf,
@@ -56,7 +63,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let usage = "usage: replicate SRC_DIR OUT_DIR COPIES [--shared a,b] [--cross N]";
     let mut positional = Vec::new();
-    let mut shared = vec!["core".to_string(), "compiler_builtins".to_string()];
+    let mut shared: Vec<String> = SHARED.iter().map(|s| s.to_string()).collect();
     let mut cross = 8;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {

@@ -70,6 +70,23 @@ pub struct BodyFacts {
     pub arg_count: u32,
     /// `Body::drop_elaborated`.
     pub drop_elaborated: bool,
+    /// Blocks plus statements: what analysing the body roughly costs (the
+    /// solve starts the costliest chains first).
+    pub size: u32,
+}
+
+impl BodyFacts {
+    pub fn of(body: &crate::Body) -> BodyFacts {
+        BodyFacts {
+            arg_count: body.arg_count,
+            drop_elaborated: body.drop_elaborated,
+            size: body
+                .blocks
+                .iter()
+                .map(|b| 1 + b.statements.len() as u32)
+                .fold(0u32, u32::saturating_add),
+        }
+    }
 }
 
 impl std::fmt::Debug for BodyTable {
@@ -421,10 +438,7 @@ where
                         }
                     }
                 }
-                let facts = BodyFacts {
-                    arg_count: body.arg_count,
-                    drop_elaborated: body.drop_elaborated,
-                };
+                let facts = BodyFacts::of(&body);
                 (Some(range), facts)
             }
         };
@@ -595,10 +609,7 @@ mod tests {
             assert_eq!(lazy.bodies.has(i), inst.body.is_some());
             assert_eq!(
                 lazy.bodies.facts(i),
-                inst.body.as_ref().map(|b| BodyFacts {
-                    arg_count: b.arg_count,
-                    drop_elaborated: b.drop_elaborated
-                })
+                inst.body.as_ref().map(|b| BodyFacts::of(b))
             );
             assert_eq!(
                 lazy.bodies.decode(i).expect("decodes"),

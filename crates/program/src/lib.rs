@@ -133,10 +133,7 @@ impl LinkedCrate {
             Some(l) => l.table.facts(instance as usize),
             None => {
                 let b = self.dump.instances.get(instance as usize)?.body.as_ref()?;
-                Some(kmir::BodyFacts {
-                    arg_count: b.arg_count,
-                    drop_elaborated: b.drop_elaborated,
-                })
+                Some(kmir::BodyFacts::of(b))
             }
         }
     }

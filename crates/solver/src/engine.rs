@@ -1,12 +1,14 @@
-//! The solve: components level by level, recursion to a fixed point.
+//! The solve: each component once its callees are done, recursion to a
+//! fixed point.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use program::FnId;
 use rayon::prelude::*;
 
+use crate::dispatch::Dispatch;
 use crate::schedule::{CallGraph, Schedule};
 
 /// What the engine solves: a domain of function summaries.
@@ -27,6 +29,15 @@ pub trait SummaryDomain: Sync {
     /// Whether `f` has a body to analyse; members of a component without
     /// one keep their external summary (or the fallback).
     fn has_body(&self, f: FnId) -> bool;
+
+    /// What analysing `f` (a function with a body) is expected to cost,
+    /// in any unit as long as it is the same for every function; the
+    /// schedule starts first the components with the costliest chain of
+    /// callers above them. Only the order of the work depends on it, never
+    /// its results.
+    fn cost(&self, _f: FnId) -> u64 {
+        1
+    }
 
     /// The summary of a function with neither an external summary nor a
     /// result.
@@ -149,6 +160,8 @@ pub struct Env<'a, D: SummaryDomain> {
     solver: &'a Solver<'a, D>,
     members: &'a [FnId],
     provisional: &'a HashMap<FnId, D::Summary>,
+    /// The level of the component being solved.
+    level: u32,
     /// The call graph, for the check of what a summary read may read
     /// (debug builds).
     #[cfg_attr(not(debug_assertions), allow(dead_code))]
@@ -157,25 +170,28 @@ pub struct Env<'a, D: SummaryDomain> {
 
 impl<D: SummaryDomain> Env<'_, D> {
     /// `g`'s summary: provisional while `g` is a member of the component
-    /// being solved, otherwise final (or external, or the fallback).
+    /// being solved, otherwise what a level-by-level solve would give: the
+    /// final summary of a function of a lower level (every callee's), and
+    /// for any other function with a body its external summary or the
+    /// fallback (nothing calls into a higher level, so only a read without
+    /// a call edge can see one).
     pub fn summary(&self, g: FnId) -> &D::Summary {
         if let Some(s) = self.provisional.get(&g) {
             return s;
         }
         #[cfg(debug_assertions)]
         self.check_read(g);
-        self.solver.done[g.index()]
-            .as_ref()
-            .unwrap_or(&self.solver.fallback)
+        self.solver.summary(g, self.level)
     }
 
     /// Debug builds: a summary read beyond the component must be of a
     /// function without a body (its summary is fixed before the solve) or
     /// of one the component calls, directly or through other functions.
-    /// Level order makes any lower-level summary final, but a schedule that
-    /// starts a component as soon as its callees are done (tried for issue
-    /// 15, docs/performance.md) guarantees only those: this keeps the
-    /// analysis within what such a schedule can give without waiting.
+    /// The dependency-driven schedule has finished exactly those when a
+    /// component starts; a read of any other lower-level function would
+    /// have to wait for it ([`crate::dispatch::Dispatch::wait`]), which is
+    /// correct but serialises the solve: this keeps the analysis within
+    /// what the schedule gives without waiting.
     #[cfg(debug_assertions)]
     fn check_read(&self, g: FnId) {
         if !self.solver.domain.has_body(g) || self.members.contains(&g) {
@@ -237,11 +253,31 @@ type SpecialisationCache<D> =
 struct Solver<'a, D: SummaryDomain> {
     domain: &'a D,
     limits: Limits,
-    /// Final summaries of the levels solved so far; external ones from the
-    /// start.
-    done: Vec<Option<D::Summary>>,
+    graph: &'a dyn CallGraph,
+    schedule: &'a Schedule,
+    /// The lowest level from which each function's result is read: one
+    /// above its component's for a function with a body (0 without one:
+    /// its external summary is read from the start), so that one lookup
+    /// decides a read.
+    visible_from: Vec<u32>,
+    /// Each function's summary as other components read it: a function
+    /// without a body's external one from the start, a function with a
+    /// body's result once its component has finished (set once).
+    done: Vec<OnceLock<D::Summary>>,
+    /// External summaries of functions that also have a body (in practice
+    /// none), read as a level-by-level solve reads them until their
+    /// component is solved.
+    body_external: HashMap<FnId, D::Summary>,
     fallback: D::Summary,
     specialisations: Mutex<SpecialisationCache<D>>,
+    /// The order of the work: each component once its callees' have
+    /// finished.
+    dispatch: Dispatch<'a>,
+    /// Each component's results once solved, until they are merged in
+    /// schedule order (a mutex, not a `OnceLock`: events need only be
+    /// `Send`).
+    finished: Vec<Mutex<Option<Finished<D>>>>,
+    observe: &'a (dyn Fn(Progress) + Sync),
 }
 
 /// One component's results.
@@ -253,24 +289,37 @@ struct Component<D: SummaryDomain> {
     recalled: bool,
 }
 
+/// A component once solved: its summaries are in [`Solver::done`], its
+/// members' events here, callees first.
+struct Finished<D: SummaryDomain> {
+    events: Vec<(FnId, D::Events)>,
+    recursive: bool,
+    rounds: usize,
+    unsettled: bool,
+    recalled: bool,
+}
+
 /// What [`solve_observed`] reports while it works, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// Before the first level: how many levels and functions (members of
-    /// all components) there are.
+    /// Before any work: how many levels and functions (members of the
+    /// components with a body to analyse) there are.
     Start {
         /// Levels of the schedule.
         levels: usize,
-        /// Functions of the schedule.
+        /// Members of the components with a body.
         functions: usize,
     },
-    /// A component of `functions` functions is solved. Reported from the
-    /// worker thread that solved it.
+    /// A component with a body, of `functions` functions, is solved.
+    /// Reported from the worker thread that solved it; components are not
+    /// solved level by level, so one of a higher level may come before
+    /// one of a lower level.
     Component {
         /// Its members.
         functions: usize,
     },
-    /// Level `level` (0-based) is solved.
+    /// Every component of levels `0..=level` (0-based) is solved; reported
+    /// once per level, in order.
     Level {
         /// Its index.
         level: usize,
@@ -279,9 +328,13 @@ pub enum Progress {
 
 /// Solves every function of `graph` in `schedule`'s order.
 ///
-/// `schedule` must be `graph`'s ([`Schedule::new`]); its levels are solved
-/// one after the other, the components of a level in parallel (on rayon's
-/// current pool), and their results merged in schedule order.
+/// `schedule` must be `graph`'s ([`Schedule::new`]). A component is solved
+/// as soon as every component it calls has finished (on as many threads
+/// as rayon's current pool has), the components with the longest chain of
+/// work above them first; there is no barrier between levels. What a
+/// component reads is what the level-by-level order gives it (see
+/// [`Env::summary`]), and results are merged in schedule order, so the
+/// solution does not depend on the number of threads or on timing.
 pub fn solve<G: CallGraph, D: SummaryDomain>(
     graph: &G,
     schedule: &Schedule,
@@ -301,34 +354,109 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
     observe: &(dyn Fn(Progress) + Sync),
 ) -> Solution<D> {
     let n = graph.function_count();
-    let mut solver = Solver {
+    let has_body: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|i| domain.has_body(FnId(i as u32)))
+        .collect();
+    let mut body_external = HashMap::new();
+    let done: Vec<OnceLock<D::Summary>> = (0..n)
+        .map(|i| {
+            let slot = OnceLock::new();
+            match domain.external(FnId(i as u32)) {
+                Some(s) if has_body[i] => {
+                    body_external.insert(FnId(i as u32), s);
+                }
+                Some(s) => {
+                    let _ = slot.set(s);
+                }
+                None => {}
+            }
+            slot
+        })
+        .collect();
+    // A component depends on the components its members call; its weight
+    // is what the domain expects its bodies to cost (0 without a body:
+    // nothing to analyse). Gathered per component in parallel, in order.
+    let (deps, weight): (Vec<Vec<u32>>, Vec<u64>) = schedule
+        .sccs
+        .par_iter()
+        .map(|members| {
+            let deps = members
+                .iter()
+                .flat_map(|&m| graph.callees(m))
+                .filter(|c| c.index() < n)
+                .map(|c| schedule.scc_of[c.index()])
+                .collect();
+            let weight = members
+                .iter()
+                .filter(|m| has_body[m.index()])
+                .map(|&m| domain.cost(m).max(1))
+                .fold(0u64, u64::saturating_add);
+            (deps, weight)
+        })
+        .unzip();
+    let functions = schedule
+        .sccs
+        .iter()
+        .zip(&weight)
+        .filter(|(_, w)| **w > 0)
+        .map(|(members, _)| members.len())
+        .sum();
+    let level_done = |level| observe(Progress::Level { level });
+    let dispatch = Dispatch::new(&deps, weight, &level_done);
+    drop(deps);
+    let visible_from = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            if has_body[i] {
+                dispatch.level(schedule.scc_of[i]) + 1
+            } else {
+                0
+            }
+        })
+        .collect();
+    drop(has_body);
+    let solver = Solver {
         domain,
         limits,
-        done: (0..n).map(|i| domain.external(FnId(i as u32))).collect(),
+        graph,
+        schedule,
+        visible_from,
+        done,
+        body_external,
         fallback: domain.fallback(),
         specialisations: Mutex::new(HashMap::new()),
+        dispatch,
+        finished: (0..schedule.sccs.len()).map(|_| Mutex::new(None)).collect(),
+        observe,
     };
-    let mut events = Vec::new();
-    let mut stats = Stats::default();
     observe(Progress::Start {
         levels: schedule.levels.len(),
-        functions: schedule.sccs.iter().map(Vec::len).sum(),
+        functions,
     });
-    for (index, level) in schedule.levels.iter().enumerate() {
-        let components: Vec<Component<D>> = level
-            .par_iter()
-            .map(|&scc| {
-                let members = &schedule.sccs[scc as usize];
-                let c = solver.component(graph, members);
-                observe(Progress::Component {
-                    functions: members.len(),
-                });
-                c
-            })
-            .collect();
-        observe(Progress::Level { level: index });
-        for c in components {
-            if c.results.is_empty() {
+    solver
+        .dispatch
+        .run(rayon::current_num_threads(), &|scc| solver.run(scc));
+    let Solver {
+        done,
+        mut body_external,
+        fallback,
+        specialisations,
+        finished,
+        ..
+    } = solver;
+    let mut finished: Vec<Option<Finished<D>>> = finished
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect();
+    let mut events = Vec::new();
+    let mut stats = Stats::default();
+    for level in &schedule.levels {
+        for &scc in level {
+            let Some(c) = finished[scc as usize].take() else {
+                continue;
+            };
+            if c.events.is_empty() {
                 continue;
             }
             stats.components += 1;
@@ -336,22 +464,22 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
             stats.recursive_components += usize::from(c.recursive);
             stats.unsettled_components += usize::from(c.unsettled);
             stats.max_rounds = stats.max_rounds.max(c.rounds);
-            stats.analyses += c.rounds * c.results.len();
-            for (f, s, e) in c.results {
-                solver.done[f.index()] = Some(s);
-                events.push((f, e));
-            }
+            stats.analyses += c.rounds * c.events.len();
+            events.extend(c.events);
         }
     }
-    stats.specialisations = match solver.specialisations.into_inner() {
+    stats.specialisations = match specialisations.into_inner() {
         Ok(cache) => cache.len(),
         Err(poisoned) => poisoned.into_inner().len(),
     };
-    let fallback = solver.fallback;
-    let summaries = solver
-        .done
+    let summaries = done
         .into_iter()
-        .map(|s| s.unwrap_or_else(|| fallback.clone()))
+        .enumerate()
+        .map(|(i, s)| {
+            s.into_inner()
+                .or_else(|| body_external.remove(&FnId(i as u32)))
+                .unwrap_or_else(|| fallback.clone())
+        })
         .collect();
     Solution {
         summaries,
@@ -361,7 +489,58 @@ pub fn solve_observed<G: CallGraph, D: SummaryDomain>(
 }
 
 impl<D: SummaryDomain> Solver<'_, D> {
-    fn component(&self, graph: &dyn CallGraph, members: &[FnId]) -> Component<D> {
+    /// `g`'s summary as a component of level `level` reads it (`g` not a
+    /// member): see [`Env::summary`].
+    fn summary(&self, g: FnId, level: u32) -> &D::Summary {
+        let from = self.visible_from[g.index()];
+        if level < from {
+            // A function with a body of this level or above: not solved
+            // yet in level order.
+            return self.body_external.get(&g).unwrap_or(&self.fallback);
+        }
+        let slot = &self.done[g.index()];
+        if let Some(s) = slot.get() {
+            return s;
+        }
+        if from == 0 {
+            // No body and no external summary.
+            return &self.fallback;
+        }
+        // A lower-level function that is no callee (a callee's component
+        // has always finished): its result will come, and a level-by-level
+        // solve would read it.
+        self.dispatch
+            .wait(self.schedule.scc_of[g.index()], &|k| self.run(k));
+        slot.get().unwrap_or(&self.fallback)
+    }
+
+    /// Solves component `scc` and keeps its results.
+    fn run(&self, scc: u32) {
+        let members = &self.schedule.sccs[scc as usize];
+        let c = self.component(members, self.dispatch.level(scc));
+        let mut events = Vec::with_capacity(c.results.len());
+        for (f, summary, e) in c.results {
+            // Each function with a body is in one component, solved once,
+            // and its slot was left empty.
+            let _ = self.done[f.index()].set(summary);
+            events.push((f, e));
+        }
+        *self.finished[scc as usize]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Finished {
+            events,
+            recursive: c.recursive,
+            rounds: c.rounds,
+            unsettled: c.unsettled,
+            recalled: c.recalled,
+        });
+        (self.observe)(Progress::Component {
+            functions: members.len(),
+        });
+    }
+
+    fn component(&self, members: &[FnId], level: u32) -> Component<D> {
+        let graph = self.graph;
         let bodies: Vec<FnId> = callees_first(graph, members)
             .into_iter()
             .filter(|f| self.domain.has_body(*f))
@@ -408,6 +587,7 @@ impl<D: SummaryDomain> Solver<'_, D> {
                         solver: self,
                         members,
                         provisional: &provisional,
+                        level,
                         graph,
                     };
                     self.domain.analyze(f, &env)

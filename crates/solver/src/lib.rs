@@ -1,8 +1,11 @@
 //! The bottom-up interprocedural engine.
 //!
-//! Functions are summarised callees first: the call graph's strongly
-//! connected components ([`Schedule`]) are solved level by level, the
-//! components of one level in parallel. A component without recursion is
+//! Functions are summarised callees first: each of the call graph's
+//! strongly connected components ([`Schedule`]) is solved as soon as every
+//! component it calls has finished, on as many threads as rayon's current
+//! pool has, the ready component with the costliest chain of callers above
+//! it first ([`SummaryDomain::cost`]); there is no barrier between the
+//! schedule's levels. A component without recursion is
 //! analysed once, with every callee's summary final. A recursive component
 //! iterates: its members start from a [`SummaryDomain::provisional`]
 //! summary and are re-analysed, in callee-first order and each seeing the
@@ -17,16 +20,19 @@
 //! callee analysed again for what one call passes) are cached here too, per
 //! function and context, for the whole solve.
 //!
-//! The order of work is deterministic whatever the number of threads: the
-//! components of one level are solved in parallel, but their results are
-//! merged in schedule order, and a component's members are analysed in an
-//! order that only depends on the call graph. Only the cache of
-//! specialisations is shared between threads, and a specialisation depends
-//! on final summaries alone, so whichever thread computes one first
-//! computes the same thing.
+//! The results are deterministic whatever the number of threads and the
+//! timing: a component reads exactly what a level-by-level solve would give
+//! it (every callee's final summary; see [`Env::summary`] for reads without
+//! a call edge), results are merged in schedule order (level by level, the
+//! components of a level in schedule order), and a component's members are
+//! analysed in an order that only depends on the call graph. Only the
+//! cache of specialisations is shared between threads, and a
+//! specialisation depends on final summaries alone, so whichever thread
+//! computes one first computes the same thing.
 
 #![warn(missing_docs)]
 
+mod dispatch;
 mod engine;
 mod schedule;
 

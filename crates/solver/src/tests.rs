@@ -405,6 +405,144 @@ fn one_thread_and_many_give_the_same_solution() {
     assert_eq!(one.0[4], BTreeSet::from([7]));
 }
 
+/// A domain that records, for each function, when its analysis started
+/// and ended on one clock shared by all threads, and that takes a little
+/// time per analysis so that threads overlap.
+struct Timed<'g> {
+    inner: Reach<'g>,
+    clock: AtomicUsize,
+    spans: Mutex<Vec<(u32, usize, usize)>>,
+}
+
+impl SummaryDomain for Timed<'_> {
+    type Summary = BTreeSet<u32>;
+    type Events = usize;
+    type Context = ();
+
+    fn external(&self, f: FnId) -> Option<BTreeSet<u32>> {
+        self.inner.external(f)
+    }
+
+    fn has_body(&self, f: FnId) -> bool {
+        self.inner.has_body(f)
+    }
+
+    fn cost(&self, f: FnId) -> u64 {
+        // The chain's bottom is the costliest, so that it goes first.
+        u64::from(f.0 == 6) * 100 + 1
+    }
+
+    fn fallback(&self) -> BTreeSet<u32> {
+        self.inner.fallback()
+    }
+
+    fn provisional(&self, f: FnId) -> BTreeSet<u32> {
+        self.inner.provisional(f)
+    }
+
+    fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (BTreeSet<u32>, usize) {
+        let start = self.clock.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let mut out = BTreeSet::new();
+        for g in self.inner.graph.callees(f) {
+            out.extend(env.summary(g).iter().copied());
+        }
+        let end = self.clock.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut s) = self.spans.lock() {
+            s.push((f.0, start, end));
+        }
+        let n = out.len();
+        (out, n)
+    }
+
+    fn analyze_in_context(&self, _: FnId, _: &(), _: &Env<'_, Self>) -> Option<BTreeSet<u32>> {
+        None
+    }
+
+    fn settles(&self, before: &BTreeSet<u32>, after: &BTreeSet<u32>) -> bool {
+        before == after
+    }
+
+    fn unsettled(&self, _: FnId, _: &mut BTreeSet<u32>, _: &mut usize) {}
+}
+
+#[test]
+fn a_diamond_and_a_chain_are_solved_each_after_its_callees_on_any_number_of_threads() {
+    // Diamond 0 → {1, 2} → 3 → leaf 9; chain 4 → 5 → 6 → 7 → leaf 10;
+    // 8 calls the top of both, and 11 → 12 hang apart. Without level
+    // barriers, 5 (level 2) may run while 1 (level 1) has not; what must
+    // hold is that every function is analysed once, after its callees.
+    let edges = vec![
+        vec![1, 2],
+        vec![3],
+        vec![3],
+        vec![9],
+        vec![5],
+        vec![6],
+        vec![7],
+        vec![10],
+        vec![0, 4],
+        vec![],
+        vec![],
+        vec![12],
+        vec![],
+    ];
+    let run = |threads: usize| {
+        let g = Graph(edges.clone());
+        let d = Timed {
+            inner: Reach::new(&g, &[9, 10]),
+            clock: AtomicUsize::new(0),
+            spans: Mutex::new(Vec::new()),
+        };
+        let sol = solve_on(threads, &g, &d, Limits::default());
+        let spans = d.spans.into_inner().unwrap_or_default();
+        let span = |f: u32| {
+            let of_f: Vec<_> = spans.iter().filter(|(g, _, _)| *g == f).collect();
+            assert_eq!(of_f.len(), 1, "{threads} threads: {f} analysed once");
+            (of_f[0].1, of_f[0].2)
+        };
+        for (f, callees) in edges.iter().enumerate() {
+            if [9, 10].contains(&f) {
+                assert!(spans.iter().all(|(g, _, _)| *g as usize != f));
+                continue;
+            }
+            let (start, _) = span(f as u32);
+            for &c in callees {
+                if [9, 10].contains(&c) {
+                    continue;
+                }
+                let (_, end) = span(c);
+                assert!(
+                    end < start,
+                    "{threads} threads: {f} started ({start}) before its callee {c} ended ({end})"
+                );
+            }
+        }
+        let events: Vec<(u32, usize)> = sol.events.iter().map(|(f, e)| (f.0, *e)).collect();
+        (sol.summaries, events, sol.stats)
+    };
+    let one = run(1);
+    for threads in [2, 3, 8] {
+        assert_eq!(
+            one,
+            run(threads),
+            "{threads} threads give one thread's solution"
+        );
+    }
+    // Events come level by level, whatever the order of the work.
+    let s = Schedule::new(&Graph(edges.clone()));
+    let by_level: Vec<u32> = s
+        .levels
+        .iter()
+        .flatten()
+        .flat_map(|&c| s.sccs[c as usize].iter().map(|f| f.0))
+        .filter(|f| ![9, 10].contains(f))
+        .collect();
+    assert_eq!(one.1.iter().map(|(f, _)| *f).collect::<Vec<_>>(), by_level);
+    assert_eq!(one.0[8], BTreeSet::from([9, 10]));
+    assert_eq!(one.0[11], BTreeSet::new());
+}
+
 #[test]
 fn externals_and_the_fallback_are_read_and_bodiless_components_yield_nothing() {
     // 0 → {1, 2}: 1 has an external summary, 2 neither that nor a body.
@@ -671,4 +809,58 @@ fn a_program_is_scheduled_over_its_own_graph() {
     assert_eq!(s.levels, vec![vec![0, 1], vec![2]]);
     assert_eq!(s.recursive(&p), vec![0]);
     assert!(!s.is_recursive(&p, 1));
+}
+
+#[test]
+fn progress_counts_every_function_with_a_body_and_each_level_once_in_order() {
+    // The diamond and chain of the test above, plus a bodiless component
+    // (leaves 9 and 10) that is never handed to a worker.
+    let g = Graph(vec![
+        vec![1, 2],
+        vec![3],
+        vec![3],
+        vec![9],
+        vec![5],
+        vec![6],
+        vec![7],
+        vec![10],
+        vec![0, 4],
+        vec![],
+        vec![],
+    ]);
+    let s = Schedule::new(&g);
+    for threads in [1, 3] {
+        let d = Reach::new(&g, &[9, 10]);
+        let seen = Mutex::new(Vec::new());
+        let observe = |p: Progress| seen.lock().unwrap().push(p);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(|| solve_observed(&g, &s, &d, Limits::default(), &observe));
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(
+            seen[0],
+            Progress::Start {
+                levels: s.levels.len(),
+                functions: 9
+            }
+        );
+        let solved: usize = seen
+            .iter()
+            .map(|p| match p {
+                Progress::Component { functions } => *functions,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(solved, 9, "{threads} threads: the bar reaches its total");
+        let levels: Vec<usize> = seen
+            .iter()
+            .filter_map(|p| match p {
+                Progress::Level { level } => Some(*level),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(levels, (0..s.levels.len()).collect::<Vec<_>>());
+    }
 }
