@@ -106,25 +106,37 @@ ui!(
     vtables,
 );
 
-/// `kanalyze check kmir ARGS` in `dir`: exit code, stdout and stderr with
-/// paths cleaned as `clean_paths` does.
-fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-        // The tests' summary cache, not the user's (as in `common::kanalyze`).
+/// `kanalyze ARGS` in `dir`, with the tests' summary cache, not the
+/// user's (as in `common::kanalyze`).
+fn kanalyze_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kanalyze"))
         .env(
             "XDG_CACHE_HOME",
             concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
         )
-        .args(["check", "kmir"])
         .args(args)
         .current_dir(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `kanalyze check kmir ARGS` in `dir`: exit code, stdout and stderr with
+/// paths cleaned as `clean_paths` does.
+fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let o = kanalyze_in(dir, &[&["check", "kmir"], args].concat());
     (
         o.status.code().unwrap_or(-1),
         clean_paths(&o.stdout, dir),
         clean_paths(&o.stderr, dir),
     )
+}
+
+/// The instances the findings of a text report are in, in order.
+fn instances_in(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
@@ -270,16 +282,10 @@ fn invariants_about_stores() {
             )
         ),
     );
-    let errors_in = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
-            .map(str::to_string)
-            .collect()
-    };
     let (code, without, stderr) = run(&[]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
-        errors_in(&without),
+        instances_in(&without),
         [
             "`invariants_stored::set_log`",
             "`invariants_stored::replace_log`",
@@ -291,7 +297,7 @@ fn invariants_about_stores() {
     let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
-        errors_in(&with),
+        instances_in(&with),
         [
             "`invariants_stored::replace_log`",
             "`invariants_stored::Conn::swap`"
@@ -395,16 +401,10 @@ fn invariants_kept_alive() {
         )
     };
     write("good.toml", &entry("parked"));
-    let warned_in = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
-            .map(str::to_string)
-            .collect()
-    };
     let (code, without, stderr) = run(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        warned_in(&without),
+        instances_in(&without),
         [
             "`invariants_kept::unpark`",
             "`invariants_kept::pop_all`",
@@ -417,7 +417,7 @@ fn invariants_kept_alive() {
     let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        warned_in(&with),
+        instances_in(&with),
         [
             "`invariants_kept::pop_all`",
             "`invariants_kept::swap_with_spare`",
@@ -886,16 +886,10 @@ fn spec_identity() {
     let out = extract(&[CrateSpec::lib("ui/spec_identity.rs")]);
     let dir = out.dir.path();
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
-    let warned_in = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter_map(|l| l.trim_start().strip_prefix("= note: inside instance "))
-            .map(str::to_string)
-            .collect()
-    };
     let (code, without, stderr) = check_in(dir, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        warned_in(&without),
+        instances_in(&without),
         [
             "`spec_identity::remove_borrowed`",
             "`spec_identity::remove_field`",
@@ -929,15 +923,7 @@ fn borrowed_objects_summaries() {
     let out = extract(&[CrateSpec::lib("ui/fp_borrowed_objects.rs")]);
     let dir = out.dir.path();
     let summary = |f: &str| -> String {
-        let o = Command::new(env!("CARGO_BIN_EXE_kanalyze"))
-            .env(
-                "XDG_CACHE_HOME",
-                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache-home"),
-            )
-            .args(["summary", "kmir", f])
-            .current_dir(dir)
-            .output()
-            .unwrap();
+        let o = kanalyze_in(dir, &["summary", "kmir", f]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };

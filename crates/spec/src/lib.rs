@@ -363,6 +363,27 @@ pub struct RustSpec {
     pub note: Option<String>,
 }
 
+impl ArgSite {
+    /// The error of an index past the last argument of a function that
+    /// takes `arity`: `subject` names the entry, `function` the function.
+    fn past_arity(&self, subject: &str, function: &str, arity: u32) -> SpecError {
+        let takes = match arity {
+            0 => "takes no arguments".to_string(),
+            1 => "takes 1 argument".to_string(),
+            n => format!("takes {n} arguments"),
+        };
+        SpecError {
+            origin: self.origin.clone(),
+            line: self.line,
+            col: self.col,
+            message: format!(
+                "{subject}: `{} = {}` names argument {} (0-based), but {function} {takes}",
+                self.key, self.arg, self.arg
+            ),
+        }
+    }
+}
+
 /// A glob entry (`clk_*`).
 #[derive(Clone, Debug)]
 struct Pattern {
@@ -480,22 +501,7 @@ impl Spec {
             }
             errors
                 .entry((site.origin.clone(), site.line, site.col))
-                .or_insert_with(|| SpecError {
-                    origin: site.origin.clone(),
-                    line: site.line,
-                    col: site.col,
-                    message: format!(
-                        "Rust item `{path}`: `{} = {}` names argument {} (0-based), but it takes {}",
-                        site.key,
-                        site.arg,
-                        site.arg,
-                        match arity {
-                            0 => "no arguments".to_string(),
-                            1 => "1 argument".to_string(),
-                            n => format!("{n} arguments"),
-                        }
-                    ),
-                });
+                .or_insert_with(|| site.past_arity(&format!("Rust item `{path}`"), "it", arity));
         }
         errors.into_values().collect()
     }
@@ -580,22 +586,14 @@ impl Spec {
                 if site.arg < arity {
                     continue;
                 }
-                let takes = match arity {
-                    0 => "takes no arguments".to_string(),
-                    1 => "takes 1 argument".to_string(),
-                    n => format!("takes {n} arguments"),
-                };
                 errors
                     .entry((site.origin.clone(), site.line, site.col))
-                    .or_insert_with(|| SpecError {
-                        origin: site.origin.clone(),
-                        line: site.line,
-                        col: site.col,
-                        message: format!(
-                            "function `{entry}`: `{} = {}` names argument {} (0-based), but \
-                             `{link_name}` {takes}",
-                            site.key, site.arg, site.arg
-                        ),
+                    .or_insert_with(|| {
+                        site.past_arity(
+                            &format!("function `{entry}`"),
+                            &format!("`{link_name}`"),
+                            arity,
+                        )
                     });
             }
         }
