@@ -443,11 +443,17 @@ impl Origins {
     /// local holds.
     fn clone_through(&self, v: &Set) -> Set {
         map(v, |o| match o {
-            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Clone(k)),
-            Origin::Arg(Flow::Own(k)) => self.with_written(Origin::Arg(Flow::Clone(k))),
-            Origin::Local(l) => one_origin(Origin::CloneLocal(l)),
-            Origin::CloneLocal(l) => one_origin(Origin::CloneLocal(l)),
+            Origin::Arg(f) => self.clone_of_arg(f),
+            Origin::Local(l) | Origin::CloneLocal(l) => one_origin(Origin::CloneLocal(l)),
         })
+    }
+
+    /// A sharing clone of what a value flowing from an argument reaches.
+    fn clone_of_arg(&self, f: Flow) -> Set {
+        match f {
+            Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k) => one(Flow::Clone(k)),
+            Flow::Own(k) => self.with_written(Origin::Arg(Flow::Clone(k))),
+        }
     }
 
     /// `o`, or whatever the body wrote through pointers.
@@ -468,8 +474,7 @@ impl Origins {
             return None;
         }
         map(&self.local(l), |o| match o {
-            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Clone(k)),
-            Origin::Arg(Flow::Own(k)) => self.with_written(Origin::Arg(Flow::Clone(k))),
+            Origin::Arg(f) => self.clone_of_arg(f),
             Origin::Local(_) => None,
             Origin::CloneLocal(m) => self.unrooted(m, depth + 1),
         })
