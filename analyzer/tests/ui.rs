@@ -76,6 +76,8 @@ ui!(
     borrowed_objects,
     fp_identity,
     identity,
+    fp_guarded_container,
+    guarded_container,
     callbacks,
     dyn_drop,
     limits_heap_fields,
@@ -956,5 +958,40 @@ fn borrowed_objects_summaries() {
     assert!(
         !twice.contains("if a reference it drops is the last one"),
         "{twice}"
+    );
+}
+
+/// The write and pointer summaries object liveness under a held lock reads
+/// (`body::writes`): a helper that writes other fields than the container
+/// says so, one that takes an entry out writes the container, and the
+/// lookup returns a sharing clone found below the container's field.
+#[test]
+fn guarded_container_summaries() {
+    let out = extract(&[CrateSpec::lib("ui/guarded_container.rs")]);
+    let dir = out.dir.path();
+    let summary = |f: &str| -> String {
+        let o = kanalyze_in(dir, &["summary", "kmir", f]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let get = summary("guarded_container::Inner::get_existing");
+    assert!(
+        get.contains("returns:     a sharing clone of what `arg0` points to (below `(*arg0).0.0`)"),
+        "{get}"
+    );
+    // The clone's count is written inside a cell: not the container.
+    assert!(get.contains("(inside a cell)"), "{get}");
+    let adopt = summary("guarded_container::Inner::adopt");
+    assert!(adopt.contains("writes:      `(*arg0).1`"), "{adopt}");
+    let unlink = summary("guarded_container::Inner::unlink");
+    assert!(unlink.contains("writes:      below `(*arg0).0"), "{unlink}");
+    let lookup = summary(
+        "guarded_container::Table::<guarded_container::arc::Arc<guarded_container::Node>>::get",
+    );
+    // A lookup writes nothing: no `writes` line.
+    assert!(!lookup.contains("writes:"), "{lookup}");
+    assert!(
+        lookup.contains("points to:   below `(*arg0).0`"),
+        "{lookup}"
     );
 }

@@ -99,6 +99,29 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         let parts: Vec<String> = from.iter().map(analysis::Flow::describe).collect();
         lines.push(SummaryLine::keyed("returns", parts.join(", ")));
     }
+    let places = |list: &[(u32, analysis::FieldPath)]| -> String {
+        list.iter()
+            .map(|(k, p)| {
+                let at = format!("(*arg{k}){}", p.describe());
+                if p.exact() {
+                    format!("`{at}`")
+                } else {
+                    format!("below `{at}`")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(w) = &s.writes
+        && !w.is_empty()
+    {
+        lines.push(SummaryLine::keyed("writes", places(w)));
+    }
+    if let Some(r) = &s.ret_points
+        && !r.is_empty()
+    {
+        lines.push(SummaryLine::keyed("points to", places(r)));
+    }
     if let Some((i, j)) = s.identity_test {
         lines.push(SummaryLine::plain(format!(
             "an identity test: returns non-zero only if the handles behind `arg{i}` and `arg{j}` hold one pointer"

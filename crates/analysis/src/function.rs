@@ -10,7 +10,7 @@ use crate::drops::special_drop;
 use crate::entry_split::{EntrySplit, entry_split, newtype_enum_field, split_like_callee};
 use crate::events::Events;
 use crate::lock_runs::LockRuns;
-use crate::summary::{ArgCond, Case, Flow, Reason, Source, Summaries, Summary};
+use crate::summary::{ArgCond, Case, FieldPath, Flow, Reason, Source, Summaries, Summary};
 use crate::{Input, context};
 
 /// A function's summary and what its analysis observed.
@@ -118,18 +118,22 @@ pub(crate) fn analyze_function(
         .as_ref()
         .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
     let (mut summary, mut events, body_effects) = runs.finish(split.as_ref(), ret_field);
+    if let Some(o) = &origins {
+        summary.writes = Some(o.writes.summary());
+        summary.ret_points = Some(o.writes.returned());
+    }
     summary.ret_from = origins.and_then(|o| o.returned());
     // The spec knows what the body cannot show: the list's pointer
     // juggling returns the count of the object it was given.
     if let Some(r) = input.spec.rust_item(&inst.item_path)
         && r.returns_object_of < body.arg_count
     {
-        summary.ret_from = Some(vec![Flow::Clone(r.returns_object_of)]);
+        summary.ret_from = Some(vec![Flow::Clone(r.returns_object_of, FieldPath::BELOW)]);
     }
     summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
         && summary.ret_from.as_ref().is_some_and(|from| {
             from.iter()
-                .all(|f| matches!(f, Flow::Read(0) | Flow::Clone(0)))
+                .all(|f| matches!(f, Flow::Read(0, _) | Flow::Clone(0, _)))
         });
     summary.identity_test = body::origins::identity_test(&krate.dump, body);
     events.declares_adjust = declares_adjust;
@@ -344,6 +348,8 @@ impl Runs {
             },
             sharing_clone: false,
             identity_test: None,
+            writes: None,
+            ret_points: None,
         };
         let events = Events {
             violations: self.violations,

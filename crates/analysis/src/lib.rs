@@ -41,8 +41,8 @@ pub use external::annotation_of;
 pub use lock_runs::{Leak, LockRuns};
 pub use solver::Progress;
 pub use summary::{
-    Acquisition, ArgCond, Case, Final, Flow, Overlay, Reason, RetFact, Source, Summaries, Summary,
-    Take, adjust_text,
+    Acquisition, ArgCond, Case, FieldPath, Final, Flow, Overlay, Reason, RetFact, Source,
+    Summaries, Summary, Take, adjust_text,
 };
 
 /// What the analysis reads: the linked program, the annotations of its

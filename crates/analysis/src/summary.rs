@@ -19,8 +19,142 @@ pub enum ArgCond {
     Value(u128),
 }
 
+/// A place below what an argument points to, as a path of fields (and
+/// variants): `(*arg).nodes` is `.3`. A pointer described with a path
+/// points *at* that place when the path is `exact`, and otherwise somewhere
+/// in the memory reached from it (through any pointer stored below it): a
+/// reference a tree's `get` returns into the tree's nodes is below the
+/// tree's field, not at it. Paths longer than [`FieldPath::MAX`] are cut
+/// short and no longer exact, which keeps every claim true.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
+pub struct FieldPath {
+    len: u8,
+    exact: bool,
+    /// The way to the place goes through an `UnsafeCell` (interior
+    /// mutability): a write there changes only memory inside that cell.
+    interior: bool,
+    steps: [u16; FieldPath::MAX],
+}
+
+impl FieldPath {
+    /// Longest path kept.
+    pub const MAX: usize = 6;
+    /// What the argument points to, exactly.
+    pub const AT: FieldPath = FieldPath {
+        len: 0,
+        exact: true,
+        interior: false,
+        steps: [0; FieldPath::MAX],
+    };
+    /// Anywhere in what the argument reaches.
+    pub const BELOW: FieldPath = FieldPath {
+        len: 0,
+        exact: false,
+        interior: false,
+        steps: [0; FieldPath::MAX],
+    };
+    /// A variant marker among the steps (a field of a variant is numbered
+    /// within it).
+    const VARIANT: u16 = 0x8000;
+
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    pub fn interior(&self) -> bool {
+        self.interior
+    }
+
+    /// The same place, reached through an `UnsafeCell`.
+    pub fn cell(mut self) -> FieldPath {
+        self.interior = true;
+        self
+    }
+
+    pub fn steps(&self) -> &[u16] {
+        &self.steps[..self.len as usize]
+    }
+
+    /// The same place, described as "somewhere below it".
+    pub fn below(mut self) -> FieldPath {
+        self.exact = false;
+        self
+    }
+
+    fn push(mut self, step: u16) -> FieldPath {
+        if !self.exact {
+            return self;
+        }
+        if self.len as usize == Self::MAX {
+            self.exact = false;
+            return self;
+        }
+        self.steps[self.len as usize] = step;
+        self.len += 1;
+        self
+    }
+
+    /// Field `index` of the place (only an exact path goes down).
+    pub fn field(self, index: u32) -> FieldPath {
+        match u16::try_from(index) {
+            Ok(i) if i & Self::VARIANT == 0 => self.push(i),
+            _ => self.below(),
+        }
+    }
+
+    /// The place viewed as variant `v` of its enum.
+    pub fn variant(self, v: u32) -> FieldPath {
+        match u16::try_from(v) {
+            Ok(i) if i & Self::VARIANT == 0 => self.push(i | Self::VARIANT),
+            _ => self.below(),
+        }
+    }
+
+    /// `other`, a path below what this one designates: appended where this
+    /// one is exact, else this one (below).
+    pub fn then(self, other: FieldPath) -> FieldPath {
+        let mut out = self;
+        out.interior |= other.interior;
+        if !out.exact {
+            return out;
+        }
+        for &s in other.steps() {
+            out = out.push(s);
+        }
+        if !other.exact {
+            out = out.below();
+        }
+        out
+    }
+
+    /// Whether writing at one may change what the other designates: one
+    /// path is a prefix of the other.
+    pub fn overlaps(&self, other: &FieldPath) -> bool {
+        let n = self.len.min(other.len) as usize;
+        self.steps[..n] == other.steps[..n]
+    }
+
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        for &step in self.steps() {
+            if step & Self::VARIANT != 0 {
+                s.push_str(&format!(" as variant {}", step & !Self::VARIANT));
+            } else {
+                s.push_str(&format!(".{step}"));
+            }
+        }
+        if self.interior {
+            s.push_str(" (inside a cell)");
+        }
+        s
+    }
+}
+
 /// Where what a value holds comes from, in one function's terms (object
-/// liveness, `body::origins`). The number is an argument index (0-based).
+/// liveness, `body::origins`). The number is an argument index (0-based);
+/// the path says where below what the argument points to.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
 )]
@@ -28,25 +162,44 @@ pub enum Flow {
     /// Moved or copied from argument `k` (or read through it, when it is an
     /// owned pointer).
     Own(u32),
-    /// A shared borrow of memory that shared-reference argument `k` borrows.
-    Shared(u32),
+    /// A shared borrow of memory that shared-reference argument `k` borrows
+    /// (at or below the path).
+    Shared(u32, FieldPath),
     /// A bit copy of memory behind shared-reference argument `k` (a pointer
     /// read out of the `Arc` it borrows): no count of its own.
-    Read(u32),
+    Read(u32, FieldPath),
     /// A sharing clone (`Arc::clone`) of what argument `k` borrows or
     /// holds, whatever the path to it: a count on an object that a
     /// shared-reference argument keeps alive for the whole call, and that
-    /// an owned argument keeps alive while the caller keeps it alive.
-    Clone(u32),
+    /// an owned argument keeps alive while the caller keeps it alive. The
+    /// path (never exact) says below which place it was found.
+    Clone(u32, FieldPath),
 }
 
 impl Flow {
     pub fn describe(&self) -> String {
+        let at = |k: &u32, p: &FieldPath| {
+            if p.steps().is_empty() {
+                String::new()
+            } else if p.exact() {
+                format!(" (at `(*arg{k}){}`)", p.describe())
+            } else {
+                format!(" (below `(*arg{k}){}`)", p.describe())
+            }
+        };
         match self {
             Flow::Own(k) => format!("what `arg{k}` holds"),
-            Flow::Shared(k) => format!("a borrow of what `arg{k}` borrows"),
-            Flow::Read(k) => format!("a bit copy of what `arg{k}` points to"),
-            Flow::Clone(k) => format!("a sharing clone of what `arg{k}` points to"),
+            Flow::Shared(k, p) => format!("a borrow of what `arg{k}` borrows{}", at(k, p)),
+            Flow::Read(k, p) => format!("a bit copy of what `arg{k}` points to{}", at(k, p)),
+            Flow::Clone(k, p) => {
+                format!("a sharing clone of what `arg{k}` points to{}", at(k, p))
+            }
+        }
+    }
+
+    pub fn arg(&self) -> u32 {
+        match *self {
+            Flow::Own(k) | Flow::Shared(k, _) | Flow::Read(k, _) | Flow::Clone(k, _) => k,
         }
     }
 }
@@ -308,6 +461,12 @@ pub struct Summary {
     /// hold the same pointer: `Arc::ptr_eq`. On a path where it did, a
     /// handle compared with one a borrow keeps alive is not the last.
     pub identity_test: Option<(u32, u32)>,
+    /// Where the function may write, below what its arguments point to
+    /// (`body::writes`, sorted); `None`: anywhere its arguments reach.
+    pub writes: Option<Vec<(u32, FieldPath)>>,
+    /// Where the pointers its result holds point, below what its arguments
+    /// point to (sorted); `None`: anywhere its arguments reach.
+    pub ret_points: Option<Vec<(u32, FieldPath)>>,
 }
 
 impl Summary {
@@ -335,6 +494,8 @@ impl Summary {
             last_from: None,
             sharing_clone: false,
             identity_test: None,
+            writes: None,
+            ret_points: None,
         }
     }
 
@@ -413,5 +574,57 @@ impl Summaries for Overlay<'_> {
         } else {
             self.base.get(f)
         }
+    }
+}
+
+#[cfg(test)]
+mod field_path_tests {
+    use super::FieldPath;
+
+    #[test]
+    fn exact_paths_go_down_and_below_stops_them() {
+        let nodes = FieldPath::AT.field(4);
+        assert!(nodes.exact());
+        assert_eq!(nodes.steps(), &[4]);
+        let entry = nodes.below().field(0);
+        assert!(!entry.exact());
+        assert_eq!(entry.steps(), &[4], "a path below a place does not go down");
+        assert_eq!(FieldPath::BELOW.field(3).steps(), &[] as &[u16]);
+    }
+
+    #[test]
+    fn then_appends_only_to_exact_paths_and_keeps_cells() {
+        let a = FieldPath::AT.field(1);
+        let b = FieldPath::AT.field(2).below();
+        let ab = a.then(b);
+        assert_eq!(ab.steps(), &[1, 2]);
+        assert!(!ab.exact());
+        assert_eq!(a.below().then(b).steps(), &[1]);
+        assert!(a.then(FieldPath::AT.cell()).interior());
+        assert!(!a.then(FieldPath::AT).interior());
+    }
+
+    #[test]
+    fn overlap_is_a_prefix_either_way() {
+        let nodes = FieldPath::AT.field(4);
+        let work = FieldPath::AT.field(3);
+        let entry = nodes.field(0).field(2);
+        assert!(nodes.overlaps(&entry) && entry.overlaps(&nodes));
+        assert!(!work.overlaps(&nodes));
+        assert!(FieldPath::BELOW.overlaps(&nodes), "the whole overlaps every part");
+        assert!(!nodes.variant(1).overlaps(&nodes.field(1)));
+    }
+
+    #[test]
+    fn long_paths_are_cut_short_and_inexact() {
+        let mut p = FieldPath::AT;
+        for i in 0..(FieldPath::MAX as u32 + 2) {
+            p = p.field(i);
+        }
+        assert_eq!(p.steps().len(), FieldPath::MAX);
+        assert!(!p.exact());
+        // An index too large for a step is "below", not wrapped.
+        assert_eq!(FieldPath::AT.field(70_000).steps(), &[] as &[u16]);
+        assert!(!FieldPath::AT.field(70_000).exact());
     }
 }

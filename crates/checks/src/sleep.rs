@@ -175,7 +175,7 @@ impl Texts<'_, '_> {
             }
             finding = finding
                 .note(Note::text(
-                    "the teardown runs only when a reference count reaches zero; the analysis does not track reference counts: it takes a drop as not the last one only where what it releases is provably kept alive past it (a clone of what a borrow that outlives the function, or a local dropped later, still holds), and found no such reference here",
+                    "the teardown runs only when a reference count reaches zero; the analysis does not track reference counts: it takes a drop as not the last one only where what it releases is provably kept alive past it (a clone of what a borrow that outlives the function, a local dropped later, or a container in the data of a lock still held, still holds), and found no such reference here",
                 ))
                 .note(Note::help(
                     "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard). If the reference was taken out of a field whose every object is kept alive elsewhere, declare it: `#[kanalyze::kept_alive(\"why\")]` on the field (docs/invariants.md); if a library call returns a count on the object one of its arguments refers to, say so in a spec file (`[rust]`, `returns_object_of`, crates/spec/README.md)",

@@ -29,6 +29,7 @@ pub mod origins;
 mod prescan;
 mod run;
 mod statements;
+pub mod writes;
 
 use calls::propagate_nonempty;
 pub use observations::{
@@ -120,7 +121,9 @@ impl<'a> BodyAnalysis<'a> {
         narrow_known_targets(program, dump, body, &mut sites);
         let last_reference_tests = last_reference_tests(body, &sites, summary_of);
         let origins = origins.unwrap_or_else(|| {
-            std::sync::Arc::new(origins::Origins::compute(dump, body, &sites, summary_of))
+            std::sync::Arc::new(origins::Origins::compute(
+                program, dump, body, &sites, summary_of,
+            ))
         });
         BodyAnalysis {
             program,

@@ -36,9 +36,10 @@ use kmir::{
     StatementKind, TerminatorKind, TyId, TyKind,
 };
 
-use crate::summary::{Flow, Summaries};
+use crate::summary::{FieldPath, Flow, Summaries};
 
 use super::Target;
+use super::writes::{Guards, Root, Writes};
 
 /// Where part of a value comes from, in one body: an argument's flow, or
 /// a local of the body (which never leaves it: a summary names arguments
@@ -46,11 +47,26 @@ use super::Target;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
     Arg(Flow),
+    /// Reached from the data guard local `g` gives access to (what its
+    /// `Deref` returns), at or below the path: backed while the guard holds
+    /// its lock and nothing writes there (`Origins::guard_backs`).
+    Guard(GuardFlow, u32, FieldPath),
     /// A borrow of local `l` itself (`&l`, `&l.f`).
     Local(u32),
     /// A sharing clone of what local `l` holds: backed where `l` surely
     /// still holds it (`Origins::alive_at`).
     CloneLocal(u32),
+}
+
+/// How a value reached from a guard's data relates to it (like [`Flow`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GuardFlow {
+    /// A pointer into it.
+    Shared,
+    /// A bit copy of memory in it.
+    Read,
+    /// A sharing clone of a handle in it.
+    Clone,
 }
 
 /// What a value may hold: `None` is anything (`Top`).
@@ -76,6 +92,14 @@ pub struct Origins {
     unchanged_to: HashMap<u32, Vec<bool>>,
     /// The identity tests (`Arc::ptr_eq`) the body calls.
     identity_tests: Vec<IdentityTest>,
+    /// The guards of locks the body holds, and the calls viewing their data.
+    guards: Guards,
+    /// For each guard, the blocks whose terminator a point that may release
+    /// it (a drop, a move, a mutable borrow for anything but viewing its
+    /// data) reaches.
+    guard_kills: HashMap<u32, Vec<bool>>,
+    /// Where the body may write (mod/ref).
+    pub writes: Writes,
 }
 
 /// Rounds of the flow-insensitive scan before giving up (every local
@@ -121,11 +145,15 @@ fn map(s: &Set, f: impl Fn(Origin) -> Set) -> Set {
 
 impl Origins {
     pub fn compute(
+        program: &program::Program,
         dump: &CrateDump,
         body: &Body,
         sites: &std::collections::HashMap<kmir::BlockId, Vec<Target>>,
         summary_of: &dyn Summaries,
     ) -> Origins {
+        let guards = Guards::find(program, body, sites, summary_of);
+        let writes = Writes::compute(dump, body, sites, summary_of, &guards);
+        let guard_kills = kill_reach(body, &guards.locals, false, &guards.view_borrows);
         let mut o = Origins {
             locals: vec![empty(); body.locals.len()],
             written: empty(),
@@ -133,6 +161,9 @@ impl Origins {
             reached_by_kill: HashMap::new(),
             unchanged_to: HashMap::new(),
             identity_tests: Vec::new(),
+            guards,
+            guard_kills,
+            writes,
         };
         for k in 1..=body.arg_count {
             let i = k as usize;
@@ -143,7 +174,7 @@ impl Origins {
             o.locals[i] = match dump.ty(l.ty).map(|t| &t.kind) {
                 Some(TyKind::Ref { mutable: false, .. }) => {
                     o.shared[arg as usize] = true;
-                    one(Flow::Shared(arg))
+                    one(Flow::Shared(arg, FieldPath::AT))
                 }
                 // What a `&mut` argument points to may be replaced by
                 // anyone the function lends it to: nothing is known of it.
@@ -172,7 +203,7 @@ impl Origins {
                 _ => None,
             })
             .collect();
-        o.reached_by_kill = kill_reach(body, &cloned, false);
+        o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new());
         o.identity_tests = identity_tests(body, sites, summary_of);
         let compared: BTreeSet<u32> = o
             .identity_tests
@@ -185,7 +216,7 @@ impl Origins {
                 },
             )
             .collect();
-        o.unchanged_to = kill_reach(body, &compared, true);
+        o.unchanged_to = kill_reach(body, &compared, true, &BTreeSet::new());
         o.forget_written_backers(dump, body);
         o
     }
@@ -266,11 +297,13 @@ impl Origins {
         for h in hit.into_iter().flatten() {
             for o in h {
                 match o {
-                    Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => {
+                    Origin::Arg(Flow::Shared(k, _) | Flow::Read(k, _) | Flow::Clone(k, _)) => {
                         if let Some(s) = self.shared.get_mut(k as usize) {
                             *s = false;
                         }
                     }
+                    // The write analysis sees these writes too.
+                    Origin::Guard(..) => {}
                     Origin::Local(l) | Origin::CloneLocal(l) => {
                         self.reached_by_kill.remove(&l);
                         self.unchanged_to.remove(&l);
@@ -353,6 +386,10 @@ impl Origins {
             } = &b.terminator.kind
             {
                 let v = match sites.get(&(bi as kmir::BlockId)) {
+                    _ if self.guards.views.contains_key(&(bi as BlockId)) => {
+                        let g = self.guards.views[&(bi as BlockId)];
+                        one_origin(Origin::Guard(GuardFlow::Shared, g, FieldPath::AT))
+                    }
                     Some(ts) if !ts.is_empty() => {
                         let mut v = empty();
                         for t in ts {
@@ -393,7 +430,13 @@ impl Origins {
 
     fn write(&mut self, place: &Place, v: &Set) -> bool {
         if place.projection.contains(&Projection::Deref) {
-            union(&mut self.written, v)
+            union(&mut self.written, &inexact(v))
+        } else if !place.projection.is_empty() {
+            // Part of a local: the whole no longer is one place's value.
+            match self.locals.get_mut(place.local as usize) {
+                Some(l) => union(l, &inexact(v)),
+                None => false,
+            }
         } else {
             match self.locals.get_mut(place.local as usize) {
                 Some(l) => union(l, v),
@@ -405,10 +448,23 @@ impl Origins {
     /// What a value read at `place` holds.
     pub fn place(&self, dump: &CrateDump, place: &Place) -> Set {
         let mut v = self.locals.get(place.local as usize).cloned().flatten();
+        // A field of a value read from memory is read from the field's
+        // place; a field of a local's value is somewhere below where the
+        // value came from (a local may hold an aggregate of several).
+        let mut read = false;
         for p in place.projection.iter() {
             match p {
-                Projection::Deref => v = self.deref(&v),
+                Projection::Deref => {
+                    v = self.deref(&v);
+                    read = true;
+                }
                 Projection::Field { ty, .. } if is_unsafe_cell(dump, *ty) => return None,
+                Projection::Field { index, .. } if read => v = narrow(&v, |p| p.field(*index)),
+                Projection::Downcast { variant } if read => v = narrow(&v, |p| p.variant(*variant)),
+                Projection::Field { .. } | Projection::Downcast { .. } => v = inexact(&v),
+                Projection::Index(_)
+                | Projection::ConstantIndex { .. }
+                | Projection::Subslice { .. } => v = narrow(&v, FieldPath::below),
                 _ => {}
             }
         }
@@ -418,8 +474,14 @@ impl Origins {
     /// What reading through a pointer holding `v` yields.
     fn deref(&self, v: &Set) -> Set {
         map(v, |o| match o {
-            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Read(k)),
+            // The value stored at the place the pointer designates.
+            Origin::Arg(Flow::Shared(k, p)) => one(Flow::Read(k, p)),
+            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Read(k, p.below())),
             Origin::Arg(Flow::Own(_)) => self.with_written(o),
+            Origin::Guard(GuardFlow::Shared, g, p) => {
+                one_origin(Origin::Guard(GuardFlow::Read, g, p))
+            }
+            Origin::Guard(_, g, p) => one_origin(Origin::Guard(GuardFlow::Read, g, p.below())),
             // Through a borrow of a local: what the local holds.
             Origin::Local(l) => self.local(l),
             // Through a clone of what a local holds: what the local's
@@ -428,13 +490,21 @@ impl Origins {
         })
     }
 
-    /// A pointer to data reached through a pointer holding `v`.
-    fn address_through(&self, v: &Set) -> Set {
+    /// A pointer to data reached through a pointer holding `v`, at `path`
+    /// below what it points to.
+    fn address_through(&self, v: &Set, path: FieldPath) -> Set {
         map(v, |o| match o {
-            Origin::Arg(Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k)) => one(Flow::Shared(k)),
+            Origin::Arg(Flow::Shared(k, p)) => one(Flow::Shared(k, p.then(path))),
+            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Shared(k, p.below())),
             Origin::Arg(Flow::Own(_)) => self.with_written(o),
+            Origin::Guard(GuardFlow::Shared, g, p) => {
+                one_origin(Origin::Guard(GuardFlow::Shared, g, p.then(path)))
+            }
+            Origin::Guard(_, g, p) => one_origin(Origin::Guard(GuardFlow::Shared, g, p.below())),
             Origin::Local(_) => one_origin(o),
-            Origin::CloneLocal(l) => self.address_through(&self.deref(&self.local(l))),
+            Origin::CloneLocal(l) => {
+                self.address_through(&self.deref(&self.local(l)), FieldPath::BELOW)
+            }
         })
     }
 
@@ -444,6 +514,7 @@ impl Origins {
     fn clone_through(&self, v: &Set) -> Set {
         map(v, |o| match o {
             Origin::Arg(f) => self.clone_of_arg(f),
+            Origin::Guard(_, g, p) => one_origin(Origin::Guard(GuardFlow::Clone, g, p.below())),
             Origin::Local(l) | Origin::CloneLocal(l) => one_origin(Origin::CloneLocal(l)),
         })
     }
@@ -451,8 +522,10 @@ impl Origins {
     /// A sharing clone of what a value flowing from an argument reaches.
     fn clone_of_arg(&self, f: Flow) -> Set {
         match f {
-            Flow::Shared(k) | Flow::Read(k) | Flow::Clone(k) => one(Flow::Clone(k)),
-            Flow::Own(k) => self.with_written(Origin::Arg(Flow::Clone(k))),
+            Flow::Shared(k, p) | Flow::Read(k, p) | Flow::Clone(k, p) => {
+                one(Flow::Clone(k, p.below()))
+            }
+            Flow::Own(k) => self.with_written(Origin::Arg(Flow::Clone(k, FieldPath::BELOW))),
         }
     }
 
@@ -475,6 +548,7 @@ impl Origins {
         }
         map(&self.local(l), |o| match o {
             Origin::Arg(f) => self.clone_of_arg(f),
+            Origin::Guard(_, g, p) => one_origin(Origin::Guard(GuardFlow::Clone, g, p.below())),
             Origin::Local(_) => None,
             Origin::CloneLocal(m) => self.unrooted(m, depth + 1),
         })
@@ -508,7 +582,7 @@ impl Origins {
                 }
                 let mut v = empty();
                 for op in operands {
-                    union(&mut v, &self.operand(dump, op));
+                    union(&mut v, &inexact(&self.operand(dump, op)));
                 }
                 v
             }
@@ -537,7 +611,8 @@ impl Origins {
                 {
                     return None;
                 }
-                let v = self.operand(dump, operand);
+                // A cast may change the type the fields are counted in.
+                let v = inexact(&self.operand(dump, operand));
                 // A pointer made from what holds no pointer (an integer).
                 if v.as_ref().is_some_and(BTreeSet::is_empty)
                     && is_pointer(dump, *ty)
@@ -565,14 +640,20 @@ impl Origins {
             local: place.local,
             projection: place.projection[..last].into(),
         };
-        if place.projection[last..]
-            .iter()
-            .any(|p| matches!(p, Projection::Field { ty, .. } if is_unsafe_cell(dump, *ty)))
-        {
-            return None;
+        let mut path = FieldPath::AT;
+        for p in &place.projection[last + 1..] {
+            path = match p {
+                Projection::Field { ty, .. } if is_unsafe_cell(dump, *ty) => return None,
+                Projection::Field { index, .. } => path.field(*index),
+                Projection::Downcast { variant } => path.variant(*variant),
+                Projection::Index(_)
+                | Projection::ConstantIndex { .. }
+                | Projection::Subslice { .. } => path.below(),
+                _ => path,
+            };
         }
         let v = self.place(dump, &pointer);
-        self.address_through(&v)
+        self.address_through(&v, path)
     }
 
     /// What a call's result holds, by one target's summary.
@@ -596,9 +677,9 @@ impl Origins {
         for f in from {
             let part = match *f {
                 Flow::Own(k) => arg(k),
-                Flow::Shared(k) => self.address_through(&arg(k)),
-                Flow::Read(k) => self.deref(&arg(k)),
-                Flow::Clone(k) => self.clone_through(&arg(k)),
+                Flow::Shared(k, p) => self.address_through(&arg(k), p),
+                Flow::Read(k, p) => narrow(&self.deref(&arg(k)), |q| q.then(p)),
+                Flow::Clone(k, p) => self.clone_through(&self.address_through(&arg(k), p)),
             };
             union(&mut v, &part);
             v.as_ref()?;
@@ -630,7 +711,7 @@ impl Origins {
                 Origin::Arg(f) => {
                     out.insert(f);
                 }
-                Origin::Local(_) => return None,
+                Origin::Local(_) | Origin::Guard(..) => return None,
                 Origin::CloneLocal(l) => {
                     for o in self.unrooted(l, 0)? {
                         match o {
@@ -648,6 +729,43 @@ impl Origins {
 }
 
 impl Origins {
+    /// What a set of origins says, for `--trace`.
+    pub fn describe(&self, v: &Set) -> String {
+        let Some(s) = v else {
+            return "anything".to_string();
+        };
+        let parts: Vec<String> = s
+            .iter()
+            .map(|o| match o {
+                Origin::Arg(f) => f.describe(),
+                Origin::Guard(k, g, p) => {
+                    let how = match k {
+                        GuardFlow::Shared => "a borrow of",
+                        GuardFlow::Read => "a bit copy of",
+                        GuardFlow::Clone => "a sharing clone of",
+                    };
+                    let held = if self.guards.locals.contains(g) {
+                        ""
+                    } else {
+                        " (not a guard)"
+                    };
+                    let written = if self.writes.may_write(Root::Guard(*g), p) {
+                        ", written by the body"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{how} what guard `_{g}`{held} gives access to (below `(*_{g}){}`{written})",
+                        p.describe()
+                    )
+                }
+                Origin::Local(l) => format!("a borrow of `_{l}`"),
+                Origin::CloneLocal(l) => format!("a sharing clone of what `_{l}` holds"),
+            })
+            .collect();
+        format!("[{}]", parts.join("; "))
+    }
+
     fn is_shared(&self, k: u32) -> bool {
         self.shared.get(k as usize).copied().unwrap_or(false)
     }
@@ -660,7 +778,8 @@ impl Origins {
     pub fn backed(&self, v: &Set, block: BlockId) -> bool {
         v.as_ref().is_some_and(|s| {
             s.iter().all(|o| match *o {
-                Origin::Arg(Flow::Clone(k)) => self.is_shared(k),
+                Origin::Arg(Flow::Clone(k, _)) => self.is_shared(k),
+                Origin::Guard(GuardFlow::Clone, g, p) => self.guard_backs(g, &p, block),
                 Origin::CloneLocal(l) => {
                     self.alive_at(l, block) || self.backed(&self.unrooted(l, 0), block)
                 }
@@ -677,10 +796,11 @@ impl Origins {
         let mut out = BTreeSet::new();
         for o in v.as_ref()? {
             match *o {
-                Origin::Arg(Flow::Clone(k)) if self.is_shared(k) => {}
-                Origin::Arg(Flow::Own(k) | Flow::Clone(k)) => {
+                Origin::Arg(Flow::Clone(k, _)) if self.is_shared(k) => {}
+                Origin::Arg(Flow::Own(k) | Flow::Clone(k, _)) => {
                     out.insert(k);
                 }
+                Origin::Guard(GuardFlow::Clone, g, p) if self.guard_backs(g, &p, block) => {}
                 Origin::CloneLocal(l) if self.alive_at(l, block) => {}
                 Origin::CloneLocal(l) => {
                     out.extend(self.attributed(&self.unrooted(l, 0), block)?);
@@ -688,7 +808,9 @@ impl Origins {
                 // A bit copy of what a borrowed value holds, released
                 // here, or a pointer to it: nothing says whose count
                 // that is.
-                Origin::Arg(Flow::Shared(_) | Flow::Read(_)) | Origin::Local(_) => return None,
+                Origin::Arg(Flow::Shared(..) | Flow::Read(..))
+                | Origin::Guard(..)
+                | Origin::Local(_) => return None,
             }
         }
         Some(out)
@@ -704,6 +826,22 @@ impl Origins {
             .get(&l)
             .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached))
     }
+
+    /// Whether a sharing clone of a handle found at or below `path` in the
+    /// data of guard `g` cannot be the last reference when released at the
+    /// terminator of `block`: `g` is a guard (it holds its lock, so no other
+    /// thread changes the data), nothing that may release it reaches that
+    /// terminator, and nothing in the body, its callees included, writes at,
+    /// below or above `path` in the data. The handle the clone was taken from
+    /// is then still there, holding its own count.
+    fn guard_backs(&self, g: u32, path: &FieldPath, block: BlockId) -> bool {
+        self.guards.locals.contains(&g)
+            && self
+                .guard_kills
+                .get(&g)
+                .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached))
+            && !self.writes.may_write_before(Root::Guard(g), path, block)
+    }
 }
 
 /// For each local given at most one value, the blocks whose terminator a
@@ -712,6 +850,7 @@ fn kill_reach(
     body: &Body,
     locals: &BTreeSet<u32>,
     own_drops_keep: bool,
+    view_borrows: &BTreeSet<u32>,
 ) -> HashMap<u32, Vec<bool>> {
     let mut out = HashMap::new();
     let n = body.blocks.len();
@@ -736,8 +875,12 @@ fn kill_reach(
                         if place.local == l && place.projection.is_empty() {
                             defs += 1;
                         }
+                        // A borrow given only to a view of a guard's data
+                        // (`Deref::deref_mut(&mut guard)`) changes nothing.
+                        let viewing =
+                            view_borrows.contains(&place.local) && place.projection.is_empty();
                         (takes(place) && !place.projection.is_empty())
-                            || rvalue_takes(rvalue, &takes, &moves)
+                            || (!viewing && rvalue_takes(rvalue, &takes, &moves))
                     }
                     StatementKind::StorageDead(x) => *x == l,
                     StatementKind::SetDiscriminant { place, .. } => takes(place),
@@ -1102,7 +1245,7 @@ impl Origins {
                 self.operand(dump, op).is_some_and(|s| {
                     !s.is_empty()
                         && s.iter().all(
-                            |o| matches!(o, Origin::Arg(Flow::Shared(k)) if self.is_shared(*k)),
+                            |o| matches!(o, Origin::Arg(Flow::Shared(k, _)) if self.is_shared(*k)),
                         )
                 })
             };
@@ -1207,4 +1350,34 @@ fn true_branch_only(body: &Body, t: u32) -> Vec<bool> {
         }
     }
     reached.iter().map(|r| !r).collect()
+}
+
+/// `v` with the paths of reads of memory changed by `f` (a field of the
+/// value read there).
+fn narrow(v: &Set, f: impl Fn(FieldPath) -> FieldPath) -> Set {
+    let s = v.as_ref()?;
+    Some(
+        s.iter()
+            .map(|o| match *o {
+                Origin::Arg(Flow::Read(k, p)) => Origin::Arg(Flow::Read(k, f(p))),
+                Origin::Guard(GuardFlow::Read, g, p) => Origin::Guard(GuardFlow::Read, g, f(p)),
+                _ => *o,
+            })
+            .collect(),
+    )
+}
+
+/// `v` with every path made "somewhere below".
+fn inexact(v: &Set) -> Set {
+    let s = v.as_ref()?;
+    Some(
+        s.iter()
+            .map(|o| match *o {
+                Origin::Arg(Flow::Read(k, p)) => Origin::Arg(Flow::Read(k, p.below())),
+                Origin::Arg(Flow::Shared(k, p)) => Origin::Arg(Flow::Shared(k, p.below())),
+                Origin::Guard(f, g, p) => Origin::Guard(f, g, p.below()),
+                _ => *o,
+            })
+            .collect(),
+    )
 }

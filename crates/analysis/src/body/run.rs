@@ -173,6 +173,17 @@ impl<'r, 'a> Reader<'r, 'a> {
                 &terminator.kind,
                 summary.last_from.as_deref(),
             );
+        if analysis.trace && released.as_ref().is_none_or(|r| !r.is_empty()) {
+            eprintln!(
+                "[kanalyze trace] bb{block} releases {}: {}",
+                analysis.origins.describe(&released),
+                if backed {
+                    "kept alive"
+                } else {
+                    "not shown kept alive"
+                }
+            );
+        }
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is

@@ -1,0 +1,648 @@
+//! Where a function may write, and where the pointers it returns point:
+//! the mod/ref facts object liveness needs to show that a container under a
+//! held lock still holds an object (docs/preemption.md, "Objects kept alive
+//! by a container under a held lock").
+//!
+//! A function holding `inner`, the guard of a lock, takes a clone of an
+//! entry of `inner.nodes`, calls helpers given `&mut *inner`, and drops the
+//! clone while the lock is still held. The drop cannot release the last
+//! reference if the entry is still in the tree: nothing the function or
+//! its helpers do writes to `inner.nodes` (the lock keeps every other
+//! thread out). Saying so needs, for each function, where it may write in
+//! terms of its arguments (`(*arg0).work` but not `(*arg0).nodes`), and
+//! where the pointers it returns point (`LockedBy::access_mut` returns a
+//! pointer into its first argument, not into the owner it is given).
+//!
+//! The scan is flow-insensitive and a may-analysis: each local holds the
+//! set of places its pointers may point at or below ([`Target`]), rooted at
+//! an argument, the data a guard local gives access to, or a local. A write
+//! through a pointer is recorded at every place it may point to; a call
+//! writes where its summary says, mapped through what it is given, or, for
+//! a callee without a summary (a C function, a function pointer nothing is
+//! known of), below everything its arguments reach.
+//!
+//! Trust assumption (documented in docs/preemption.md): memory reached from
+//! a place is only written through pointers derived from that place (its
+//! borrows, what calls given them return, pointers read out of it), and a
+//! pointer read out of memory reached from a place points to memory reached
+//! from it. The borrow rules make this true of safe code that holds a
+//! `&mut` or a lock guard; unsafe code that keeps a raw pointer into a
+//! sibling structure can break it. A pointer made from an integer, a static
+//! or a thread-local points elsewhere.
+
+use std::collections::{BTreeSet, HashMap};
+
+use kmir::{
+    BlockId, Body, CrateDump, Operand, Place, Projection, Rvalue, StatementKind, TerminatorKind,
+    TyKind,
+};
+use program::Program;
+
+use crate::summary::{FieldPath, Summaries};
+
+use super::Target as CallTarget;
+
+/// What a pointer may point to is rooted at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Root {
+    /// What argument `k` (0-based) points to, or reaches when it is not a
+    /// pointer itself.
+    Arg(u32),
+    /// The data guard local `g` gives access to (what its `Deref` returns).
+    Guard(u32),
+    /// Local `l` itself.
+    Local(u32),
+}
+
+/// A place a pointer may point at (exact path) or below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Target {
+    pub root: Root,
+    pub path: FieldPath,
+}
+
+type Set = BTreeSet<Target>;
+
+/// Rounds of the scan before it gives up (every argument written).
+const MAX_ROUNDS: usize = 32;
+
+/// The guards of one body and the calls that view their data.
+#[derive(Debug, Default)]
+pub struct Guards {
+    /// Locals given their value once, by a call that returns holding a lock
+    /// on every way it returns (`Lock::lock`), not a trylock.
+    pub locals: BTreeSet<u32>,
+    /// Call blocks that view a guard's data: `Deref::deref(&g)` or
+    /// `DerefMut::deref_mut(&mut g)` of a guard local, by block.
+    pub views: HashMap<BlockId, u32>,
+    /// The temporaries that borrow a guard only to give it to a view call
+    /// (`_19 = &mut _5`): not a change of the guard.
+    pub view_borrows: BTreeSet<u32>,
+}
+
+impl Guards {
+    pub fn find(
+        program: &Program,
+        body: &Body,
+        sites: &HashMap<BlockId, Vec<CallTarget>>,
+        summary_of: &dyn Summaries,
+    ) -> Guards {
+        let mut g = Guards::default();
+        let mut defs: HashMap<u32, u32> = HashMap::new();
+        for b in &body.blocks {
+            for st in &b.statements {
+                if let StatementKind::Assign { place, .. } = &st.kind {
+                    *defs.entry(place.local).or_default() += 1;
+                }
+            }
+            if let TerminatorKind::Call { destination, .. } = &b.terminator.kind {
+                *defs.entry(destination.local).or_default() += 1;
+            }
+        }
+        for (bi, b) in body.blocks.iter().enumerate() {
+            let TerminatorKind::Call { destination, .. } = &b.terminator.kind else {
+                continue;
+            };
+            let Some([t]) = sites.get(&(bi as BlockId)).map(Vec::as_slice) else {
+                continue;
+            };
+            let l = destination.local;
+            if !destination.projection.is_empty() || l <= body.arg_count || defs.get(&l) != Some(&1)
+            {
+                continue;
+            }
+            let summary = summary_of.get(t.callee);
+            let returning: Vec<_> = summary.cases.iter().filter(|c| !c.diverges).collect();
+            if !returning.is_empty()
+                && returning
+                    .iter()
+                    .all(|c| !c.acquire.is_empty() && c.acquire.iter().all(|a| !a.trylock))
+            {
+                g.locals.insert(l);
+            }
+        }
+        if g.locals.is_empty() {
+            return g;
+        }
+        // The borrows of a guard, by the temporary holding them, and their
+        // reborrows (`_40 = &mut _22; _39 = &mut (*_40)`): each temporary
+        // with the borrow it holds (a guard's, directly or not).
+        let mut borrow_of: HashMap<u32, (u32, Option<u32>)> = HashMap::new();
+        for _ in 0..4 {
+            for b in &body.blocks {
+                for st in &b.statements {
+                    let StatementKind::Assign { place, rvalue } = &st.kind else {
+                        continue;
+                    };
+                    let Rvalue::Ref { place: p, .. } = &**rvalue else {
+                        continue;
+                    };
+                    if !place.projection.is_empty() || borrow_of.contains_key(&place.local) {
+                        continue;
+                    }
+                    if p.projection.is_empty() && g.locals.contains(&p.local) {
+                        borrow_of.insert(place.local, (p.local, None));
+                    } else if *p.projection == [Projection::Deref]
+                        && let Some(&(guard, _)) = borrow_of.get(&p.local)
+                    {
+                        borrow_of.insert(place.local, (guard, Some(p.local)));
+                    }
+                }
+            }
+        }
+        // How often each local is used other than by being assigned.
+        let mut uses: HashMap<u32, u32> = HashMap::new();
+        kmir::visit::for_each_place(body, |p, cx, _| {
+            use kmir::visit::PlaceContext as C;
+            if !matches!(cx, C::Assign | C::CallDestination) || !p.projection.is_empty() {
+                *uses.entry(p.local).or_default() += 1;
+            }
+        });
+        for (bi, b) in body.blocks.iter().enumerate() {
+            let TerminatorKind::Call { args, .. } = &b.terminator.kind else {
+                continue;
+            };
+            let Some([t]) = sites.get(&(bi as BlockId)).map(Vec::as_slice) else {
+                continue;
+            };
+            let is_view = program.body_of(t.callee).is_some_and(|(_, inst)| {
+                matches!(
+                    inst.trait_item.as_deref(),
+                    Some(
+                        "core::ops::deref::Deref::deref" | "core::ops::deref::DerefMut::deref_mut"
+                    )
+                )
+            }) && summary_of
+                .get(t.callee)
+                .cases
+                .iter()
+                .all(|c| c.adjust == 0 && c.acquire.is_empty() && c.release.is_empty());
+            if !is_view {
+                continue;
+            }
+            let [Operand::Move(p) | Operand::Copy(p)] = args.as_slice() else {
+                continue;
+            };
+            if !p.projection.is_empty() {
+                continue;
+            }
+            // Every temporary of the chain is given its value once and used
+            // once, by the next link or the view call.
+            let mut chain = Vec::new();
+            let mut t = p.local;
+            let guard = loop {
+                let Some(&(guard, from)) = borrow_of.get(&t) else {
+                    break None;
+                };
+                if defs.get(&t) != Some(&1) || uses.get(&t) != Some(&1) {
+                    break None;
+                }
+                chain.push(t);
+                match from {
+                    Some(f) => t = f,
+                    None => break Some(guard),
+                }
+            };
+            if let Some(guard) = guard {
+                g.views.insert(bi as BlockId, guard);
+                g.view_borrows.extend(chain);
+            }
+        }
+        g
+    }
+}
+
+/// Where one body may write, and where its locals' pointers may point.
+pub struct Writes {
+    targets: Vec<Set>,
+    /// Places below arguments and guards' data the body may write.
+    /// Places below arguments and guards' data the body may write, with
+    /// the blocks whose statements or terminator write there
+    /// ([`ANYWHERE`]: any block).
+    written: std::collections::BTreeMap<Target, BTreeSet<BlockId>>,
+    /// Each block's predecessors, unwind edges included.
+    preds: Vec<Vec<BlockId>>,
+}
+
+/// A write the scan cannot place (it gave up).
+const ANYWHERE: BlockId = BlockId::MAX;
+
+fn union(into: &mut Set, from: &Set) -> bool {
+    let before = into.len();
+    into.extend(from.iter().copied());
+    into.len() != before
+}
+
+fn below(s: &Set) -> Set {
+    s.iter()
+        .map(|t| Target {
+            root: t.root,
+            path: t.path.below(),
+        })
+        .collect()
+}
+
+fn then(s: &Set, p: FieldPath) -> Set {
+    s.iter()
+        .map(|t| Target {
+            root: t.root,
+            path: t.path.then(p),
+        })
+        .collect()
+}
+
+impl Writes {
+    pub fn compute(
+        dump: &CrateDump,
+        body: &Body,
+        sites: &HashMap<BlockId, Vec<CallTarget>>,
+        summary_of: &dyn Summaries,
+        guards: &Guards,
+    ) -> Writes {
+        let mut w = Writes {
+            targets: vec![Set::new(); body.locals.len()],
+            written: Default::default(),
+            preds: predecessors(body),
+        };
+        for k in 1..=body.arg_count {
+            let Some(l) = body.locals.get(k as usize) else {
+                continue;
+            };
+            let pointer = matches!(
+                dump.ty(l.ty).map(|t| &t.kind),
+                Some(TyKind::Ref { .. } | TyKind::RawPtr { .. })
+            );
+            w.targets[k as usize].insert(Target {
+                root: Root::Arg(k - 1),
+                path: if pointer {
+                    FieldPath::AT
+                } else {
+                    FieldPath::BELOW
+                },
+            });
+        }
+        for round in 0.. {
+            if round == MAX_ROUNDS {
+                // Give up: anything the arguments and guards reach.
+                for k in 0..body.arg_count {
+                    w.written
+                        .entry(Target {
+                            root: Root::Arg(k),
+                            path: FieldPath::BELOW,
+                        })
+                        .or_default()
+                        .insert(ANYWHERE);
+                }
+                for &g in &guards.locals {
+                    w.written
+                        .entry(Target {
+                            root: Root::Guard(g),
+                            path: FieldPath::BELOW,
+                        })
+                        .or_default()
+                        .insert(ANYWHERE);
+                }
+                break;
+            }
+            if !w.round(dump, body, sites, summary_of, guards) {
+                break;
+            }
+        }
+        w
+    }
+
+    fn round(
+        &mut self,
+        dump: &CrateDump,
+        body: &Body,
+        sites: &HashMap<BlockId, Vec<CallTarget>>,
+        summary_of: &dyn Summaries,
+        guards: &Guards,
+    ) -> bool {
+        let mut changed = false;
+        for (bi, b) in body.blocks.iter().enumerate() {
+            let block = bi as BlockId;
+            for st in &b.statements {
+                match &st.kind {
+                    StatementKind::Assign { place, rvalue } => {
+                        let v = self.rvalue(dump, rvalue);
+                        changed |= self.store(dump, block, place, &v);
+                    }
+                    StatementKind::SetDiscriminant { place, .. } => {
+                        changed |= self.store(dump, block, place, &Set::new());
+                    }
+                    StatementKind::Intrinsic { operands, .. } => {
+                        let mut all = Set::new();
+                        for op in operands.iter() {
+                            union(&mut all, &self.operand(dump, op));
+                        }
+                        changed |= self.write_all(block, &below(&all), &all);
+                    }
+                    _ => {}
+                }
+            }
+            match &b.terminator.kind {
+                TerminatorKind::Drop { place, .. }
+                    if place.projection.contains(&Projection::Deref) =>
+                {
+                    changed |= self.store(dump, block, place, &Set::new());
+                }
+                TerminatorKind::Call {
+                    args, destination, ..
+                } => {
+                    let bi = bi as BlockId;
+                    let result = if let Some(&g) = guards.views.get(&bi) {
+                        Set::from([Target {
+                            root: Root::Guard(g),
+                            path: FieldPath::AT,
+                        }])
+                    } else {
+                        let ops: Vec<Set> = args.iter().map(|a| self.operand(dump, a)).collect();
+                        let mut all = Set::new();
+                        for o in &ops {
+                            union(&mut all, o);
+                        }
+                        let mut result = Set::new();
+                        let ts = sites.get(&bi).map(Vec::as_slice).unwrap_or(&[]);
+                        let summaries: Vec<_> =
+                            ts.iter().map(|t| summary_of.get(t.callee)).collect();
+                        if summaries.is_empty() {
+                            changed |= self.write_all(block, &below(&all), &all);
+                            union(&mut result, &below(&all));
+                        }
+                        for s in summaries {
+                            match &s.writes {
+                                Some(list) => {
+                                    for &(k, p) in list {
+                                        if let Some(o) = ops.get(k as usize) {
+                                            changed |= self.write_all(block, &then(o, p), &all);
+                                        }
+                                    }
+                                }
+                                None => changed |= self.write_all(block, &below(&all), &all),
+                            }
+                            match &s.ret_points {
+                                Some(list) => {
+                                    for &(k, p) in list {
+                                        if let Some(o) = ops.get(k as usize) {
+                                            union(&mut result, &then(o, p));
+                                        }
+                                    }
+                                }
+                                None => {
+                                    union(&mut result, &below(&all));
+                                }
+                            }
+                        }
+                        result
+                    };
+                    changed |= self.store(dump, block, destination, &result);
+                }
+                TerminatorKind::InlineAsm { .. } => {
+                    // Its operands are not in the dump: anything the body's
+                    // arguments and guards reach.
+                    let mut all = Set::new();
+                    for k in 0..body.arg_count {
+                        all.insert(Target {
+                            root: Root::Arg(k),
+                            path: FieldPath::BELOW,
+                        });
+                    }
+                    for &g in &guards.locals {
+                        all.insert(Target {
+                            root: Root::Guard(g),
+                            path: FieldPath::BELOW,
+                        });
+                    }
+                    changed |= self.write_all(block, &all, &Set::new());
+                }
+                _ => {}
+            }
+        }
+        changed
+    }
+
+    /// Records writes at `at`; what is stored into a local's memory through
+    /// a pointer joins what the local holds (a callee may store any of the
+    /// call's pointers there).
+    fn write_all(&mut self, block: BlockId, at: &Set, stored: &Set) -> bool {
+        let mut changed = false;
+        for t in at {
+            match t.root {
+                Root::Local(l) => {
+                    if let Some(ts) = self.targets.get_mut(l as usize) {
+                        changed |= union(ts, stored);
+                    }
+                }
+                Root::Arg(_) | Root::Guard(_) => {
+                    changed |= self.written.entry(*t).or_default().insert(block)
+                }
+            }
+        }
+        changed
+    }
+
+    /// An assignment of a value holding `v` to `place`.
+    fn store(&mut self, dump: &CrateDump, block: BlockId, place: &Place, v: &Set) -> bool {
+        if place.projection.contains(&Projection::Deref) {
+            let at = self.memory(dump, place);
+            self.write_all(block, &at, v)
+        } else {
+            match self.targets.get_mut(place.local as usize) {
+                Some(ts) => union(ts, v),
+                None => false,
+            }
+        }
+    }
+
+    /// The memory `place` designates.
+    fn memory(&self, dump: &CrateDump, place: &Place) -> Set {
+        let mut cur = Set::from([Target {
+            root: Root::Local(place.local),
+            path: FieldPath::AT,
+        }]);
+        for p in place.projection.iter() {
+            cur = match p {
+                Projection::Deref => self.load(&cur),
+                Projection::Field { index, ty } => {
+                    let cell = is_cell(dump, *ty);
+                    cur.iter()
+                        .map(|t| Target {
+                            root: t.root,
+                            path: if cell {
+                                t.path.field(*index).cell()
+                            } else {
+                                t.path.field(*index)
+                            },
+                        })
+                        .collect()
+                }
+                Projection::Downcast { variant } => cur
+                    .iter()
+                    .map(|t| Target {
+                        root: t.root,
+                        path: t.path.variant(*variant),
+                    })
+                    .collect(),
+                Projection::Index(_)
+                | Projection::ConstantIndex { .. }
+                | Projection::Subslice { .. } => below(&cur),
+                _ => cur,
+            };
+        }
+        cur
+    }
+
+    /// The pointers stored in the memory `at` designates.
+    fn load(&self, at: &Set) -> Set {
+        let mut out = Set::new();
+        for t in at {
+            match t.root {
+                Root::Local(l) => {
+                    if let Some(ts) = self.targets.get(l as usize) {
+                        // A local's fields are not told apart.
+                        union(&mut out, ts);
+                    }
+                }
+                Root::Arg(_) | Root::Guard(_) => {
+                    out.insert(Target {
+                        root: t.root,
+                        path: t.path.below(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn place(&self, dump: &CrateDump, place: &Place) -> Set {
+        self.load(&self.memory(dump, place))
+    }
+
+    fn operand(&self, dump: &CrateDump, op: &Operand) -> Set {
+        match op {
+            Operand::Copy(p) | Operand::Move(p) => self.place(dump, p),
+            _ => Set::new(),
+        }
+    }
+
+    fn rvalue(&self, dump: &CrateDump, rvalue: &Rvalue) -> Set {
+        match rvalue {
+            Rvalue::Use(op)
+            | Rvalue::Repeat { operand: op, .. }
+            | Rvalue::Cast { operand: op, .. } => self.operand(dump, op),
+            Rvalue::CopyForDeref(p) => self.place(dump, p),
+            Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. } => self.memory(dump, place),
+            Rvalue::Aggregate { operands, .. } => {
+                let mut v = Set::new();
+                for op in operands.iter() {
+                    union(&mut v, &self.operand(dump, op));
+                }
+                v
+            }
+            Rvalue::BinaryOp {
+                op: kmir::BinOp::Offset,
+                lhs,
+                ..
+            } => below(&self.operand(dump, lhs)),
+            _ => Set::new(),
+        }
+    }
+
+    /// Whether the body may write at or below what `t` designates, or
+    /// above it.
+    ///
+    /// A write inside an `UnsafeCell` changes only what the cell holds:
+    /// never a place reached without going through a cell, which is all
+    /// object liveness asks about (a clone's refcount, a node's own lock).
+    pub fn may_write(&self, root: Root, path: &FieldPath) -> bool {
+        self.written
+            .keys()
+            .any(|w| w.root == root && !w.path.interior() && w.path.overlaps(path))
+    }
+
+    /// Like [`Writes::may_write`], counting only writes that may happen
+    /// before the terminator of `block` runs, or by it: in a block from
+    /// which `block` is reachable (itself included).
+    pub fn may_write_before(&self, root: Root, path: &FieldPath, block: BlockId) -> bool {
+        let mut reaching: Option<Vec<bool>> = None;
+        self.written.iter().any(|(w, blocks)| {
+            if w.root != root || w.path.interior() || !w.path.overlaps(path) {
+                return false;
+            }
+            let r = reaching.get_or_insert_with(|| reaching_blocks(&self.preds, block));
+            blocks
+                .iter()
+                .any(|&b| b == ANYWHERE || r.get(b as usize).copied().unwrap_or(true))
+        })
+    }
+
+    /// The summary's `writes`: in the arguments' terms. A guard's data is
+    /// what its lock protects, reached from what the guard points to.
+    pub fn summary(&self) -> Vec<(u32, FieldPath)> {
+        let mut out = BTreeSet::new();
+        for t in self.written.keys() {
+            self.in_arg_terms(t, &mut out);
+        }
+        out.into_iter().collect()
+    }
+
+    /// The summary's `ret_points`.
+    pub fn returned(&self) -> Vec<(u32, FieldPath)> {
+        let mut out = BTreeSet::new();
+        for t in self.targets.first().into_iter().flatten() {
+            self.in_arg_terms(t, &mut out);
+        }
+        out.into_iter().collect()
+    }
+
+    fn in_arg_terms(&self, t: &Target, out: &mut BTreeSet<(u32, FieldPath)>) {
+        match t.root {
+            Root::Arg(k) => {
+                out.insert((k, t.path));
+            }
+            Root::Guard(g) => {
+                for u in self.targets.get(g as usize).into_iter().flatten() {
+                    if let Root::Arg(k) = u.root {
+                        out.insert((k, u.path.below()));
+                    }
+                }
+            }
+            // A local of the body dies with it.
+            Root::Local(_) => {}
+        }
+    }
+}
+
+fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(TyKind::Adt { path, .. }) => kmir::UNSAFE_CELLS.contains(&path.as_str()),
+        _ => false,
+    }
+}
+
+fn predecessors(body: &Body) -> Vec<Vec<BlockId>> {
+    let mut preds: Vec<Vec<BlockId>> = vec![Vec::new(); body.blocks.len()];
+    for (bi, b) in body.blocks.iter().enumerate() {
+        for s in b.terminator.kind.successors() {
+            if let Some(p) = preds.get_mut(s as usize) {
+                p.push(bi as BlockId);
+            }
+        }
+    }
+    preds
+}
+
+/// The blocks from which `to` is reachable (itself included).
+fn reaching_blocks(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> {
+    let mut seen = vec![false; preds.len()];
+    let mut stack = vec![to];
+    while let Some(b) = stack.pop() {
+        match seen.get_mut(b as usize) {
+            Some(s) if !*s => *s = true,
+            _ => continue,
+        }
+        stack.extend(preds[b as usize].iter().copied());
+    }
+    seen
+}
