@@ -470,6 +470,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Whether some way it returns holds a lock it did not hold on entry.
+    pub fn has_acquisition(&self) -> bool {
+        self.cases.iter().any(|c| !c.acquire.is_empty())
+    }
+
     pub fn fixed(adjust: i32, expect: ExpectRange, source: Source) -> Summary {
         Summary {
             cases: vec![Case::always(adjust)],

@@ -88,6 +88,15 @@ impl Guards {
         summary_of: &dyn Summaries,
     ) -> Guards {
         let mut g = Guards::default();
+        // Most bodies take no lock: look at the calls' summaries first.
+        let acquires = |bi: usize| {
+            sites
+                .get(&(bi as BlockId))
+                .is_some_and(|ts| ts.iter().any(|t| summary_of.get(t.callee).has_acquisition()))
+        };
+        if !(0..body.blocks.len()).any(acquires) {
+            return g;
+        }
         let mut defs: HashMap<u32, u32> = HashMap::new();
         for b in &body.blocks {
             for st in &b.statements {
@@ -214,6 +223,8 @@ impl Guards {
 
 /// Where one body may write, and where its locals' pointers may point.
 pub struct Writes {
+    /// Locals whose type holds no pointer: nothing to track.
+    scalar: Vec<bool>,
     targets: Vec<Set>,
     /// Places below arguments and guards' data the body may write.
     /// Places below arguments and guards' data the body may write, with
@@ -259,7 +270,25 @@ impl Writes {
         summary_of: &dyn Summaries,
         guards: &Guards,
     ) -> Writes {
+        let scalar = body
+            .locals
+            .iter()
+            .map(|l| {
+                matches!(
+                    dump.ty(l.ty).map(|t| &t.kind),
+                    Some(
+                        TyKind::Bool
+                            | TyKind::Char
+                            | TyKind::Int(_)
+                            | TyKind::Uint(_)
+                            | TyKind::Float(_)
+                            | TyKind::Never
+                    )
+                )
+            })
+            .collect();
         let mut w = Writes {
+            scalar,
             targets: vec![Set::new(); body.locals.len()],
             written: Default::default(),
             preds: predecessors(body),
@@ -325,6 +354,11 @@ impl Writes {
             for st in &b.statements {
                 match &st.kind {
                     StatementKind::Assign { place, rvalue } => {
+                        if self.scalar.get(place.local as usize) == Some(&true)
+                            && !place.projection.contains(&Projection::Deref)
+                        {
+                            continue;
+                        }
                         let v = self.rvalue(dump, rvalue);
                         changed |= self.store(dump, block, place, &v);
                     }
@@ -447,6 +481,8 @@ impl Writes {
         if place.projection.contains(&Projection::Deref) {
             let at = self.memory(dump, place);
             self.write_all(block, &at, v)
+        } else if v.is_empty() || self.scalar.get(place.local as usize) == Some(&true) {
+            false
         } else {
             match self.targets.get_mut(place.local as usize) {
                 Some(ts) => union(ts, v),
