@@ -616,7 +616,10 @@ mod field_path_tests {
         let entry = nodes.field(0).field(2);
         assert!(nodes.overlaps(&entry) && entry.overlaps(&nodes));
         assert!(!work.overlaps(&nodes));
-        assert!(FieldPath::BELOW.overlaps(&nodes), "the whole overlaps every part");
+        assert!(
+            FieldPath::BELOW.overlaps(&nodes),
+            "the whole overlaps every part"
+        );
         assert!(!nodes.variant(1).overlaps(&nodes.field(1)));
     }
 

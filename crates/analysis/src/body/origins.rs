@@ -82,6 +82,9 @@ pub struct Origins {
     /// Which arguments are shared references (by index): what they borrow
     /// outlives the call.
     shared: Vec<bool>,
+    /// Which arguments are mutable references: where their pointers point
+    /// is known, what is stored there may be replaced by the body.
+    mutref: Vec<bool>,
     /// For each local a sharing clone was made of, the blocks whose
     /// terminator a point that may take its value away reaches (absent:
     /// the local may hold several values).
@@ -153,11 +156,12 @@ impl Origins {
     ) -> Origins {
         let guards = Guards::find(program, body, sites, summary_of);
         let writes = Writes::compute(dump, body, sites, summary_of, &guards);
-        let guard_kills = kill_reach(body, &guards.locals, false, &guards.view_borrows);
+        let guard_kills = kill_reach(body, &guards.locals, false, &guards.view_borrows, true);
         let mut o = Origins {
             locals: vec![empty(); body.locals.len()],
             written: empty(),
             shared: vec![false; body.arg_count as usize],
+            mutref: vec![false; body.arg_count as usize],
             reached_by_kill: HashMap::new(),
             unchanged_to: HashMap::new(),
             identity_tests: Vec::new(),
@@ -176,13 +180,18 @@ impl Origins {
                     o.shared[arg as usize] = true;
                     one(Flow::Shared(arg, FieldPath::AT))
                 }
-                // What a `&mut` argument points to may be replaced by
-                // anyone the function lends it to: nothing is known of it.
-                Some(TyKind::Ref { mutable: true, .. }) => None,
+                // Where a `&mut` argument points is known; what is stored
+                // there may be replaced by the body and anyone it lends the
+                // pointer to: reading through it yields that too, and a
+                // clone of what it holds is never backed by the borrow.
+                Some(TyKind::Ref { mutable: true, .. }) => {
+                    o.mutref[arg as usize] = true;
+                    one(Flow::Shared(arg, FieldPath::AT))
+                }
                 _ => one(Flow::Own(arg)),
             };
         }
-        o.scan_pointer_writes(dump, body);
+        o.scan_pointer_writes(dump, body, sites, summary_of);
         for round in 0.. {
             if round == MAX_ROUNDS {
                 o.locals.iter_mut().for_each(|l| *l = None);
@@ -203,7 +212,7 @@ impl Origins {
                 _ => None,
             })
             .collect();
-        o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new());
+        o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new(), false);
         o.identity_tests = identity_tests(body, sites, summary_of);
         let compared: BTreeSet<u32> = o
             .identity_tests
@@ -216,7 +225,7 @@ impl Origins {
                 },
             )
             .collect();
-        o.unchanged_to = kill_reach(body, &compared, true, &BTreeSet::new());
+        o.unchanged_to = kill_reach(body, &compared, true, &BTreeSet::new(), false);
         o.forget_written_backers(dump, body);
         o
     }
@@ -317,7 +326,14 @@ impl Origins {
     /// What the body writes through pointers by other means than an
     /// assignment: a `&mut` or `*mut` given to a call, a mutable borrow of
     /// memory behind a pointer, an intrinsic or inline assembly.
-    fn scan_pointer_writes(&mut self, dump: &CrateDump, body: &Body) {
+    fn scan_pointer_writes(
+        &mut self,
+        dump: &CrateDump,
+        body: &Body,
+        sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+    ) {
+        let contained = contained_pointers(dump, body);
         let mutable_ptr = |ty: Option<TyId>| {
             ty.and_then(|t| dump.ty(t)).is_none_or(|t| {
                 matches!(
@@ -326,13 +342,18 @@ impl Origins {
                 )
             })
         };
-        for b in &body.blocks {
+        for (bi, b) in body.blocks.iter().enumerate() {
             for s in &b.statements {
                 match &s.kind {
                     StatementKind::Intrinsic { name, .. } if name.as_str() != "assume" => {
                         self.written = None;
                     }
-                    StatementKind::Assign { rvalue, .. } => match &**rvalue {
+                    StatementKind::Assign {
+                        place: dest,
+                        rvalue,
+                    } => match &**rvalue {
+                        // A mutable borrow used only in ways the scan sees
+                        // (`contained_pointers`) stores nothing unknown.
                         Rvalue::Ref {
                             mutable: true,
                             place,
@@ -340,7 +361,13 @@ impl Origins {
                         | Rvalue::AddressOf {
                             mutable: true,
                             place,
-                        } if place.projection.contains(&Projection::Deref) => {
+                        } if place.projection.contains(&Projection::Deref)
+                            && !(dest.projection.is_empty()
+                                && contained
+                                    .get(dest.local as usize)
+                                    .copied()
+                                    .unwrap_or(false)) =>
+                        {
                             self.written = None;
                         }
                         _ => {}
@@ -354,7 +381,20 @@ impl Origins {
                         Operand::Copy(p) | Operand::Move(p) => mutable_ptr(dump.place_ty(body, p)),
                         _ => false,
                     });
-                    if lends_mut {
+                    // A callee whose write summary says it writes nothing
+                    // its arguments reach, outside cells (what a cell holds
+                    // is never followed), stores nothing through them.
+                    let writes_nothing = sites.get(&(bi as BlockId)).is_some_and(|ts| {
+                        !ts.is_empty()
+                            && ts.iter().all(|t| {
+                                summary_of
+                                    .get(t.callee)
+                                    .writes
+                                    .as_ref()
+                                    .is_some_and(|w| w.iter().all(|(_, p)| p.interior()))
+                            })
+                    });
+                    if lends_mut && !writes_nothing {
                         self.written = None;
                     }
                 }
@@ -475,6 +515,12 @@ impl Origins {
     fn deref(&self, v: &Set) -> Set {
         map(v, |o| match o {
             // The value stored at the place the pointer designates.
+            Origin::Arg(Flow::Shared(k, p)) if self.is_mutref(k) => {
+                self.with_written(Origin::Arg(Flow::Read(k, p)))
+            }
+            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) if self.is_mutref(k) => {
+                self.with_written(Origin::Arg(Flow::Read(k, p.below())))
+            }
             Origin::Arg(Flow::Shared(k, p)) => one(Flow::Read(k, p)),
             Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Read(k, p.below())),
             Origin::Arg(Flow::Own(_)) => self.with_written(o),
@@ -522,6 +568,9 @@ impl Origins {
     /// A sharing clone of what a value flowing from an argument reaches.
     fn clone_of_arg(&self, f: Flow) -> Set {
         match f {
+            Flow::Shared(k, p) | Flow::Read(k, p) | Flow::Clone(k, p) if self.is_mutref(k) => {
+                self.with_written(Origin::Arg(Flow::Clone(k, p.below())))
+            }
             Flow::Shared(k, p) | Flow::Read(k, p) | Flow::Clone(k, p) => {
                 one(Flow::Clone(k, p.below()))
             }
@@ -559,6 +608,17 @@ impl Origins {
             Operand::Copy(p) | Operand::Move(p) => self.place(dump, p),
             // A raw pointer constant may be a `static mut`'s address.
             Operand::Constant(c) => match dump.ty(c.ty).map(|t| &t.kind) {
+                // A constant pointer that refers to no static (null, or
+                // `NonNull::dangling`) points into nothing the program owns.
+                Some(TyKind::RawPtr { .. })
+                    if match &c.value {
+                        kmir::ConstValue::Scalar(0) => true,
+                        kmir::ConstValue::Memory(m) => m.statics.is_empty(),
+                        _ => false,
+                    } =>
+                {
+                    empty()
+                }
                 Some(TyKind::RawPtr { .. }) | None => None,
                 _ => empty(),
             },
@@ -571,7 +631,11 @@ impl Origins {
             Rvalue::Use(op) | Rvalue::Repeat { operand: op, .. } => self.operand(dump, op),
             Rvalue::CopyForDeref(p) => self.place(dump, p),
             Rvalue::Ref { mutable, place } | Rvalue::AddressOf { mutable, place } => {
-                if *mutable {
+                // A mutable borrow of a local lets the borrower replace what
+                // it holds (`borrow_effects`); one of memory behind a pointer
+                // designates that memory, whose writes the write analysis
+                // sees (and `forget_written_backers`, for raw pointers).
+                if *mutable && !place.projection.contains(&Projection::Deref) {
                     return None;
                 }
                 self.address(dump, place)
@@ -766,6 +830,33 @@ impl Origins {
         format!("[{}]", parts.join("; "))
     }
 
+    /// The guards and their views, for `--trace`.
+    pub fn describe_guards(&self) -> String {
+        let mut views: Vec<_> = self.guards.views.iter().collect();
+        views.sort();
+        let writes: Vec<String> = self
+            .guards
+            .locals
+            .iter()
+            .map(|&g| format!("_{g}: [{}]", self.writes.describe(Root::Guard(g))))
+            .collect();
+        format!(
+            "guards {:?}, views (block, guard) {:?}, writes {}",
+            self.guards.locals,
+            views,
+            writes.join(", ")
+        )
+    }
+
+    /// What local `l` may hold, for `--trace`.
+    pub fn local_origins(&self, l: u32) -> Set {
+        self.local(l)
+    }
+
+    fn is_mutref(&self, k: u32) -> bool {
+        self.mutref.get(k as usize).copied().unwrap_or(false)
+    }
+
     fn is_shared(&self, k: u32) -> bool {
         self.shared.get(k as usize).copied().unwrap_or(false)
     }
@@ -796,6 +887,13 @@ impl Origins {
         let mut out = BTreeSet::new();
         for o in v.as_ref()? {
             match *o {
+                // What a `&mut` argument points to may have been replaced:
+                // nothing says whose count it is.
+                Origin::Arg(Flow::Shared(k, _) | Flow::Read(k, _) | Flow::Clone(k, _))
+                    if self.is_mutref(k) =>
+                {
+                    return None;
+                }
                 Origin::Arg(Flow::Clone(k, _)) if self.is_shared(k) => {}
                 Origin::Arg(Flow::Own(k) | Flow::Clone(k, _)) => {
                     out.insert(k);
@@ -851,6 +949,7 @@ fn kill_reach(
     locals: &BTreeSet<u32>,
     own_drops_keep: bool,
     view_borrows: &BTreeSet<u32>,
+    redefined_after_release: bool,
 ) -> HashMap<u32, Vec<bool>> {
     let mut out = HashMap::new();
     let n = body.blocks.len();
@@ -919,7 +1018,10 @@ fn kill_reach(
                 killed_by_terminator.push(bi);
             }
         }
-        if defs > 1 {
+        // A local given several values holds the one it had where no
+        // point that takes it away was passed since, only if each new value
+        // comes after such a point (guards: `Guards::find`).
+        if defs > 1 && !redefined_after_release {
             continue;
         }
         let mut reached = vec![false; n];
@@ -1380,4 +1482,84 @@ fn inexact(v: &Set) -> Set {
             })
             .collect(),
     )
+}
+
+/// The locals whose pointer can be written through only in ways the scan
+/// sees itself: used only through a dereference (an assignment through it
+/// is a write the scan records, a read reads), compared or cast to an
+/// integer, copied into such locals, or handed back in the return place (the
+/// caller's business). A mutable borrow held only by them
+/// (`OccupiedEntry::into_mut`'s result, a cursor walking a tree) stores
+/// nothing unknown; one given to a call, stored in memory or borrowed may.
+fn contained_pointers(dump: &CrateDump, body: &Body) -> Vec<bool> {
+    use kmir::visit::PlaceContext as C;
+    let n = body.locals.len();
+    let mut ok = vec![true; n];
+    // The whole locals each local's value is copied into.
+    let mut flows: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let stmt = |loc: kmir::visit::Location| {
+        body.blocks
+            .get(loc.block as usize)
+            .and_then(|b| b.statements.get(loc.statement))
+    };
+    kmir::visit::for_each_place(body, |p, cx, loc| {
+        if p.projection.first() == Some(&Projection::Deref) {
+            return;
+        }
+        let fine = match cx {
+            C::Assign | C::CallDestination | C::SetDiscriminant => p.projection.is_empty(),
+            C::Read { .. } | C::Inspect if p.projection.is_empty() => match stmt(loc) {
+                Some(kmir::Statement {
+                    kind: StatementKind::Assign { place, rvalue },
+                    ..
+                }) => match &**rvalue {
+                    Rvalue::Use(_) | Rvalue::Aggregate { .. } | Rvalue::Cast { .. } => {
+                        let to_int = matches!(&**rvalue, Rvalue::Cast { ty, .. }
+                            if matches!(dump.ty(*ty).map(|t| &t.kind), Some(TyKind::Int(_) | TyKind::Uint(_))));
+                        if to_int {
+                            true
+                        } else if place.projection.is_empty() {
+                            if let Some(f) = flows.get_mut(p.local as usize) {
+                                f.push(place.local);
+                            }
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Rvalue::BinaryOp { .. }
+                    | Rvalue::CheckedBinaryOp { .. }
+                    | Rvalue::UnaryOp { .. }
+                    | Rvalue::Discriminant(_)
+                    | Rvalue::Len(_) => true,
+                    _ => false,
+                },
+                _ => false,
+            },
+            _ => false,
+        };
+        if !fine && let Some(o) = ok.get_mut(p.local as usize) {
+            *o = false;
+        }
+    });
+    if let Some(o) = ok.get_mut(0) {
+        *o = true;
+    }
+    loop {
+        let mut changed = false;
+        for l in 1..n {
+            if ok[l]
+                && flows[l]
+                    .iter()
+                    .any(|&d| !ok.get(d as usize).copied().unwrap_or(false))
+            {
+                ok[l] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    ok
 }

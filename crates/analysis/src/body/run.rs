@@ -47,6 +47,16 @@ pub struct BodyOutcome {
 pub fn analyze(analysis: &BodyAnalysis<'_>) -> BodyOutcome {
     let results = dataflow::iterate(analysis, analysis.body);
     if analysis.trace {
+        eprintln!("[kanalyze trace] {}", analysis.origins.describe_guards());
+        for l in 0..analysis.body.locals.len() as u32 {
+            let v = analysis.origins.local_origins(l);
+            if v.as_ref().is_none_or(|s| !s.is_empty()) {
+                eprintln!(
+                    "[kanalyze trace] _{l} holds {}",
+                    analysis.origins.describe(&v)
+                );
+            }
+        }
         for (b, state) in results.entry.iter().enumerate() {
             if results.reached[b] {
                 eprintln!("[kanalyze trace] bb{b} (entry {:?}):", analysis.entry);

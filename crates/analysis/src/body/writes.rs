@@ -90,46 +90,91 @@ impl Guards {
         let mut g = Guards::default();
         // Most bodies take no lock: look at the calls' summaries first.
         let acquires = |bi: usize| {
-            sites
-                .get(&(bi as BlockId))
-                .is_some_and(|ts| ts.iter().any(|t| summary_of.get(t.callee).has_acquisition()))
+            sites.get(&(bi as BlockId)).is_some_and(|ts| {
+                ts.iter()
+                    .any(|t| summary_of.get(t.callee).has_acquisition())
+            })
         };
         if !(0..body.blocks.len()).any(acquires) {
             return g;
         }
-        let mut defs: HashMap<u32, u32> = HashMap::new();
-        for b in &body.blocks {
+        // How each local is given its value: by a call that returns holding
+        // a lock on every way it returns, by a move of another local, or
+        // otherwise. A guard is given its value only by the first kind, or
+        // by moves of guards (`refs = relocked`): a guard has a destructor,
+        // so before it is given a new value the old one was dropped or
+        // moved away, and both are points that release it.
+        #[derive(Clone, Copy, PartialEq)]
+        enum Def {
+            Acquire,
+            MoveFrom(u32),
+            Other,
+        }
+        let mut defs: HashMap<u32, Vec<Def>> = HashMap::new();
+        let mut def_count: HashMap<u32, u32> = HashMap::new();
+        for (bi, b) in body.blocks.iter().enumerate() {
             for st in &b.statements {
-                if let StatementKind::Assign { place, .. } = &st.kind {
-                    *defs.entry(place.local).or_default() += 1;
+                if let StatementKind::Assign { place, rvalue } = &st.kind {
+                    *def_count.entry(place.local).or_default() += 1;
+                    let d = match &**rvalue {
+                        Rvalue::Use(Operand::Move(p))
+                            if place.projection.is_empty() && p.projection.is_empty() =>
+                        {
+                            Def::MoveFrom(p.local)
+                        }
+                        _ => Def::Other,
+                    };
+                    defs.entry(place.local).or_default().push(d);
                 }
             }
             if let TerminatorKind::Call { destination, .. } = &b.terminator.kind {
-                *defs.entry(destination.local).or_default() += 1;
+                *def_count.entry(destination.local).or_default() += 1;
+                let acquiring = destination.projection.is_empty()
+                    && match sites.get(&(bi as BlockId)).map(Vec::as_slice) {
+                        Some([t]) => {
+                            let summary = summary_of.get(t.callee);
+                            let returning: Vec<_> =
+                                summary.cases.iter().filter(|c| !c.diverges).collect();
+                            !returning.is_empty()
+                                && returning.iter().all(|c| {
+                                    !c.acquire.is_empty() && c.acquire.iter().all(|a| !a.trylock)
+                                })
+                        }
+                        _ => false,
+                    };
+                defs.entry(destination.local)
+                    .or_default()
+                    .push(if acquiring { Def::Acquire } else { Def::Other });
             }
         }
-        for (bi, b) in body.blocks.iter().enumerate() {
-            let TerminatorKind::Call { destination, .. } = &b.terminator.kind else {
-                continue;
-            };
-            let Some([t]) = sites.get(&(bi as BlockId)).map(Vec::as_slice) else {
-                continue;
-            };
-            let l = destination.local;
-            if !destination.projection.is_empty() || l <= body.arg_count || defs.get(&l) != Some(&1)
-            {
-                continue;
-            }
-            let summary = summary_of.get(t.callee);
-            let returning: Vec<_> = summary.cases.iter().filter(|c| !c.diverges).collect();
-            if !returning.is_empty()
-                && returning
-                    .iter()
-                    .all(|c| !c.acquire.is_empty() && c.acquire.iter().all(|a| !a.trylock))
-            {
-                g.locals.insert(l);
+        let mut candidates: BTreeSet<u32> = defs
+            .iter()
+            .filter(|(l, ds)| {
+                **l > body.arg_count
+                    && ds.contains(&Def::Acquire)
+                    && ds.iter().all(|d| *d != Def::Other)
+            })
+            .map(|(l, _)| *l)
+            .collect();
+        loop {
+            let before = candidates.len();
+            let keep: BTreeSet<u32> = candidates
+                .iter()
+                .copied()
+                .filter(|l| {
+                    defs[l].iter().all(|d| match d {
+                        Def::MoveFrom(m) => candidates.contains(m),
+                        _ => true,
+                    })
+                })
+                .collect();
+            candidates = keep;
+            if candidates.len() == before {
+                break;
             }
         }
+        g.locals = candidates;
+        let defs = def_count;
         if g.locals.is_empty() {
             return g;
         }
@@ -611,6 +656,34 @@ impl Writes {
                 .iter()
                 .any(|&b| b == ANYWHERE || r.get(b as usize).copied().unwrap_or(true))
         })
+    }
+
+    /// The writes below `root`, with their blocks, for `--trace`.
+    pub fn describe(&self, root: Root) -> String {
+        let parts: Vec<String> = self
+            .written
+            .iter()
+            .filter(|(t, _)| t.root == root)
+            .map(|(t, blocks)| {
+                let blocks: Vec<String> = blocks
+                    .iter()
+                    .map(|b| {
+                        if *b == ANYWHERE {
+                            "anywhere".into()
+                        } else {
+                            format!("bb{b}")
+                        }
+                    })
+                    .collect();
+                format!(
+                    "{}{} at {}",
+                    if t.path.exact() { "" } else { "below " },
+                    t.path.describe(),
+                    blocks.join(" ")
+                )
+            })
+            .collect();
+        parts.join("; ")
     }
 
     /// The summary's `writes`: in the arguments' terms. A guard's data is
