@@ -69,8 +69,9 @@ const MAX_ROUNDS: usize = 32;
 /// The guards of one body and the calls that view their data.
 #[derive(Debug, Default)]
 pub struct Guards {
-    /// Locals given their value once, by a call that returns holding a lock
-    /// on every way it returns (`Lock::lock`), not a trylock.
+    /// Locals given every value they hold by a call that returns holding a
+    /// lock on every way it returns (`Lock::lock`, not a trylock), or by a
+    /// move of another guard.
     pub locals: BTreeSet<u32>,
     /// Call blocks that view a guard's data: `Deref::deref(&g)` or
     /// `DerefMut::deref_mut(&mut g)` of a guard local, by block.
