@@ -20,11 +20,7 @@ pub fn solve(
     args: &AnalysisArgs,
     profile: Profile,
 ) -> (analysis::Solved, Option<Figures>) {
-    let dir = match (&args.cache_dir, args.no_cache || args.trace.is_some()) {
-        (_, true) => None,
-        (Some(d), false) => Some(d.clone()),
-        (None, false) => summary_cache::default_dir(),
-    };
+    let dir = dir(args);
     let schedule = solver::Schedule::new(input.program);
     let Some(dir) = dir else {
         return (analysis::solve_with(input, &schedule, None), None);
@@ -45,6 +41,62 @@ pub fn solve(
         Diagnostic::warning(w).emit();
     }
     (solved, Some(figures))
+}
+
+/// The cache directory of this run: `None` with `--no-cache`, with
+/// `--trace` (whose output comes from the analysis of each body), or
+/// when no directory is known.
+pub fn dir(args: &AnalysisArgs) -> Option<PathBuf> {
+    match (&args.cache_dir, args.no_cache || args.trace.is_some()) {
+        (_, true) => None,
+        (Some(d), false) => Some(d.clone()),
+        (None, false) => summary_cache::default_dir(),
+    }
+}
+
+/// The per-dump cache of this run (docs/output.md, "Incremental
+/// re-runs"), in the cache directory; `None` without one, or (with a
+/// warning) when the analyser's build cannot be identified.
+pub fn dumps(args: &AnalysisArgs) -> Option<summary_cache::DumpCache> {
+    let dir = dir(args)?;
+    match summary_cache::DumpCache::open(&dir) {
+        Ok(c) => Some(c),
+        Err(why) => {
+            Diagnostic::warning(format!("the per-dump cache is not used this run: {why}")).emit();
+            None
+        }
+    }
+}
+
+/// Emits the per-dump cache's warnings so far (entries it could not use).
+pub fn dump_warnings(cache: &summary_cache::DumpCache) {
+    for w in cache.take_warnings() {
+        Diagnostic::warning(w).emit();
+    }
+}
+
+/// Writes the per-dump cache's new entries; `--timings` prints what it
+/// wrote.
+pub fn save_dumps(cache: &summary_cache::DumpCache, program: &program::Program, timings: bool) {
+    let t = std::time::Instant::now();
+    let (figures, warnings) = cache.save(program);
+    for w in warnings {
+        Diagnostic::warning(w).emit();
+    }
+    if timings {
+        eprintln!(
+            "  per-dump cache: {} of {} dumps recalled; {} entries written ({} bytes) in {:.3}s",
+            program
+                .crates
+                .iter()
+                .filter(|c| c.memo.as_ref().is_some_and(|m| m.on_disk()))
+                .count(),
+            program.crates.len(),
+            figures.written,
+            figures.bytes_written,
+            t.elapsed().as_secs_f64()
+        );
+    }
 }
 
 /// Everything besides the dumps that shapes a summary: the profile (which

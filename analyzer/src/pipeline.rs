@@ -87,7 +87,11 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let progress = crate::progress::Progress::for_args(args);
-    let (program, load) = input::load_program_with(paths, &progress)?;
+    let dump_cache = crate::cache::dumps(args);
+    let (program, load) = input::load_program_with(paths, &progress, dump_cache.as_ref())?;
+    if let Some(c) = &dump_cache {
+        crate::cache::dump_warnings(c);
+    }
     program.keep_bodies(args.keep_bodies);
     release_free_memory();
     let t = crate::timings::mark();
@@ -253,6 +257,11 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         && let Some(c) = cache_figures.borrow().as_ref()
     {
         crate::cache::print_timings(c);
+    }
+    // Every phase that walks the bodies has run: what they computed for
+    // dumps the per-dump cache did not know is kept for the next run.
+    if let Some(c) = &dump_cache {
+        crate::cache::save_dumps(c, &program, args.timings);
     }
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();

@@ -26,6 +26,7 @@
 //! renamed, so a reader sees an old pack or a new one, never a torn one.
 //! At most [`MAX_PACKS`] packs are kept, the least recently used go.
 
+pub mod dumps;
 mod keys;
 mod pack;
 
@@ -39,6 +40,7 @@ use analysis::{ComponentResults, Events, Summary};
 use program::{FnId, Program};
 use solver::Schedule;
 
+pub use dumps::{DumpCache, DumpFigures, content_hash};
 pub use keys::Fingerprint;
 pub use pack::{FORMAT_VERSION, MAX_PACKS};
 
