@@ -93,21 +93,44 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
     };
     // Each body's registrations in parallel, then kept in body order: the
     // first registration of a callback and contract names the site, as
-    // with a serial walk.
-    let bodies: Vec<_> = program.bodies().collect();
+    // with a serial walk. What the walk reads of a body alone (its casts,
+    // its assertions, whether it holds a code pointer at all) is kept per
+    // dump by the per-dump cache; the registrations depend on the spec
+    // and the call graph, so they are found on every run, in the bodies
+    // that hold a code pointer (a registration needs one).
+    let ids: Vec<FnId> = program.bodies().map(|(id, _, _)| id).collect();
+    let facts = program.per_body(BODY_WALK, &ids, |krate, _, body| WalkFacts {
+        casts: crate::pointers::casts(body),
+        code_pointers: holds_code_pointer(body),
+        asserts: crate::build_assert::scan(&krate.dump, body),
+    });
     #[allow(clippy::type_complexity)]
     let found: Vec<(
         Vec<Registration>,
         crate::pointers::BodyCasts,
         Option<crate::build_assert::BodyAsserts>,
-    )> = bodies
-        .par_iter()
-        .filter_map(|&(id, krate, _)| {
-            let body = program.body(id)?;
+    )> = ids
+        .into_par_iter()
+        .zip(facts)
+        .filter_map(|(id, facts)| {
+            let facts = facts?;
+            let registrations = if facts.code_pointers {
+                program
+                    .body(id)
+                    .map(|body| body_registrations(input, id, &body))
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             Some((
-                body_registrations(input, id, &body),
-                crate::pointers::casts(id, &body),
-                crate::build_assert::scan(program, id, &krate.dump, &body),
+                registrations,
+                crate::pointers::BodyCasts {
+                    f: id,
+                    casts: facts.casts,
+                },
+                facts
+                    .asserts
+                    .map(|a| crate::build_assert::body_asserts(program, id, a)),
             ))
         })
         .collect();
@@ -135,6 +158,37 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
         }
     }
     (out, walk)
+}
+
+/// The phase label of [`WalkFacts`].
+const BODY_WALK: &str = "checks: body walk, v1";
+
+/// What the checks' walk reads of one body, whatever program it is in.
+#[derive(bincode::Encode, bincode::Decode)]
+struct WalkFacts {
+    casts: Vec<(kmir::Span, kmir::CastKind)>,
+    /// Whether the body holds a code pointer: a function reified or a
+    /// closure turned into a pointer, or a constant holding code
+    /// pointers. Without one it registers no callback
+    /// ([`body_registrations`] finds every callback in one of these).
+    code_pointers: bool,
+    asserts: Option<crate::build_assert::AssertFacts>,
+}
+
+/// Whether `body` holds a code pointer (see [`WalkFacts::code_pointers`]).
+fn holds_code_pointer(body: &kmir::Body) -> bool {
+    let reified = body.blocks.iter().flat_map(|b| &b.statements).any(|s| {
+        matches!(&s.kind, kmir::StatementKind::Assign { rvalue, .. }
+        if matches!(&**rvalue, kmir::Rvalue::Cast {
+            kind: kmir::CastKind::ReifyFnPointer { .. } | kmir::CastKind::ClosureFnPointer { .. },
+            ..
+        }))
+    });
+    reified
+        || body.constants().iter().any(|(c, _)| {
+            matches!(&c.value, kmir::ConstValue::Memory(m)
+                if !m.fn_ptrs.is_empty() || !m.fn_fields.is_empty())
+        })
 }
 
 /// The registrations one body makes: function pointers passed to C
