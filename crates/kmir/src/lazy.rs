@@ -308,7 +308,37 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
 /// [`decode_lazy`] does. An index that does not fit the bytes (a body
 /// where it says none is, or elsewhere) is an error, never a wrong dump.
 pub fn decode_lazy_indexed(bytes: Vec<u8>, index: Option<&BodyIndex>) -> Result<LazyDump, Problem> {
-    let payload = check_prefix(&bytes)?;
+    decode_lazy_owned(bytes, index).map_err(|(problem, _)| problem)
+}
+
+/// [`decode_lazy_indexed`], giving the bytes back with the problem.
+fn decode_lazy_owned(
+    bytes: Vec<u8>,
+    index: Option<&BodyIndex>,
+) -> Result<LazyDump, (Problem, Vec<u8>)> {
+    match decode_parts(&bytes, index) {
+        Ok((dump, ranges, facts, crcs)) => Ok(LazyDump {
+            dump,
+            bodies: BodyTable {
+                file_len: bytes.len(),
+                bytes: Source::Memory(Arc::new(bytes)),
+                ranges,
+                facts,
+                crcs,
+            },
+        }),
+        Err(problem) => Err((problem, bytes)),
+    }
+}
+
+/// The dump without its bodies, and the ranges, facts and checksums of
+/// its bodies.
+#[allow(clippy::type_complexity)]
+fn decode_parts(
+    bytes: &[u8],
+    index: Option<&BodyIndex>,
+) -> Result<(CrateDump, Vec<Option<Range<u32>>>, Vec<BodyFacts>, Vec<u32>), Problem> {
+    let payload = check_prefix(bytes)?;
     if bytes.len() > u32::MAX as usize {
         return Err(Problem::Corrupt {
             offset: 0,
@@ -360,20 +390,12 @@ pub fn decode_lazy_indexed(bytes: Vec<u8>, index: Option<&BodyIndex>) -> Result<
                 reason: "the body index does not describe this dump's instances".to_string(),
             });
         }
-        return Ok(LazyDump {
-            dump,
-            bodies: BodyTable {
-                file_len: bytes.len(),
-                bytes: Source::Memory(Arc::new(bytes)),
-                ranges: index
-                    .ranges
-                    .iter()
-                    .map(|r| r.map(|(start, end)| start..end))
-                    .collect(),
-                facts: index.facts.clone(),
-                crcs: index.crcs.clone(),
-            },
-        });
+        let ranges = index
+            .ranges
+            .iter()
+            .map(|r| r.map(|(start, end)| start..end))
+            .collect();
+        return Ok((dump, ranges, index.facts.clone(), index.crcs.clone()));
     }
     let Decoded {
         ranges: payload_ranges,
@@ -392,16 +414,7 @@ pub fn decode_lazy_indexed(bytes: Vec<u8>, index: Option<&BodyIndex>) -> Result<
         .into_iter()
         .map(|r| r.map(|r| (r.start + PREFIX_LEN) as u32..(r.end + PREFIX_LEN) as u32))
         .collect();
-    Ok(LazyDump {
-        dump,
-        bodies: BodyTable {
-            file_len: bytes.len(),
-            bytes: Source::Memory(Arc::new(bytes)),
-            ranges,
-            facts,
-            crcs,
-        },
-    })
+    Ok((dump, ranges, facts, crcs))
 }
 
 /// Reads one dump file with its bodies left to decode on demand: read
@@ -434,10 +447,10 @@ pub fn read_file_lazy_with(
     };
     let (lazy, used) = match known(&bytes) {
         None => (decode_lazy(bytes).map_err(bad)?, Ok(false)),
-        Some(index) => match decode_lazy_indexed(bytes.clone(), Some(&index)) {
+        Some(index) => match decode_lazy_owned(bytes, Some(&index)) {
             Ok(lazy) => (lazy, Ok(true)),
             // The bytes decode without it, or fail as they would have.
-            Err(why) => (decode_lazy(bytes).map_err(bad)?, Err(why)),
+            Err((why, bytes)) => (decode_lazy(bytes).map_err(bad)?, Err(why)),
         },
     };
     #[cfg_attr(not(unix), allow(unused_mut))]
