@@ -35,7 +35,8 @@ pub type PhaseResults = Vec<Option<Box<[u8]>>>;
 pub struct Memo {
     /// By phase label: recalled from the cache.
     recalled: BTreeMap<String, PhaseResults>,
-    /// By phase label: the results this run used, recalled or computed.
+    /// By phase label: the phases this run went through, with the results
+    /// it computed (empty when it computed none).
     used: Mutex<BTreeMap<String, PhaseResults>>,
     /// Whether this run computed a result that was not recalled.
     computed: AtomicBool,
@@ -75,9 +76,26 @@ impl Memo {
         self.computed.load(Ordering::Relaxed)
     }
 
-    /// The results of every phase this run used, for the cache.
+    /// The results of every phase this run went through, recalled or
+    /// computed, for the cache (phases it did not go through are left
+    /// out: their labels may name settings of another run).
     pub fn used(&self) -> BTreeMap<String, PhaseResults> {
-        lock(&self.used).clone()
+        let used = lock(&self.used);
+        used.iter()
+            .map(|(phase, fresh)| {
+                let mut all = self.recalled.get(phase).cloned().unwrap_or_default();
+                if all.is_empty() {
+                    all = fresh.clone();
+                } else {
+                    for (slot, f) in all.iter_mut().zip(fresh) {
+                        if f.is_some() {
+                            slot.clone_from(f);
+                        }
+                    }
+                }
+                (phase.clone(), all)
+            })
+            .collect()
     }
 }
 
@@ -105,6 +123,10 @@ impl Program {
     }
 }
 
+/// One body's result: its value, and its encoding when it was computed
+/// (for the cache).
+type Found<T> = (T, Option<Box<[u8]>>);
+
 /// [`Program::per_body`] over the crates and functions of a program
 /// being linked.
 pub(crate) fn per_body<T, F>(
@@ -118,63 +140,63 @@ where
     T: Encode + Decode<()> + Send,
     F: Fn(&LinkedCrate, u32, &kmir::Body) -> T + Sync,
 {
-    {
-        let results: Vec<Option<(T, Option<Box<[u8]>>)>> = ids
-            .par_iter()
-            .map(|&id| {
-                let FnKind::Body { krate, instance } = functions[id.index()].kind else {
-                    return None;
-                };
-                let c = &crates[krate as usize];
-                if let Some(memo) = &c.memo
-                    && let Some(bytes) = memo.recalled(phase, instance)
-                    && let Ok((value, n)) = bincode::decode_from_slice::<T, _>(bytes, config())
-                    && n == bytes.len()
-                {
-                    return Some((value, Some(bytes.into())));
-                }
-                let body = c.body(instance)?;
-                let value = compute(c, instance, &body);
-                let bytes = match &c.memo {
-                    Some(memo) => {
-                        memo.computed.store(true, Ordering::Relaxed);
-                        bincode::encode_to_vec(&value, config())
-                            .ok()
-                            .map(Vec::into_boxed_slice)
-                    }
-                    None => None,
-                };
-                Some((value, bytes))
-            })
-            .collect();
-        // Kept serially, crate by crate: each crate's vector is filled in.
-        let mut by_crate: BTreeMap<u32, Vec<(u32, Box<[u8]>)>> = BTreeMap::new();
-        let values = ids
-            .iter()
-            .zip(results)
-            .map(|(&id, r)| {
-                let (value, bytes) = r?;
-                if let (Some(bytes), FnKind::Body { krate, instance }) =
-                    (bytes, &functions[id.index()].kind)
-                {
-                    by_crate.entry(*krate).or_default().push((*instance, bytes));
-                }
-                Some(value)
-            })
-            .collect();
-        for (krate, results) in by_crate {
+    let results: Vec<Option<Found<T>>> = ids
+        .par_iter()
+        .map(|&id| {
+            let FnKind::Body { krate, instance } = functions[id.index()].kind else {
+                return None;
+            };
             let c = &crates[krate as usize];
-            let Some(memo) = &c.memo else { continue };
-            let mut used = lock(&memo.used);
-            let slots = used
-                .entry(phase.to_string())
-                .or_insert_with(|| vec![None; c.dump.instances.len()]);
-            for (instance, bytes) in results {
-                if let Some(slot) = slots.get_mut(instance as usize) {
-                    *slot = Some(bytes);
-                }
+            if let Some(memo) = &c.memo
+                && let Some(bytes) = memo.recalled(phase, instance)
+                && let Ok((value, n)) = bincode::decode_from_slice::<T, _>(bytes, config())
+                && n == bytes.len()
+            {
+                return Some((value, None));
+            }
+            let body = c.body(instance)?;
+            let value = compute(c, instance, &body);
+            let bytes = c.memo.as_ref().and_then(|_| {
+                bincode::encode_to_vec(&value, config())
+                    .ok()
+                    .map(Vec::into_boxed_slice)
+            });
+            Some((value, bytes))
+        })
+        .collect();
+    // Every crate with a memo notes the phase; what was computed is kept,
+    // serially, crate by crate.
+    let mut fresh: Vec<Vec<(u32, Box<[u8]>)>> = (0..crates.len()).map(|_| Vec::new()).collect();
+    let values = ids
+        .iter()
+        .zip(results)
+        .map(|(&id, r)| {
+            let (value, bytes) = r?;
+            if let (Some(bytes), FnKind::Body { krate, instance }) =
+                (bytes, &functions[id.index()].kind)
+                && let Some(v) = fresh.get_mut(*krate as usize)
+            {
+                v.push((*instance, bytes));
+            }
+            Some(value)
+        })
+        .collect();
+    for (c, fresh) in crates.iter().zip(fresh) {
+        let Some(memo) = &c.memo else { continue };
+        let mut used = lock(&memo.used);
+        let slots = used.entry(phase.to_string()).or_default();
+        if fresh.is_empty() {
+            continue;
+        }
+        memo.computed.store(true, Ordering::Relaxed);
+        if slots.is_empty() {
+            slots.resize(c.dump.instances.len(), None);
+        }
+        for (instance, bytes) in fresh {
+            if let Some(slot) = slots.get_mut(instance as usize) {
+                *slot = Some(bytes);
             }
         }
-        values
     }
+    values
 }
