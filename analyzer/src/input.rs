@@ -170,10 +170,13 @@ fn decode_largest_first(
     // Every thread of the pool takes files until none is left.
     let mut decoded: Vec<(usize, Result<Loaded, LoadError>)> = rayon::broadcast(|_| {
         let mut mine = Vec::new();
+        // One buffer per thread for the files' bytes (largest first: it
+        // is allocated once).
+        let mut buffer = Vec::new();
         loop {
             let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(&(_, i)) = order.get(k) else { break };
-            mine.push((i, read(&files[i], cache)));
+            mine.push((i, read(&files[i], &mut buffer, cache)));
             progress.inc(1);
         }
         mine
@@ -198,9 +201,13 @@ struct Loaded {
 
 /// Reads one dump; with the per-dump cache, its bytes are hashed and, if
 /// the cache has an entry for them, its bodies are not decoded.
-fn read(path: &Path, cache: Option<&summary_cache::DumpCache>) -> Result<Loaded, LoadError> {
+fn read(
+    path: &Path,
+    buffer: &mut Vec<u8>,
+    cache: Option<&summary_cache::DumpCache>,
+) -> Result<Loaded, LoadError> {
     let Some(cache) = cache else {
-        return kmir::read_file_lazy(path).map(|dump| Loaded {
+        return kmir::read_file_lazy_into(path, buffer, |_| None).map(|(dump, _)| Loaded {
             dump,
             hash: None,
             recalled: None,
@@ -208,7 +215,7 @@ fn read(path: &Path, cache: Option<&summary_cache::DumpCache>) -> Result<Loaded,
     };
     let mut hash = None;
     let mut phases = None;
-    let (dump, used) = kmir::read_file_lazy_with(path, |bytes| {
+    let (dump, used) = kmir::read_file_lazy_into(path, buffer, |bytes| {
         let h = summary_cache::content_hash(bytes);
         hash = Some(h);
         let recalled = cache.lookup(h)?;

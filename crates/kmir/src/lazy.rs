@@ -433,33 +433,65 @@ pub fn read_file_lazy_with(
     path: &Path,
     known: impl FnOnce(&[u8]) -> Option<BodyIndex>,
 ) -> Result<(LazyDump, Result<bool, Problem>), LoadError> {
+    read_file_lazy_into(path, &mut Vec::new(), known)
+}
+
+/// [`read_file_lazy_with`], reading the file into `buffer` (on Unix,
+/// where the bodies are read again from the open file, the bytes are not
+/// kept: a caller that loads many files reuses one buffer, and the memory
+/// of each is not mapped and cleared afresh).
+pub fn read_file_lazy_into(
+    path: &Path,
+    buffer: &mut Vec<u8>,
+    known: impl FnOnce(&[u8]) -> Option<BodyIndex>,
+) -> Result<(LazyDump, Result<bool, Problem>), LoadError> {
     use std::io::Read;
     let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io)?;
     let bad = |problem| LoadError::Bad {
         path: path.to_owned(),
         problem,
     };
-    let (lazy, used) = match known(&bytes) {
-        None => (decode_lazy(bytes).map_err(bad)?, Ok(false)),
-        Some(index) => match decode_lazy_owned(bytes, Some(&index)) {
-            Ok(lazy) => (lazy, Ok(true)),
-            // The bytes decode without it, or fail as they would have.
-            Err((why, bytes)) => (decode_lazy(bytes).map_err(bad)?, Err(why)),
-        },
-    };
-    #[cfg_attr(not(unix), allow(unused_mut))]
-    let mut lazy = lazy;
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    buffer.clear();
+    file.read_to_end(buffer).map_err(io)?;
+    let index = known(buffer);
     #[cfg(unix)]
     {
-        lazy.bodies.bytes = Source::File(Arc::new(file));
+        let (parts, used) = match index {
+            None => (decode_parts(buffer, None).map_err(bad)?, Ok(false)),
+            Some(index) => match decode_parts(buffer, Some(&index)) {
+                Ok(parts) => (parts, Ok(true)),
+                // The bytes decode without it, or fail as they would have.
+                Err(why) => (decode_parts(buffer, None).map_err(bad)?, Err(why)),
+            },
+        };
+        let (dump, ranges, facts, crcs) = parts;
+        let lazy = LazyDump {
+            dump,
+            bodies: BodyTable {
+                file_len: buffer.len(),
+                bytes: Source::File(Arc::new(file)),
+                ranges,
+                facts,
+                crcs,
+            },
+        };
+        Ok((lazy, used))
     }
-    Ok((lazy, used))
+    #[cfg(not(unix))]
+    {
+        let bytes = buffer.clone();
+        match index {
+            None => Ok((decode_lazy(bytes).map_err(bad)?, Ok(false))),
+            Some(index) => match decode_lazy_owned(bytes, Some(&index)) {
+                Ok(lazy) => Ok((lazy, Ok(true))),
+                Err((why, bytes)) => Ok((decode_lazy(bytes).map_err(bad)?, Err(why))),
+            },
+        }
+    }
 }
 
 /// What decoding the bodies found, besides the dump without them.

@@ -18,7 +18,7 @@ pub use codec::{
 };
 pub use lazy::{
     BodyFacts, BodyIndex, BodyTable, LazyDump, decode_lazy, decode_lazy_indexed, read_file_lazy,
-    read_file_lazy_with,
+    read_file_lazy_into, read_file_lazy_with,
 };
 pub use model::*;
 pub use name::Name;
