@@ -26,7 +26,7 @@ use bincode::de::{Decode, Decoder, DecoderImpl};
 use bincode::error::{AllowedEnumVariants, DecodeError};
 
 use crate::codec::{
-    LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix, config, describe,
+    LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix_with, config, describe,
 };
 use crate::model::*;
 use crate::validate::{Early, check_body, check_body_early, validate_with};
@@ -338,7 +338,10 @@ fn decode_parts(
     bytes: &[u8],
     index: Option<&BodyIndex>,
 ) -> Result<(CrateDump, Vec<Option<Range<u32>>>, Vec<BodyFacts>, Vec<u32>), Problem> {
-    let payload = check_prefix(bytes)?;
+    // Bytes an index was made from passed the checksum then (the caller
+    // matched them by a hash of the whole file): the prefix is checked,
+    // the payload's CRC-32 is not computed again.
+    let payload = check_prefix_with(bytes, index.is_none())?;
     if bytes.len() > u32::MAX as usize {
         return Err(Problem::Corrupt {
             offset: 0,
