@@ -13,34 +13,56 @@ pub type Figures = summary_cache::Figures;
 /// Solves `input`'s program (read from `paths`), recalling components from
 /// the summary cache and writing this run's back, unless `--no-cache`, or
 /// `--trace` (whose output comes from the analysis of each body), or no
-/// cache directory is known. `None` figures when the cache was not used.
-pub fn solve(
+/// cache directory is known; then runs `then` on the result (the checks),
+/// while the cache's pack is written. `None` figures when the cache was
+/// not used.
+pub fn solve_then<R>(
     input: &checks::Input<'_>,
     paths: &[PathBuf],
     args: &AnalysisArgs,
     profile: Profile,
-) -> (analysis::Solved, Option<Figures>) {
+    prefetch: Option<summary_cache::Prefetch>,
+    then: impl FnOnce(analysis::Solved) -> R,
+) -> (R, Option<Figures>) {
     let dir = dir(args);
     let schedule = solver::Schedule::new(input.program);
     let Some(dir) = dir else {
-        return (analysis::solve_with(input, &schedule, None), None);
+        return (then(analysis::solve_with(input, &schedule, None)), None);
     };
     let mut warnings = Vec::new();
     let cache = settings(input, args, profile, &mut warnings).and_then(|s| {
-        summary_cache::Cache::open(&dir, paths, input.program, &schedule, &s, &mut warnings)
+        summary_cache::Cache::open_prefetched(
+            &dir,
+            paths,
+            input.program,
+            &schedule,
+            &s,
+            &mut warnings,
+            prefetch,
+        )
     });
     for w in warnings {
         Diagnostic::warning(w).emit();
     }
     let Some(cache) = cache else {
-        return (analysis::solve_with(input, &schedule, None), None);
+        return (then(analysis::solve_with(input, &schedule, None)), None);
     };
     let solved = analysis::solve_with(input, &schedule, Some(&cache));
-    let (figures, warnings) = cache.save();
+    let (out, (figures, warnings)) = std::thread::scope(|s| {
+        let saving = s.spawn(move || cache.save());
+        let out = then(solved);
+        let saved = saving.join().unwrap_or_else(|_| {
+            (
+                Figures::default(),
+                vec!["the summary cache could not be written: its writer failed".to_string()],
+            )
+        });
+        (out, saved)
+    });
     for w in warnings {
         Diagnostic::warning(w).emit();
     }
-    (solved, Some(figures))
+    (out, Some(figures))
 }
 
 /// The cache directory of this run: `None` with `--no-cache`, with
@@ -55,17 +77,9 @@ pub fn dir(args: &AnalysisArgs) -> Option<PathBuf> {
 }
 
 /// The per-dump cache of this run (docs/output.md, "Incremental
-/// re-runs"), in the cache directory; `None` without one, or (with a
-/// warning) when the analyser's build cannot be identified.
+/// re-runs"), in the cache directory; `None` without one.
 pub fn dumps(args: &AnalysisArgs) -> Option<summary_cache::DumpCache> {
-    let dir = dir(args)?;
-    match summary_cache::DumpCache::open(&dir) {
-        Ok(c) => Some(c),
-        Err(why) => {
-            Diagnostic::warning(format!("the per-dump cache is not used this run: {why}")).emit();
-            None
-        }
-    }
+    dir(args).map(|d| summary_cache::DumpCache::open(&d))
 }
 
 /// Emits the per-dump cache's warnings so far (entries it could not use).

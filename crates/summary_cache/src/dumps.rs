@@ -78,7 +78,9 @@ pub fn content_hash(bytes: &[u8]) -> u128 {
 /// The per-dump cache of one run.
 pub struct DumpCache {
     dir: PathBuf,
-    build: u128,
+    /// The analyser's build, `None` until it is known (hashed on a thread
+    /// of its own while the first dump is read).
+    build: std::sync::OnceLock<Result<u128, String>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -92,14 +94,38 @@ pub struct DumpFigures {
 
 impl DumpCache {
     /// The per-dump cache in `dir` (the cache directory; entries live in
-    /// its `dumps/`). `Err` (why) when the analyser's build cannot be
-    /// identified.
-    pub fn open(dir: &Path) -> Result<DumpCache, String> {
-        Ok(DumpCache {
+    /// its `dumps/`). The analyser's build is identified (its executable
+    /// hashed) on a thread of its own meanwhile; if it cannot be, no entry
+    /// is read or written, with a warning.
+    pub fn open(dir: &Path) -> DumpCache {
+        std::thread::spawn(|| {
+            let _ = crate::keys::build_hash();
+        });
+        DumpCache {
             dir: dir.join(SUBDIR),
-            build: crate::keys::build_hash()?,
+            build: std::sync::OnceLock::new(),
             warnings: Mutex::new(Vec::new()),
-        })
+        }
+    }
+
+    /// The analyser's build (waiting for its hash), or `None` after a
+    /// warning (once) when it cannot be identified.
+    fn build(&self) -> Option<u128> {
+        let mut first = false;
+        let build = self.build.get_or_init(|| {
+            first = true;
+            crate::keys::build_hash()
+        });
+        match build {
+            Ok(b) => Some(*b),
+            Err(why) => {
+                if first {
+                    let mut w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+                    w.push(format!("the per-dump cache is not used this run: {why}"));
+                }
+                None
+            }
+        }
     }
 
     fn path(&self, hash: u128) -> PathBuf {
@@ -110,6 +136,7 @@ impl DumpCache {
     /// wrote one. A file that is not a good entry for it is ignored (with
     /// a warning, unless it is only another build's).
     pub fn lookup(&self, hash: u128) -> Option<Recalled> {
+        let build = self.build()?;
         let path = self.path(hash);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -130,7 +157,7 @@ impl DumpCache {
             self.warn(&path, "it is the entry of another dump");
             return None;
         }
-        if entry.build != self.build {
+        if entry.build != build {
             // Written by another build of kanalyze: replaced this run.
             return None;
         }
@@ -184,6 +211,9 @@ impl DumpCache {
     /// time, or one for which this run computed something new), then
     /// keeps only the most recently used entries. Failures are warnings.
     pub fn save(&self, program: &Program) -> (DumpFigures, Vec<String>) {
+        let Some(build) = self.build() else {
+            return (DumpFigures::default(), self.take_warnings());
+        };
         let written: Vec<Result<Option<u64>, String>> = program
             .crates
             .par_iter()
@@ -197,7 +227,7 @@ impl DumpCache {
                     return Ok(None);
                 }
                 let entry = Entry {
-                    build: self.build,
+                    build,
                     dump: hash,
                     index,
                     phases: memo
@@ -371,7 +401,7 @@ mod tests {
     fn cache(dir: &Path) -> DumpCache {
         DumpCache {
             dir: dir.join(SUBDIR),
-            build: 5,
+            build: std::sync::OnceLock::from(Ok(5)),
             warnings: Mutex::new(Vec::new()),
         }
     }
