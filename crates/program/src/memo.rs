@@ -30,11 +30,12 @@ use crate::{FnId, FnKind, Function, LinkedCrate, Program, lock};
 pub type PhaseResults = Vec<Option<Box<[u8]>>>;
 
 /// A crate's per-body results: those recalled from the cache, and those
-/// this run used or computed (what the cache keeps for the next run).
+/// this run computed (what the cache adds for the next run).
 #[derive(Debug, Default)]
 pub struct Memo {
-    /// By phase label: recalled from the cache.
-    recalled: BTreeMap<String, PhaseResults>,
+    /// By phase label: recalled from the cache, until the phase has run
+    /// (then freed: the cache reads its entry again if it must rewrite it).
+    recalled: Mutex<BTreeMap<String, std::sync::Arc<PhaseResults>>>,
     /// By phase label: the phases this run went through, with the results
     /// it computed (empty when it computed none).
     used: Mutex<BTreeMap<String, PhaseResults>>,
@@ -52,11 +53,14 @@ impl Memo {
     pub fn new(recalled: Option<BTreeMap<String, PhaseResults>>, instances: usize) -> Memo {
         Memo {
             on_disk: recalled.is_some(),
-            recalled: recalled
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|(_, v)| v.len() == instances)
-                .collect(),
+            recalled: Mutex::new(
+                recalled
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|(_, v)| v.len() == instances)
+                    .map(|(phase, v)| (phase, std::sync::Arc::new(v)))
+                    .collect(),
+            ),
             used: Mutex::new(BTreeMap::new()),
             computed: AtomicBool::new(false),
         }
@@ -67,8 +71,9 @@ impl Memo {
         self.on_disk
     }
 
-    fn recalled(&self, phase: &str, instance: u32) -> Option<&[u8]> {
-        self.recalled.get(phase)?.get(instance as usize)?.as_deref()
+    /// The results recalled for `phase`, taken: a phase runs once.
+    fn take_recalled(&self, phase: &str) -> Option<std::sync::Arc<PhaseResults>> {
+        lock(&self.recalled).remove(phase)
     }
 
     /// Whether this run computed results the memo did not hold.
@@ -76,26 +81,11 @@ impl Memo {
         self.computed.load(Ordering::Relaxed)
     }
 
-    /// The results of every phase this run went through, recalled or
-    /// computed, for the cache (phases it did not go through are left
-    /// out: their labels may name settings of another run).
-    pub fn used(&self) -> BTreeMap<String, PhaseResults> {
-        let used = lock(&self.used);
-        used.iter()
-            .map(|(phase, fresh)| {
-                let mut all = self.recalled.get(phase).cloned().unwrap_or_default();
-                if all.is_empty() {
-                    all = fresh.clone();
-                } else {
-                    for (slot, f) in all.iter_mut().zip(fresh) {
-                        if f.is_some() {
-                            slot.clone_from(f);
-                        }
-                    }
-                }
-                (phase.clone(), all)
-            })
-            .collect()
+    /// The phases this run went through, each with the results it
+    /// computed (a vector per instance, or empty when it computed none):
+    /// what the cache adds to the dump's entry.
+    pub fn computed_results(&self) -> BTreeMap<String, PhaseResults> {
+        lock(&self.used).clone()
     }
 }
 
@@ -140,6 +130,11 @@ where
     T: Encode + Decode<()> + Send,
     F: Fn(&LinkedCrate, u32, &kmir::Body) -> T + Sync,
 {
+    // Each crate's recalled results of this phase, freed once it has run.
+    let recalled: Vec<Option<std::sync::Arc<PhaseResults>>> = crates
+        .iter()
+        .map(|c| c.memo.as_ref().and_then(|m| m.take_recalled(phase)))
+        .collect();
     let results: Vec<Option<Found<T>>> = ids
         .par_iter()
         .map(|&id| {
@@ -147,8 +142,8 @@ where
                 return None;
             };
             let c = &crates[krate as usize];
-            if let Some(memo) = &c.memo
-                && let Some(bytes) = memo.recalled(phase, instance)
+            if let Some(Some(r)) = recalled.get(krate as usize)
+                && let Some(Some(bytes)) = r.get(instance as usize)
                 && let Ok((value, n)) = bincode::decode_from_slice::<T, _>(bytes, config())
                 && n == bytes.len()
             {

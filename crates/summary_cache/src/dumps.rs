@@ -138,29 +138,14 @@ impl DumpCache {
     pub fn lookup(&self, hash: u128) -> Option<Recalled> {
         let build = self.build()?;
         let path = self.path(hash);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                self.warn(&path, &format!("cannot read it: {e}"));
-                return None;
-            }
-        };
-        let entry = match decode(&bytes) {
+        let entry = match self.read(hash, build) {
             Ok(e) => e,
-            Err(why) => {
+            Err(Some(why)) => {
                 self.warn(&path, &why);
                 return None;
             }
+            Err(None) => return None,
         };
-        if entry.dump != hash {
-            self.warn(&path, "it is the entry of another dump");
-            return None;
-        }
-        if entry.build != build {
-            // Written by another build of kanalyze: replaced this run.
-            return None;
-        }
         // Used: the eviction keeps the most recently used entries.
         let _ = std::fs::File::options()
             .write(true)
@@ -180,6 +165,26 @@ impl DumpCache {
                 })
                 .collect(),
         })
+    }
+
+    /// The entry of the dump whose bytes hash to `hash`, written by build
+    /// `build`: `Err(None)` when there is none (or another build's),
+    /// `Err(Some(why))` when the file is not a good entry for it.
+    fn read(&self, hash: u128, build: u128) -> Result<Entry, Option<String>> {
+        let bytes = match std::fs::read(self.path(hash)) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+            Err(e) => return Err(Some(format!("cannot read it: {e}"))),
+        };
+        let entry = decode(&bytes).map_err(Some)?;
+        if entry.dump != hash {
+            return Err(Some("it is the entry of another dump".to_string()));
+        }
+        if entry.build != build {
+            // Written by another build of kanalyze: replaced this run.
+            return Err(None);
+        }
+        Ok(entry)
     }
 
     /// Adds a warning about a bad entry (`why`), for the caller to show.
@@ -226,13 +231,39 @@ impl DumpCache {
                 if memo.on_disk() && !memo.computed() {
                     return Ok(None);
                 }
+                // What this run computed, over what the entry on disk holds
+                // (read again: the memo freed each phase's results once
+                // the phase had run).
+                let mut phases = memo.computed_results();
+                let old = if memo.on_disk() {
+                    self.read(hash, build).map(|e| e.phases).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                for (label, old) in old {
+                    let Some(fresh) = phases.get_mut(&label) else {
+                        continue;
+                    };
+                    if fresh.is_empty() {
+                        *fresh = old
+                            .into_iter()
+                            .map(|r| r.map(Vec::into_boxed_slice))
+                            .collect();
+                    } else {
+                        for (slot, old) in fresh.iter_mut().zip(old) {
+                            if slot.is_none() {
+                                *slot = old.map(Vec::into_boxed_slice);
+                            }
+                        }
+                    }
+                }
                 let entry = Entry {
                     build,
                     dump: hash,
                     index,
-                    phases: memo
-                        .used()
+                    phases: phases
                         .into_iter()
+                        .filter(|(_, results)| !results.is_empty())
                         .map(|(label, results)| {
                             let results = results.into_iter().map(|r| r.map(Vec::from)).collect();
                             (label, results)
