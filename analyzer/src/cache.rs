@@ -98,8 +98,9 @@ pub fn save_dumps(cache: &summary_cache::DumpCache, program: &program::Program, 
         Diagnostic::warning(w).emit();
     }
     if timings {
+        let (hashed, hashing) = cache.hashed();
         eprintln!(
-            "  per-dump cache: {} of {} dumps recalled; {} entries written ({} bytes) in {:.3}s",
+            "  per-dump cache: {} of {} dumps recalled; {} entries written ({} bytes) in {:.3}s; {} bytes of dumps hashed in {:.3}s",
             program
                 .crates
                 .iter()
@@ -108,7 +109,9 @@ pub fn save_dumps(cache: &summary_cache::DumpCache, program: &program::Program, 
             program.crates.len(),
             figures.written,
             figures.bytes_written,
-            t.elapsed().as_secs_f64()
+            t.elapsed().as_secs_f64(),
+            hashed,
+            hashing.as_secs_f64()
         );
     }
 }

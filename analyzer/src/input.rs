@@ -216,7 +216,7 @@ fn read(
     let mut hash = None;
     let mut phases = None;
     let (dump, used) = kmir::read_file_lazy_into(path, buffer, |bytes| {
-        let h = summary_cache::content_hash(bytes);
+        let h = cache.hash(bytes);
         hash = Some(h);
         let recalled = cache.lookup(h)?;
         phases = Some(recalled.phases);

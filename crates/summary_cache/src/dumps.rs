@@ -82,6 +82,9 @@ pub struct DumpCache {
     /// of its own while the first dump is read).
     build: std::sync::OnceLock<Result<u128, String>>,
     warnings: Mutex<Vec<String>>,
+    /// The dumps hashed so far: bytes, and nanoseconds of all threads.
+    hashed: std::sync::atomic::AtomicU64,
+    hashing: std::sync::atomic::AtomicU64,
 }
 
 /// What the per-dump cache did in one run, for `--timings`.
@@ -105,7 +108,29 @@ impl DumpCache {
             dir: dir.join(SUBDIR),
             build: std::sync::OnceLock::new(),
             warnings: Mutex::new(Vec::new()),
+            hashed: Default::default(),
+            hashing: Default::default(),
         }
+    }
+
+    /// [`content_hash`] of a dump's bytes, timed for `--timings`.
+    pub fn hash(&self, bytes: &[u8]) -> u128 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let t = std::time::Instant::now();
+        let h = content_hash(bytes);
+        self.hashing
+            .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        self.hashed.fetch_add(bytes.len() as u64, Relaxed);
+        h
+    }
+
+    /// The bytes hashed so far and the time it took (all threads).
+    pub fn hashed(&self) -> (u64, std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.hashed.load(Relaxed),
+            std::time::Duration::from_nanos(self.hashing.load(Relaxed)),
+        )
     }
 
     /// The analyser's build (waiting for its hash), or `None` after a
@@ -434,6 +459,8 @@ mod tests {
             dir: dir.join(SUBDIR),
             build: std::sync::OnceLock::from(Ok(5)),
             warnings: Mutex::new(Vec::new()),
+            hashed: Default::default(),
+            hashing: Default::default(),
         }
     }
 
