@@ -49,8 +49,12 @@ pub const DUMP_FORMAT_VERSION: u32 = 1;
 pub const SUBDIR: &str = "dumps";
 
 /// Entries kept: this many, or four times the dumps of the last run if
-/// that is more; the least recently used go first.
+/// that is more, and no more bytes than four times the last run's own
+/// entries (or [`MIN_KEPT_BYTES`]); the least recently used go first.
 pub const MIN_KEPT: usize = 64;
+
+/// The bytes of entries always allowed (see [`MIN_KEPT`]).
+pub const MIN_KEPT_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 struct Entry {
@@ -318,7 +322,17 @@ impl DumpCache {
                 Err(why) => warnings.push(why),
             }
         }
-        evict(&self.dir, MIN_KEPT.max(4 * program.crates.len()));
+        let own: u64 = program
+            .crates
+            .iter()
+            .filter_map(|c| std::fs::metadata(self.path(c.content_hash?)).ok())
+            .map(|m| m.len())
+            .sum();
+        evict(
+            &self.dir,
+            MIN_KEPT.max(4 * program.crates.len()),
+            MIN_KEPT_BYTES.max(own.saturating_mul(4)),
+        );
         (figures, warnings)
     }
 }
@@ -406,10 +420,11 @@ fn write(dir: &Path, path: &Path, entry: &Entry) -> Result<u64, String> {
     written.map(|()| bytes.len() as u64)
 }
 
-/// Keeps the `keep` most recently used entries of `dir` and removes
+/// Keeps the most recently used entries of `dir`, at most `keep` of them
+/// and `bytes` bytes together (the most recent one always), and removes
 /// temporary files left by writers that died more than an hour ago.
 /// Failures are ignored: another run may be removing the same files.
-fn evict(dir: &Path, keep: usize) {
+fn evict(dir: &Path, keep: usize, bytes: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -428,12 +443,17 @@ fn evict(dir: &Path, keep: usize) {
                 let _ = std::fs::remove_file(&path);
             }
         } else if path.extension().is_some_and(|x| x == EXTENSION) {
-            kept.push((modified, path));
+            let len = e.metadata().map_or(0, |m| m.len());
+            kept.push((modified, len, path));
         }
     }
     kept.sort_by_key(|p| std::cmp::Reverse(p.0));
-    for (_, path) in kept.into_iter().skip(keep) {
-        let _ = std::fs::remove_file(path);
+    let mut total = 0u64;
+    for (i, (_, len, path)) in kept.into_iter().enumerate() {
+        total = total.saturating_add(len);
+        if i > 0 && (i >= keep || total > bytes) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -551,8 +571,13 @@ mod tests {
         }
         // Recalling an entry makes it the most recently used.
         assert!(c.lookup(0).is_some());
-        evict(&c.dir, 2);
+        evict(&c.dir, 2, u64::MAX);
         let left: Vec<bool> = (0..5).map(|d| c.path(d).exists()).collect();
         assert_eq!(left, [true, false, false, false, true]);
+        // A bound on the bytes: the most recent entry stays whatever its size.
+        let len = std::fs::metadata(c.path(0)).expect("an entry").len();
+        evict(&c.dir, 2, len - 1);
+        let left: Vec<bool> = (0..5).map(|d| c.path(d).exists()).collect();
+        assert_eq!(left, [true, false, false, false, false]);
     }
 }
