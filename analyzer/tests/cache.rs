@@ -467,6 +467,19 @@ fn no_cache_writes_nothing_and_an_unwritable_cache_only_warns() {
         "{}",
         run.stderr
     );
+    // The per-dump cache says so once, for its three entries, and reads
+    // nothing.
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("per-dump"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("warning: 3 per-dump cache entries could not be written"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -202,7 +202,16 @@ impl DumpCache {
     fn read(&self, hash: u128, build: u128) -> Result<Entry, Option<String>> {
         let bytes = match std::fs::read(self.path(hash)) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+            // No entry, or no directory for entries (a cache directory
+            // that cannot be created says so when the run writes).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Err(None);
+            }
             Err(e) => return Err(Some(format!("cannot read it: {e}"))),
         };
         let entry = decode(&bytes).map_err(Some)?;
@@ -301,17 +310,12 @@ impl DumpCache {
                 };
                 write(&self.dir, &self.path(hash), &entry)
                     .map(Some)
-                    .map_err(|why| {
-                        format!(
-                            "the per-dump cache entry of `{}` could not be written to `{}`: {why}",
-                            c.path.display(),
-                            self.dir.display()
-                        )
-                    })
+                    .map_err(|why| format!("`{}`: {why}", c.path.display()))
             })
             .collect();
         let mut figures = DumpFigures::default();
         let mut warnings = self.take_warnings();
+        let mut failed = Vec::new();
         for w in written {
             match w {
                 Ok(Some(n)) => {
@@ -319,8 +323,18 @@ impl DumpCache {
                     figures.bytes_written += n;
                 }
                 Ok(None) => {}
-                Err(why) => warnings.push(why),
+                Err(why) => failed.push(why),
             }
+        }
+        // One warning for all the entries that could not be written (they
+        // usually fail for one reason: the directory).
+        if let Some(first) = failed.first() {
+            warnings.push(format!(
+                "{} per-dump cache entr{} could not be written to `{}` (the first, of {first})",
+                failed.len(),
+                if failed.len() == 1 { "y" } else { "ies" },
+                self.dir.display()
+            ));
         }
         let own: u64 = program
             .crates
