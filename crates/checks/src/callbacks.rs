@@ -101,7 +101,7 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
     let ids: Vec<FnId> = program.bodies().map(|(id, _, _)| id).collect();
     let facts = program.per_body(BODY_WALK, &ids, |krate, _, body| WalkFacts {
         casts: crate::pointers::casts(body),
-        code_pointers: holds_code_pointer(body),
+        pointers: holds_code_pointer(body).then(|| CodePointers::of(&krate.dump, body)),
         asserts: crate::build_assert::scan(&krate.dump, body),
     });
     #[allow(clippy::type_complexity)]
@@ -114,14 +114,10 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
         .zip(facts)
         .filter_map(|(id, facts)| {
             let facts = facts?;
-            let registrations = if facts.code_pointers {
-                program
-                    .body(id)
-                    .map(|body| body_registrations(input, id, &body))
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
+            let registrations = facts
+                .pointers
+                .map(|p| body_registrations(input, id, &p))
+                .unwrap_or_default();
             Some((
                 registrations,
                 crate::pointers::BodyCasts {
@@ -161,18 +157,73 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
 }
 
 /// The phase label of [`WalkFacts`].
-const BODY_WALK: &str = "checks: body walk, v1";
+const BODY_WALK: &str = "checks: body walk, v2";
 
 /// What the checks' walk reads of one body, whatever program it is in.
 #[derive(bincode::Encode, bincode::Decode)]
 struct WalkFacts {
     casts: Vec<(kmir::Span, kmir::CastKind)>,
-    /// Whether the body holds a code pointer: a function reified or a
-    /// closure turned into a pointer, or a constant holding code
-    /// pointers. Without one it registers no callback
+    /// Where the body passes code pointers, if it holds one at all: a
+    /// function reified or a closure turned into a pointer, or a constant
+    /// holding code pointers. Without one it registers no callback
     /// ([`body_registrations`] finds every callback in one of these).
-    code_pointers: bool,
+    pointers: Option<CodePointers>,
     asserts: Option<crate::build_assert::AssertFacts>,
+}
+
+/// The code pointers of one body that a registration can be made of,
+/// whatever program it is in: the functions each call passes as each
+/// argument (`analysis::fn_pointer_source`), and the ops-table fields of
+/// the constants it uses.
+#[derive(bincode::Encode, bincode::Decode)]
+struct CodePointers {
+    /// Per call (its block and span): per argument that is a code
+    /// pointer, its index and the symbols it may be.
+    calls: Vec<(u32, kmir::Span, Vec<(u32, Vec<kmir::Name>)>)>,
+    /// Per constant with code pointers in fields, in the body's order:
+    /// where it is shown (the program's own code around it) and the
+    /// fields.
+    stored: Vec<(kmir::Span, Vec<kmir::FnField>)>,
+}
+
+impl CodePointers {
+    fn of(dump: &kmir::CrateDump, body: &kmir::Body) -> CodePointers {
+        let mut calls = Vec::new();
+        for (b, block) in body.blocks.iter().enumerate() {
+            let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
+                continue;
+            };
+            let passed: Vec<(u32, Vec<kmir::Name>)> = args
+                .iter()
+                .enumerate()
+                .filter_map(|(i, op)| {
+                    let symbols = analysis::fn_pointer_source(body, op, 0)?;
+                    (!symbols.is_empty()).then(|| {
+                        (
+                            i as u32,
+                            symbols.iter().map(|s| kmir::Name::new(s)).collect(),
+                        )
+                    })
+                })
+                .collect();
+            if !passed.is_empty() {
+                calls.push((b as u32, block.terminator.span, passed));
+            }
+        }
+        let mut stored = Vec::new();
+        for (c, span) in body.constants() {
+            if let kmir::ConstValue::Memory(m) = &c.value
+                && !m.fn_fields.is_empty()
+            {
+                // A constant that an inlined standard library function
+                // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
+                // is shown at the function's own code around it.
+                let span = crate::placement::own_span_near_in(Some(dump), body, span);
+                stored.push((span, m.fn_fields.clone()));
+            }
+        }
+        CodePointers { calls, stored }
+    }
 }
 
 /// Whether `body` holds a code pointer (see [`WalkFacts::code_pointers`]).
@@ -191,9 +242,10 @@ fn holds_code_pointer(body: &kmir::Body) -> bool {
         })
 }
 
-/// The registrations one body makes: function pointers passed to C
-/// functions with a contract, and those stored in constants it uses.
-fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Registration> {
+/// The registrations one body makes (its [`CodePointers`]): function
+/// pointers passed to C functions with a contract, and those stored in
+/// constants it uses.
+fn body_registrations(input: &Input<'_>, id: FnId, body: &CodePointers) -> Vec<Registration> {
     let program = input.program;
     let mut out = Vec::new();
     let krate = krate_index(program, id);
@@ -206,40 +258,29 @@ fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Reg
         let Some(spec) = input.spec.lookup(&register.symbol) else {
             continue;
         };
-        let Some(block) = body.block(edge.block) else {
-            continue;
-        };
-        let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
+        let Some((_, span, passed)) = body.calls.iter().find(|(b, ..)| *b == edge.block) else {
             continue;
         };
         for cb in &spec.callbacks {
-            let symbols = args
-                .get(cb.arg as usize)
-                .and_then(|op| analysis::fn_pointer_source(body, op, 0))
+            let symbols = passed
+                .iter()
+                .find(|(arg, _)| *arg == cb.arg)
+                .map(|(_, s)| s.as_slice())
                 .unwrap_or_default();
             for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                 out.push(Registration {
                     callback,
                     contract: cb.contract.clone(),
                     how: format!("registered with `{}`", register.symbol),
-                    site: Loc {
-                        krate,
-                        span: block.terminator.span,
-                    },
+                    site: Loc { krate, span: *span },
                     by: Some(id),
                 });
             }
         }
     }
     // Stored in an ops table built as a constant.
-    for (c, span) in body.constants() {
-        if let kmir::ConstValue::Memory(m) = &c.value {
-            // A constant that an inlined standard library function
-            // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
-            // is shown at the function's own code around it.
-            let span = crate::placement::own_span_near(program, krate, body, span);
-            out.extend(stored(input, &m.fn_fields, Loc { krate, span }, Some(id)));
-        }
+    for (span, fields) in &body.stored {
+        out.extend(stored(input, fields, Loc { krate, span: *span }, Some(id)));
     }
     out
 }
