@@ -179,12 +179,16 @@ struct WalkFacts {
 struct CodePointers {
     /// Per call (its block and span): per argument that is a code
     /// pointer, its index and the symbols it may be.
-    calls: Vec<(u32, kmir::Span, Vec<(u32, Vec<kmir::Name>)>)>,
+    calls: Vec<(u32, kmir::Span, Vec<Passed>)>,
     /// Per constant with code pointers in fields, in the body's order:
     /// where it is shown (the program's own code around it) and the
     /// fields.
     stored: Vec<(kmir::Span, Vec<kmir::FnField>)>,
 }
+
+/// An argument of a call that is a code pointer: its index and the
+/// symbols it may be.
+type Passed = (u32, Vec<kmir::Name>);
 
 impl CodePointers {
     fn of(dump: &kmir::CrateDump, body: &kmir::Body) -> CodePointers {
@@ -193,7 +197,7 @@ impl CodePointers {
             let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
                 continue;
             };
-            let passed: Vec<(u32, Vec<kmir::Name>)> = args
+            let passed: Vec<Passed> = args
                 .iter()
                 .enumerate()
                 .filter_map(|(i, op)| {
