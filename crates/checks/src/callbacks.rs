@@ -15,6 +15,8 @@
 //! exported functions (any context, adjustment 0), which the API's own
 //! contract contradicts.
 
+use std::collections::HashSet;
+
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
 
@@ -99,10 +101,32 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
     // and the call graph, so they are found on every run, in the bodies
     // that hold a code pointer (a registration needs one).
     let ids: Vec<FnId> = program.bodies().map(|(id, _, _)| id).collect();
-    let facts = program.per_body(BODY_WALK, &ids, |krate, _, body| WalkFacts {
-        casts: crate::pointers::casts(body),
-        pointers: holds_code_pointer(body).then(|| CodePointers::of(&krate.dump, body)),
-        asserts: crate::build_assert::scan(&krate.dump, body),
+    // Each crate's external symbols, made when a body of it is walked.
+    let externals: Vec<std::sync::OnceLock<HashSet<&str>>> = program
+        .crates
+        .iter()
+        .map(|_| std::sync::OnceLock::new())
+        .collect();
+    let facts = program.per_body(BODY_WALK, &ids, |krate, _, body| {
+        let pointers = holds_code_pointer(body).then(|| {
+            let at = program.crates.iter().position(|c| std::ptr::eq(c, krate));
+            let externals = at.map(|at| {
+                externals[at].get_or_init(|| {
+                    program.crates[at]
+                        .dump
+                        .externals
+                        .iter()
+                        .map(|e| e.symbol.as_str())
+                        .collect()
+                })
+            });
+            CodePointers::of(&krate.dump, body, externals)
+        });
+        WalkFacts {
+            casts: crate::pointers::casts(body),
+            pointers,
+            asserts: crate::build_assert::scan(&krate.dump, body),
+        }
     });
     #[allow(clippy::type_complexity)]
     let found: Vec<(
@@ -157,7 +181,7 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
 }
 
 /// The phase label of [`WalkFacts`].
-const BODY_WALK: &str = "checks: body walk, v2";
+const BODY_WALK: &str = "checks: body walk, v3";
 
 /// What the checks' walk reads of one body, whatever program it is in.
 #[derive(bincode::Encode, bincode::Decode)]
@@ -172,9 +196,13 @@ struct WalkFacts {
 }
 
 /// The code pointers of one body that a registration can be made of,
-/// whatever program it is in: the functions each call passes as each
-/// argument (`analysis::fn_pointer_source`), and the ops-table fields of
-/// the constants it uses.
+/// whatever program it is in: the functions each call that may reach a C
+/// function passes as each argument (`analysis::fn_pointer_source`), and
+/// the ops-table fields of the constants it uses. A call may reach a C
+/// function if it calls a symbol of the dump's externals (a C function has
+/// a body in no dump, and a dump lists every symbol it calls that it does
+/// not define) or goes through a `dyn` vtable; a call through a fn pointer
+/// reaches only functions with bodies, or code outside the program.
 #[derive(bincode::Encode, bincode::Decode)]
 struct CodePointers {
     /// Per call (its block and span): per argument that is a code
@@ -191,12 +219,28 @@ struct CodePointers {
 type Passed = (u32, Vec<kmir::Name>);
 
 impl CodePointers {
-    fn of(dump: &kmir::CrateDump, body: &kmir::Body) -> CodePointers {
+    /// `externals`: the dump's external symbols (`None`: every call is
+    /// taken as one that may reach C).
+    fn of(
+        dump: &kmir::CrateDump,
+        body: &kmir::Body,
+        externals: Option<&HashSet<&str>>,
+    ) -> CodePointers {
         let mut calls = Vec::new();
         for (b, block) in body.blocks.iter().enumerate() {
-            let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
+            let kmir::TerminatorKind::Call { args, callee, .. } = &block.terminator.kind else {
                 continue;
             };
+            let may_reach_c = match callee {
+                kmir::Callee::Direct { symbol } => {
+                    externals.is_none_or(|e| e.contains(symbol.as_str()))
+                }
+                kmir::Callee::Virtual { .. } => true,
+                _ => false,
+            };
+            if !may_reach_c {
+                continue;
+            }
             let passed: Vec<Passed> = args
                 .iter()
                 .enumerate()
