@@ -1,6 +1,8 @@
 //! The summary cache around the solve (`crates/summary_cache`): what the
 //! CLI knows that shapes summaries goes into every component's key, and
-//! the cache's warnings become the CLI's.
+//! the cache's warnings become the CLI's. Also the per-dump cache
+//! (`summary_cache::DumpCache`), which the load asks for each dump's entry
+//! and which is saved once every phase that walks the bodies has run.
 
 use std::path::PathBuf;
 

@@ -103,7 +103,10 @@ impl Program {
     ///
     /// `compute` must read nothing but the body and its crate's dump, and
     /// `phase` must name everything else it depends on (a setting): a
-    /// result is recalled for any run over the same dump's bytes.
+    /// result is recalled for any run over the same dump's bytes. The
+    /// recalled results of `phase` are freed once it has run: a phase run
+    /// again in the same process (the invariants audit's reruns of the
+    /// checks) decodes the bodies, as without the cache.
     pub fn per_body<T, F>(&self, phase: &str, ids: &[FnId], compute: F) -> Vec<Option<T>>
     where
         T: Encode + Decode<()> + Send,
