@@ -1,6 +1,8 @@
 //! The summary cache around the solve (`crates/summary_cache`): what the
 //! CLI knows that shapes summaries goes into every component's key, and
-//! the cache's warnings become the CLI's.
+//! the cache's warnings become the CLI's. Also the per-dump cache
+//! (`summary_cache::DumpCache`), which the load asks for each dump's entry
+//! and which is saved once every phase that walks the bodies has run.
 
 use std::path::PathBuf;
 
@@ -13,38 +15,107 @@ pub type Figures = summary_cache::Figures;
 /// Solves `input`'s program (read from `paths`), recalling components from
 /// the summary cache and writing this run's back, unless `--no-cache`, or
 /// `--trace` (whose output comes from the analysis of each body), or no
-/// cache directory is known. `None` figures when the cache was not used.
-pub fn solve(
+/// cache directory is known; then runs `then` on the result (the checks),
+/// while the cache's pack is written. `None` figures when the cache was
+/// not used.
+pub fn solve_then<R>(
     input: &checks::Input<'_>,
     paths: &[PathBuf],
     args: &AnalysisArgs,
     profile: Profile,
-) -> (analysis::Solved, Option<Figures>) {
-    let dir = match (&args.cache_dir, args.no_cache || args.trace.is_some()) {
-        (_, true) => None,
-        (Some(d), false) => Some(d.clone()),
-        (None, false) => summary_cache::default_dir(),
-    };
+    prefetch: Option<summary_cache::Prefetch>,
+    then: impl FnOnce(analysis::Solved) -> R,
+) -> (R, Option<Figures>) {
+    let dir = dir(args);
     let schedule = solver::Schedule::new(input.program);
     let Some(dir) = dir else {
-        return (analysis::solve_with(input, &schedule, None), None);
+        return (then(analysis::solve_with(input, &schedule, None)), None);
     };
     let mut warnings = Vec::new();
     let cache = settings(input, args, profile, &mut warnings).and_then(|s| {
-        summary_cache::Cache::open(&dir, paths, input.program, &schedule, &s, &mut warnings)
+        summary_cache::Cache::open_prefetched(
+            &dir,
+            paths,
+            input.program,
+            &schedule,
+            &s,
+            &mut warnings,
+            prefetch,
+        )
     });
     for w in warnings {
         Diagnostic::warning(w).emit();
     }
     let Some(cache) = cache else {
-        return (analysis::solve_with(input, &schedule, None), None);
+        return (then(analysis::solve_with(input, &schedule, None)), None);
     };
     let solved = analysis::solve_with(input, &schedule, Some(&cache));
-    let (figures, warnings) = cache.save();
+    let (out, (figures, warnings)) = std::thread::scope(|s| {
+        let saving = s.spawn(move || cache.save());
+        let out = then(solved);
+        let saved = saving.join().unwrap_or_else(|_| {
+            (
+                Figures::default(),
+                vec!["the summary cache could not be written: its writer failed".to_string()],
+            )
+        });
+        (out, saved)
+    });
     for w in warnings {
         Diagnostic::warning(w).emit();
     }
-    (solved, Some(figures))
+    (out, Some(figures))
+}
+
+/// The cache directory of this run: `None` with `--no-cache`, with
+/// `--trace` (whose output comes from the analysis of each body), or
+/// when no directory is known.
+pub fn dir(args: &AnalysisArgs) -> Option<PathBuf> {
+    match (&args.cache_dir, args.no_cache || args.trace.is_some()) {
+        (_, true) => None,
+        (Some(d), false) => Some(d.clone()),
+        (None, false) => summary_cache::default_dir(),
+    }
+}
+
+/// The per-dump cache of this run (docs/output.md, "Incremental
+/// re-runs"), in the cache directory; `None` without one.
+pub fn dumps(args: &AnalysisArgs) -> Option<summary_cache::DumpCache> {
+    dir(args).map(|d| summary_cache::DumpCache::open(&d))
+}
+
+/// Emits the per-dump cache's warnings so far (entries it could not use).
+pub fn dump_warnings(cache: &summary_cache::DumpCache) {
+    for w in cache.take_warnings() {
+        Diagnostic::warning(w).emit();
+    }
+}
+
+/// Writes the per-dump cache's new entries; `--timings` prints what it
+/// wrote.
+pub fn save_dumps(cache: &summary_cache::DumpCache, program: &program::Program, timings: bool) {
+    let t = std::time::Instant::now();
+    let (figures, warnings) = cache.save(program);
+    for w in warnings {
+        Diagnostic::warning(w).emit();
+    }
+    if timings {
+        let (hashed, hashing) = cache.hashed();
+        eprintln!(
+            "  per-dump cache: {} of {} dumps recalled; {} entries written ({} bytes) in {:.3}s; {} bytes of dumps hashed in {:.3}s",
+            program
+                .crates
+                .iter()
+                .filter(|c| c.memo.as_ref().is_some_and(|m| m.on_disk()))
+                .count(),
+            program.crates.len(),
+            figures.written,
+            figures.bytes_written,
+            t.elapsed().as_secs_f64(),
+            hashed,
+            hashing.as_secs_f64()
+        );
+    }
 }
 
 /// Everything besides the dumps that shapes a summary: the profile (which

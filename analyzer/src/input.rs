@@ -158,7 +158,8 @@ where
 fn decode_largest_first(
     files: &[PathBuf],
     progress: &crate::progress::Progress,
-) -> Vec<(PathBuf, Result<kmir::LazyDump, LoadError>)> {
+    cache: Option<&summary_cache::DumpCache>,
+) -> Vec<(PathBuf, Result<Loaded, LoadError>)> {
     let mut order: Vec<(u64, usize)> = files
         .iter()
         .enumerate()
@@ -167,12 +168,15 @@ fn decode_largest_first(
     order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
     let next = std::sync::atomic::AtomicUsize::new(0);
     // Every thread of the pool takes files until none is left.
-    let mut decoded: Vec<(usize, Result<kmir::LazyDump, LoadError>)> = rayon::broadcast(|_| {
+    let mut decoded: Vec<(usize, Result<Loaded, LoadError>)> = rayon::broadcast(|_| {
         let mut mine = Vec::new();
+        // One buffer per thread for the files' bytes (largest first: it
+        // is allocated once).
+        let mut buffer = Vec::new();
         loop {
             let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(&(_, i)) = order.get(k) else { break };
-            mine.push((i, kmir::read_file_lazy(&files[i])));
+            mine.push((i, read(&files[i], &mut buffer, cache)));
             progress.inc(1);
         }
         mine
@@ -187,18 +191,65 @@ fn decode_largest_first(
         .collect()
 }
 
+/// One dump as loaded: with the per-dump cache, the hash of its bytes and
+/// the per-body results recalled for them (`None`: no entry).
+struct Loaded {
+    dump: kmir::LazyDump,
+    hash: Option<u128>,
+    recalled: Option<std::collections::BTreeMap<String, program::PhaseResults>>,
+}
+
+/// Reads one dump; with the per-dump cache, its bytes are hashed and, if
+/// the cache has an entry for them, its bodies are not decoded.
+fn read(
+    path: &Path,
+    buffer: &mut Vec<u8>,
+    cache: Option<&summary_cache::DumpCache>,
+) -> Result<Loaded, LoadError> {
+    let Some(cache) = cache else {
+        return kmir::read_file_lazy_into(path, buffer, |_| None).map(|(dump, _)| Loaded {
+            dump,
+            hash: None,
+            recalled: None,
+        });
+    };
+    let mut hash = None;
+    let mut phases = None;
+    let (dump, used) = kmir::read_file_lazy_into(path, buffer, |bytes| {
+        let h = cache.hash(bytes);
+        hash = Some(h);
+        let recalled = cache.lookup(h)?;
+        phases = Some(recalled.phases);
+        Some(recalled.index)
+    })?;
+    if let Err(why) = used {
+        // The entry's index does not fit the bytes it was stored under:
+        // the dump was decoded in full, and the entry is not used.
+        cache.misfit(path, &why.to_string());
+        phases = None;
+    }
+    Ok(Loaded {
+        dump,
+        hash,
+        recalled: phases,
+    })
+}
+
 /// The program of every readable dump among `paths`, or `None` when nothing
 /// usable remains. Unreadable files and duplicate crates are reported as
 /// they are found and counted in the returned summary; the other crates are
 /// still linked.
 pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)> {
-    load_program_with(paths, &crate::progress::Progress::none())
+    load_program_with(paths, &crate::progress::Progress::none(), None)
 }
 
-/// [`load_program`], drawing its progress (dumps loaded, then the link).
+/// [`load_program`], drawing its progress (dumps loaded, then the link),
+/// with the per-dump cache if one is given (docs/output.md, "Incremental
+/// re-runs").
 pub fn load_program_with(
     paths: &[PathBuf],
     progress: &crate::progress::Progress,
+    cache: Option<&summary_cache::DumpCache>,
 ) -> Option<(program::Program, LoadSummary)> {
     let found = find_dumps(paths);
     let mut summary = LoadSummary {
@@ -213,14 +264,20 @@ pub fn load_program_with(
     let named = found.files.len() + found.bad_paths.len();
     let t = crate::timings::mark();
     progress.phase("loading dumps", found.files.len() as u64);
-    let loaded = decode_largest_first(&found.files, progress);
+    let loaded = decode_largest_first(&found.files, progress, cache);
     summary.decode_time = crate::timings::record("decode", t);
     let mut crates = Vec::with_capacity(loaded.len());
     for (path, result) in loaded {
         match result {
-            Ok(dump) => {
+            Ok(loaded) => {
                 let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-                crates.push(program::LinkedCrate::lazy(path, dump, modified))
+                let instances = loaded.dump.dump.instances.len();
+                let mut c = program::LinkedCrate::lazy(path, loaded.dump, modified);
+                if let Some(hash) = loaded.hash {
+                    let memo = program::Memo::new(loaded.recalled, instances);
+                    c = c.with_cache(hash, Some(memo));
+                }
+                crates.push(c)
             }
             Err(e) => {
                 let d = crate::diag::load_error(&e);

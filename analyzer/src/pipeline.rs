@@ -87,7 +87,13 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         }
     }
     let progress = crate::progress::Progress::for_args(args);
-    let (program, load) = input::load_program_with(paths, &progress)?;
+    // The summary cache's pack is read while the dumps load.
+    let prefetch = crate::cache::dir(args).map(|d| summary_cache::prefetch(&d, paths));
+    let dump_cache = crate::cache::dumps(args);
+    let (program, load) = input::load_program_with(paths, &progress, dump_cache.as_ref())?;
+    if let Some(c) = &dump_cache {
+        crate::cache::dump_warnings(c);
+    }
     program.keep_bodies(args.keep_bodies);
     release_free_memory();
     let t = crate::timings::mark();
@@ -216,6 +222,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     // audit's extra runs (below) are not part of the figures.
     let observe = |p: analysis::Progress| progress.solver(p);
     let cache_figures = std::cell::RefCell::new(None);
+    let prefetch = std::cell::RefCell::new(prefetch);
     // The first run (the one with the progress observer) is timed.
     let run = |resolved: &invariants::Resolved,
                observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
@@ -228,31 +235,40 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             progress: observe,
         };
         let t = crate::timings::mark();
-        // The summary cache serves the run itself, not the audit's reruns.
-        let solved = if observe.is_some() {
-            let (solved, figures) = crate::cache::solve(&input, paths, args, profile.0);
-            cache_figures.replace(figures);
-            solved
-        } else {
-            analysis::solve(&input)
+        let check = |solved: analysis::Solved| {
+            if observe.is_some() {
+                crate::timings::record("solve", t);
+                progress.phase("checking", 1);
+            }
+            let t = crate::timings::mark();
+            let mut out = checks::check(&input, solved);
+            levels.apply(&mut out.findings);
+            if observe.is_some() {
+                crate::timings::record("checks", t);
+            }
+            out
         };
+        // The summary cache serves the run itself, not the audit's reruns
+        // (it writes its pack while the checks run).
         if observe.is_some() {
-            crate::timings::record("solve", t);
-            progress.phase("checking", 1);
+            let (out, figures) =
+                crate::cache::solve_then(&input, paths, args, profile.0, prefetch.take(), check);
+            cache_figures.replace(figures);
+            out
+        } else {
+            check(analysis::solve(&input))
         }
-        let t = crate::timings::mark();
-        let mut out = checks::check(&input, solved);
-        levels.apply(&mut out.findings);
-        if observe.is_some() {
-            crate::timings::record("checks", t);
-        }
-        out
     };
     let preempt = run(&resolved, Some(&observe));
     if args.timings
         && let Some(c) = cache_figures.borrow().as_ref()
     {
         crate::cache::print_timings(c);
+    }
+    // Every phase that walks the bodies has run: what they computed for
+    // dumps the per-dump cache did not know is kept for the next run.
+    if let Some(c) = &dump_cache {
+        crate::cache::save_dumps(c, &program, args.timings);
     }
     levels.apply(&mut annotation_findings);
     let uses = resolved.uses();

@@ -3,6 +3,10 @@
 //! change prints, to the byte, what a run without the cache prints; what
 //! the cache's key covers is proven by runs that must recall nothing; a
 //! corrupt, foreign or unwritable cache costs a warning, never a result.
+//! The same holds of the per-dump cache (a dump's body index and the
+//! per-body results of the phases that walk every body, under the hash of
+//! its bytes): its entries are recalled for the dumps that did not change,
+//! and a bad or foreign entry, or one of another build, is not used.
 
 use std::path::{Path, PathBuf};
 
@@ -87,12 +91,46 @@ impl Work {
         (run, (recalled, all))
     }
 
+    /// [`Work::cached`], and (recalled, all) dumps of the per-dump cache
+    /// from `--timings`.
+    fn cached_dumps(&self, format: &str, extra: &[&str]) -> (Out, (usize, usize)) {
+        let cache = self.cache.to_str().expect("utf-8");
+        let mut args = vec!["check", "kmir", "--format", format, "--timings"];
+        args.extend(["--cache-dir", cache]);
+        args.extend(extra);
+        let (run, raw) = run_raw(self.dir.path(), &args);
+        (run, dump_counts(&raw))
+    }
+
+    /// The per-dump cache's entries.
+    fn dump_entries(&self) -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(self.cache.join("dumps"))
+            .expect("the per-dump cache directory exists")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        entries
+    }
+
     /// The same run without the cache.
     fn cold(&self, format: &str, extra: &[&str]) -> Out {
         let mut args = vec!["check", "kmir", "--format", format, "--no-cache"];
         args.extend(extra);
         run(self.dir.path(), &args)
     }
+}
+
+/// (recalled, all) dumps from the per-dump cache's `--timings` line.
+fn dump_counts(stderr: &str) -> (usize, usize) {
+    let line = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("per-dump cache:"))
+        .unwrap_or_else(|| panic!("no per-dump cache line in --timings:\n{stderr}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let recalled = words[2].parse().expect("recalled count");
+    let all = words[4].parse().expect("dump count");
+    (recalled, all)
 }
 
 /// Exit status, stdout and stderr without `--timings`' lines.
@@ -172,6 +210,163 @@ fn warm_runs_print_what_cold_runs_print_after_each_edit() {
             }
         }
     }
+}
+
+#[test]
+fn the_per_dump_cache_recalls_the_dumps_that_did_not_change() {
+    let work = Work::new();
+    work.install(&program(&[]));
+    let (first, counts) = work.cached_dumps("json", &[]);
+    assert_eq!(counts, (0, 3), "an empty cache");
+    assert_eq!(first, work.cold("json", &[]));
+    assert_eq!(work.dump_entries().len(), 3, "one entry per dump");
+    let (again, counts) = work.cached_dumps("json", &[]);
+    assert_eq!(counts, (3, 3), "nothing changed");
+    assert_eq!(again, first);
+    // An edit of one crate: the entries of the dumps whose bytes did not
+    // change serve (a crate built on the edited one is a new dump too),
+    // and the output is the cold run's (a leaf, a middle and a core crate).
+    let dumps = |p: &Extracted| -> Vec<Vec<u8>> {
+        let mut d: Vec<Vec<u8>> = p
+            .dump_paths()
+            .iter()
+            .map(|p| std::fs::read(p).expect("a dump"))
+            .collect();
+        d.sort();
+        d
+    };
+    let original = dumps(&program(&[]));
+    for edited in ["kleaf", "kmiddle", "kcore"] {
+        let changed = program(&[edited]);
+        let same = dumps(&changed)
+            .iter()
+            .filter(|d| original.contains(d))
+            .count();
+        if edited != "kcore" {
+            assert_eq!(same, 2, "{edited}: only its own dump changes");
+        }
+        work.install(&changed);
+        let (warm, counts) = work.cached_dumps("json", &[]);
+        assert_eq!(counts, (same, 3), "{edited} edited");
+        assert_eq!(warm, work.cold("json", &[]), "{edited} edited");
+        // And the text output, from the same entries.
+        let (warm, counts) = work.cached_dumps("text", &[]);
+        assert_eq!(counts, (3, 3), "{edited} edited, text");
+        assert_eq!(warm, work.cold("text", &[]), "{edited} edited, text");
+        work.install(&program(&[]));
+        let (back, counts) = work.cached_dumps("json", &[]);
+        assert_eq!(counts, (3, 3), "back from {edited}: every entry is kept");
+        assert_eq!(back, first, "back from {edited}");
+    }
+    // The settings the per-body results depend on are in their labels:
+    // invariants declared on the core's field, over the same entries, then
+    // others on the same field.
+    let invariants = work.dir.path().join("inv.toml");
+    let declare = |stored_by: &str| {
+        std::fs::write(
+            &invariants,
+            format!(
+                "[[empty_when_stored]]\ntype = \"kcore::State\"\nfield = \"pending\"\n{stored_by}because = \"test\"\n\n[[empty_at_teardown]]\ntype = \"kcore::State\"\nfield = \"pending\"\nemptied_by = []\nbecause = \"test\"\n"
+            ),
+        )
+        .expect("invariants")
+    };
+    let with = ["--invariants", "inv.toml", "--allow-partial"];
+    for stored_by in ["stored_by = [\"kcore::arm\"]\n", ""] {
+        declare(stored_by);
+        let cold = work.cold("json", &with);
+        assert!(
+            cold.stdout.contains("empty_when_stored"),
+            "{stored_by}: the invariants apply: {cold:?}"
+        );
+        let (warm, counts) = work.cached_dumps("json", &with);
+        assert_eq!(counts, (3, 3), "{stored_by}");
+        assert_eq!(warm, cold, "{stored_by}: with invariants");
+        let (warm, _) = work.cached_dumps("json", &with);
+        assert_eq!(warm, cold, "{stored_by}: with invariants, again");
+    }
+}
+
+#[test]
+fn a_bad_per_dump_entry_is_ignored_with_a_warning() {
+    let work = Work::new();
+    work.install(&program(&[]));
+    let cold = work.cold("json", &[]);
+    work.cached_dumps("json", &[]);
+    let entries = work.dump_entries();
+    assert_eq!(entries.len(), 3);
+    let good = std::fs::read(&entries[0]).expect("an entry");
+    let other = std::fs::read(&entries[1]).expect("another entry");
+    let mut flipped = good.clone();
+    let middle = good.len() / 2;
+    flipped[middle] ^= 0x10;
+    let mut other_format = good.clone();
+    other_format[16] ^= 0x01;
+    for (what, bytes, says) in [
+        (
+            "foreign",
+            b"GIF89a, not a cache".to_vec(),
+            "not a kanalyze per-dump cache entry",
+        ),
+        ("empty", Vec::new(), "not a kanalyze per-dump cache entry"),
+        ("corrupt", flipped, "checksum does not match"),
+        ("truncated", good[..good.len() - 3].to_vec(), "truncated"),
+        ("another format", other_format, "per-dump cache format"),
+        ("another dump's", other.clone(), "the entry of another dump"),
+    ] {
+        std::fs::write(&entries[0], &bytes).expect("write the entry");
+        let (run, counts) = work.cached_dumps("json", &[]);
+        assert_eq!(counts, (2, 3), "{what}");
+        assert_eq!(run.stdout, cold.stdout, "{what}");
+        assert_eq!(run.code, cold.code, "{what}");
+        let warning = run
+            .stderr
+            .lines()
+            .find(|l| l.contains("ignoring the per-dump cache entry"))
+            .unwrap_or_else(|| panic!("{what}: no warning:\n{}", run.stderr));
+        assert!(warning.starts_with("warning: "), "{warning}");
+        assert!(warning.contains(says), "{what}: {warning}");
+        // The run wrote a good entry back.
+        let (run, counts) = work.cached_dumps("json", &[]);
+        assert_eq!(counts, (3, 3), "{what}: rewritten");
+        assert_eq!(run, cold, "{what}: rewritten");
+        assert_eq!(std::fs::read(&entries[0]).expect("the entry"), good);
+    }
+}
+
+#[test]
+fn another_build_recalls_no_per_dump_entry() {
+    let work = Work::new();
+    work.install(&program(&[]));
+    let cold = work.cold("json", &[]);
+    work.cached_dumps("json", &[]);
+    // The same analyser with other bytes: another build.
+    let other = work.dir.path().join("kanalyze-other");
+    let mut exe = std::fs::read(env!("CARGO_BIN_EXE_kanalyze")).expect("the binary");
+    exe.extend_from_slice(b"another build");
+    std::fs::write(&other, &exe).expect("a copy");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755))
+            .expect("executable");
+    }
+    let cache = work.cache.to_str().expect("utf-8");
+    let out = std::process::Command::new(&other)
+        .args(["check", "kmir", "--format", "json", "--timings"])
+        .args(["--cache-dir", cache])
+        .current_dir(work.dir.path())
+        .output()
+        .expect("the other build runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(dump_counts(&stderr), (0, 3), "{stderr}");
+    assert!(!stderr.contains("ignoring"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), cold.stdout);
+    // Its entries replaced this build's: this build recalls none either,
+    // and says nothing.
+    let (run, counts) = work.cached_dumps("json", &[]);
+    assert_eq!(counts, (0, 3));
+    assert_eq!(run, cold);
 }
 
 #[test]
@@ -272,6 +467,19 @@ fn no_cache_writes_nothing_and_an_unwritable_cache_only_warns() {
         "{}",
         run.stderr
     );
+    // The per-dump cache says so once, for its three entries, and reads
+    // nothing.
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("per-dump"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("warning: 3 per-dump cache entries could not be written"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -297,16 +505,27 @@ fn concurrent_runs_leave_a_whole_cache() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), cold.stdout);
         assert_eq!(String::from_utf8_lossy(&out.stderr), cold.stderr);
     }
-    // One whole pack, no temporary file left, and it serves the next run.
+    // One whole pack, no temporary file left, and it serves the next run;
+    // one whole entry per dump.
     let names: Vec<String> = std::fs::read_dir(&work.cache)
         .expect("the cache directory")
         .flatten()
+        .filter(|e| e.file_name() != "dumps")
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+    let entries = work.dump_entries();
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.extension().is_some_and(|x| x == "kdump")),
+        "{entries:?}"
+    );
     let (run, (recalled, all)) = work.cached("json", &[]);
     assert_eq!(recalled, all);
     assert_eq!(run, cold);
+    assert_eq!(work.cached_dumps("json", &[]).1, (3, 3));
 }
 
 /// `cache = false` and `cache-dir = "…"` in `kanalyze.toml`, and the flags

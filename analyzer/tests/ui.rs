@@ -24,9 +24,25 @@ fn clean_paths(b: &[u8], dir: &std::path::Path) -> String {
         .replace(&sysroot, "$SYSROOT")
 }
 
+/// `kanalyze check` on a fixture without the cache; and the same with a
+/// cache of its own, filled by one run and recalled by the next (the
+/// per-dump cache's entry and the summary pack), which must print the
+/// same, byte for byte.
 fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
     let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
-    check_in(out.dir.path(), &["--format", format])
+    let dir = out.dir.path();
+    let cold = check_in(dir, &["--format", format, "--no-cache"]);
+    let cache = dir.join("fixture-cache");
+    let cache = cache.to_str().expect("utf-8");
+    for run in ["fills", "recalls"] {
+        let warm = check_in(dir, &["--format", format, "--cache-dir", cache]);
+        assert_eq!(warm, cold, "{fixture}: the run that {run} the cache");
+    }
+    let entries = std::fs::read_dir(dir.join("fixture-cache/dumps"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(entries, 1, "{fixture}: one per-dump entry");
+    cold
 }
 
 macro_rules! ui {

@@ -228,23 +228,25 @@ pub(crate) struct BodyAsserts {
     needs: BTreeSet<usize>,
 }
 
+/// What a body's assertions say, whatever program it is in (kept per
+/// dump by the per-dump cache): the condition of each assertion made of
+/// constants only, and the arguments the others' conditions depend on.
+#[derive(bincode::Encode, bincode::Decode)]
+pub(crate) struct AssertFacts {
+    constant: Vec<kmir::Span>,
+    needs: BTreeSet<usize>,
+}
+
 /// One body's assertions (gathered with the callback registrations, in
 /// the same walk over the bodies). Only drop-elaborated bodies count:
 /// bodies from optimised MIR (upstream items) have had calls inlined and
 /// constants propagated, so what their conditions depend on is no longer
 /// what the source wrote.
-pub(crate) fn scan(
-    program: &Program,
-    id: FnId,
-    dump: &kmir::CrateDump,
-    body: &kmir::Body,
-) -> Option<BodyAsserts> {
+pub(crate) fn scan(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<AssertFacts> {
     if !body.drop_elaborated {
         return None;
     }
-    let source = source_body(program, id).is_some();
-    let mut out = BodyAsserts {
-        id,
+    let mut out = AssertFacts {
         constant: Vec::new(),
         needs: BTreeSet::new(),
     };
@@ -254,11 +256,20 @@ pub(crate) fn scan(
             let call = body.blocks[b].terminator.span;
             out.constant.push(condition_span(body, &seeds, call));
         }
-        if source {
-            out.needs.extend(sources.args);
-        }
+        out.needs.extend(sources.args);
     }
     Some(out)
+}
+
+/// Function `id`'s [`BodyAsserts`] from its body's [`AssertFacts`]: the
+/// arguments count only in a source body ([`source_body`]).
+pub(crate) fn body_asserts(program: &Program, id: FnId, facts: AssertFacts) -> BodyAsserts {
+    let source = source_body(program, id).is_some();
+    BodyAsserts {
+        id,
+        constant: facts.constant,
+        needs: if source { facts.needs } else { BTreeSet::new() },
+    }
 }
 
 /// Every `build_assert!` of the program whose condition is constant, once

@@ -15,6 +15,8 @@
 //! exported functions (any context, adjustment 0), which the API's own
 //! contract contradicts.
 
+use std::collections::HashSet;
+
 use findings::{Finding, Loc, Note, Severity};
 use program::{FnId, FnKind};
 
@@ -93,21 +95,62 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
     };
     // Each body's registrations in parallel, then kept in body order: the
     // first registration of a callback and contract names the site, as
-    // with a serial walk.
-    let bodies: Vec<_> = program.bodies().collect();
+    // with a serial walk. What the walk reads of a body alone (its casts,
+    // its assertions, whether it holds a code pointer at all) is kept per
+    // dump by the per-dump cache; the registrations depend on the spec
+    // and the call graph, so they are found on every run, in the bodies
+    // that hold a code pointer (a registration needs one).
+    let ids: Vec<FnId> = program.bodies().map(|(id, _, _)| id).collect();
+    // Each crate's external symbols, made when a body of it is walked.
+    let externals: Vec<std::sync::OnceLock<HashSet<&str>>> = program
+        .crates
+        .iter()
+        .map(|_| std::sync::OnceLock::new())
+        .collect();
+    let facts = program.per_body(BODY_WALK, &ids, |krate, _, body| {
+        let pointers = holds_code_pointer(body).then(|| {
+            let at = program.crates.iter().position(|c| std::ptr::eq(c, krate));
+            let externals = at.map(|at| {
+                externals[at].get_or_init(|| {
+                    program.crates[at]
+                        .dump
+                        .externals
+                        .iter()
+                        .map(|e| e.symbol.as_str())
+                        .collect()
+                })
+            });
+            CodePointers::of(&krate.dump, body, externals)
+        });
+        WalkFacts {
+            casts: crate::pointers::casts(body),
+            pointers,
+            asserts: crate::build_assert::scan(&krate.dump, body),
+        }
+    });
     #[allow(clippy::type_complexity)]
     let found: Vec<(
         Vec<Registration>,
         crate::pointers::BodyCasts,
         Option<crate::build_assert::BodyAsserts>,
-    )> = bodies
-        .par_iter()
-        .filter_map(|&(id, krate, _)| {
-            let body = program.body(id)?;
+    )> = ids
+        .into_par_iter()
+        .zip(facts)
+        .filter_map(|(id, facts)| {
+            let facts = facts?;
+            let registrations = facts
+                .pointers
+                .map(|p| body_registrations(input, id, &p))
+                .unwrap_or_default();
             Some((
-                body_registrations(input, id, &body),
-                crate::pointers::casts(id, &body),
-                crate::build_assert::scan(program, id, &krate.dump, &body),
+                registrations,
+                crate::pointers::BodyCasts {
+                    f: id,
+                    casts: facts.casts,
+                },
+                facts
+                    .asserts
+                    .map(|a| crate::build_assert::body_asserts(program, id, a)),
             ))
         })
         .collect();
@@ -137,9 +180,120 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
     (out, walk)
 }
 
-/// The registrations one body makes: function pointers passed to C
-/// functions with a contract, and those stored in constants it uses.
-fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Registration> {
+/// The phase label of [`WalkFacts`].
+const BODY_WALK: &str = "checks: body walk, v3";
+
+/// What the checks' walk reads of one body, whatever program it is in.
+#[derive(bincode::Encode, bincode::Decode)]
+struct WalkFacts {
+    casts: Vec<(kmir::Span, kmir::CastKind)>,
+    /// Where the body passes code pointers, if it holds one at all: a
+    /// function reified or a closure turned into a pointer, or a constant
+    /// holding code pointers. Without one it registers no callback
+    /// ([`body_registrations`] finds every callback in one of these).
+    pointers: Option<CodePointers>,
+    asserts: Option<crate::build_assert::AssertFacts>,
+}
+
+/// The code pointers of one body that a registration can be made of,
+/// whatever program it is in: the functions each call that may reach a C
+/// function passes as each argument (`analysis::fn_pointer_source`), and
+/// the ops-table fields of the constants it uses. A call may reach a C
+/// function if it calls a symbol of the dump's externals (a C function has
+/// a body in no dump, and a dump lists every symbol it calls that it does
+/// not define) or goes through a `dyn` vtable; a call through a fn pointer
+/// reaches only functions with bodies, or code outside the program.
+#[derive(bincode::Encode, bincode::Decode)]
+struct CodePointers {
+    /// Per call (its block and span): per argument that is a code
+    /// pointer, its index and the symbols it may be.
+    calls: Vec<(u32, kmir::Span, Vec<Passed>)>,
+    /// Per constant with code pointers in fields, in the body's order:
+    /// where it is shown (the program's own code around it) and the
+    /// fields.
+    stored: Vec<(kmir::Span, Vec<kmir::FnField>)>,
+}
+
+/// An argument of a call that is a code pointer: its index and the
+/// symbols it may be.
+type Passed = (u32, Vec<kmir::Name>);
+
+impl CodePointers {
+    /// `externals`: the dump's external symbols (`None`: every call is
+    /// taken as one that may reach C).
+    fn of(
+        dump: &kmir::CrateDump,
+        body: &kmir::Body,
+        externals: Option<&HashSet<&str>>,
+    ) -> CodePointers {
+        let mut calls = Vec::new();
+        for (b, block) in body.blocks.iter().enumerate() {
+            let kmir::TerminatorKind::Call { args, callee, .. } = &block.terminator.kind else {
+                continue;
+            };
+            let may_reach_c = match callee {
+                kmir::Callee::Direct { symbol } => {
+                    externals.is_none_or(|e| e.contains(symbol.as_str()))
+                }
+                kmir::Callee::Virtual { .. } => true,
+                _ => false,
+            };
+            if !may_reach_c {
+                continue;
+            }
+            let passed: Vec<Passed> = args
+                .iter()
+                .enumerate()
+                .filter_map(|(i, op)| {
+                    let symbols = analysis::fn_pointer_source(body, op, 0)?;
+                    (!symbols.is_empty()).then(|| {
+                        (
+                            i as u32,
+                            symbols.iter().map(|s| kmir::Name::new(s)).collect(),
+                        )
+                    })
+                })
+                .collect();
+            if !passed.is_empty() {
+                calls.push((b as u32, block.terminator.span, passed));
+            }
+        }
+        let mut stored = Vec::new();
+        for (c, span) in body.constants() {
+            if let kmir::ConstValue::Memory(m) = &c.value
+                && !m.fn_fields.is_empty()
+            {
+                // A constant that an inlined standard library function
+                // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
+                // is shown at the function's own code around it.
+                let span = crate::placement::own_span_near_in(Some(dump), body, span);
+                stored.push((span, m.fn_fields.clone()));
+            }
+        }
+        CodePointers { calls, stored }
+    }
+}
+
+/// Whether `body` holds a code pointer (see [`WalkFacts::code_pointers`]).
+fn holds_code_pointer(body: &kmir::Body) -> bool {
+    let reified = body.blocks.iter().flat_map(|b| &b.statements).any(|s| {
+        matches!(&s.kind, kmir::StatementKind::Assign { rvalue, .. }
+        if matches!(&**rvalue, kmir::Rvalue::Cast {
+            kind: kmir::CastKind::ReifyFnPointer { .. } | kmir::CastKind::ClosureFnPointer { .. },
+            ..
+        }))
+    });
+    reified
+        || body.constants().iter().any(|(c, _)| {
+            matches!(&c.value, kmir::ConstValue::Memory(m)
+                if !m.fn_ptrs.is_empty() || !m.fn_fields.is_empty())
+        })
+}
+
+/// The registrations one body makes (its [`CodePointers`]): function
+/// pointers passed to C functions with a contract, and those stored in
+/// constants it uses.
+fn body_registrations(input: &Input<'_>, id: FnId, body: &CodePointers) -> Vec<Registration> {
     let program = input.program;
     let mut out = Vec::new();
     let krate = krate_index(program, id);
@@ -152,40 +306,29 @@ fn body_registrations(input: &Input<'_>, id: FnId, body: &kmir::Body) -> Vec<Reg
         let Some(spec) = input.spec.lookup(&register.symbol) else {
             continue;
         };
-        let Some(block) = body.block(edge.block) else {
-            continue;
-        };
-        let kmir::TerminatorKind::Call { args, .. } = &block.terminator.kind else {
+        let Some((_, span, passed)) = body.calls.iter().find(|(b, ..)| *b == edge.block) else {
             continue;
         };
         for cb in &spec.callbacks {
-            let symbols = args
-                .get(cb.arg as usize)
-                .and_then(|op| analysis::fn_pointer_source(body, op, 0))
+            let symbols = passed
+                .iter()
+                .find(|(arg, _)| *arg == cb.arg)
+                .map(|(_, s)| s.as_slice())
                 .unwrap_or_default();
             for callback in symbols.iter().filter_map(|s| program.lookup(s)) {
                 out.push(Registration {
                     callback,
                     contract: cb.contract.clone(),
                     how: format!("registered with `{}`", register.symbol),
-                    site: Loc {
-                        krate,
-                        span: block.terminator.span,
-                    },
+                    site: Loc { krate, span: *span },
                     by: Some(id),
                 });
             }
         }
     }
     // Stored in an ops table built as a constant.
-    for (c, span) in body.constants() {
-        if let kmir::ConstValue::Memory(m) = &c.value {
-            // A constant that an inlined standard library function
-            // moves (`UnsafeCell::new(Self::VTABLE)` in optimized MIR)
-            // is shown at the function's own code around it.
-            let span = crate::placement::own_span_near(program, krate, body, span);
-            out.extend(stored(input, &m.fn_fields, Loc { krate, span }, Some(id)));
-        }
+    for (span, fields) in &body.stored {
+        out.extend(stored(input, fields, Loc { krate, span: *span }, Some(id)));
     }
     out
 }

@@ -77,11 +77,15 @@ pub(crate) fn is_library_file(name: &str) -> bool {
 
 /// Whether a location lies in the standard library's sources.
 pub(crate) fn is_library_loc(program: &Program, at: Loc) -> bool {
-    !at.span.is_dummy()
-        && program
-            .crates
-            .get(at.krate as usize)
-            .and_then(|c| c.dump.file(at.span.file))
+    let dump = program.crates.get(at.krate as usize).map(|c| &c.dump);
+    is_library_span(dump, at.span)
+}
+
+/// Whether a span of `dump` lies in the standard library's sources.
+pub(crate) fn is_library_span(dump: Option<&kmir::CrateDump>, span: kmir::Span) -> bool {
+    !span.is_dummy()
+        && dump
+            .and_then(|d| d.file(span.file))
             .is_some_and(is_library_file)
 }
 
@@ -95,7 +99,17 @@ pub(crate) fn own_span_near(
     body: &kmir::Body,
     span: kmir::Span,
 ) -> kmir::Span {
-    let own = |s: kmir::Span| !s.is_dummy() && !is_library_loc(program, Loc { krate, span: s });
+    let dump = program.crates.get(krate as usize).map(|c| &c.dump);
+    own_span_near_in(dump, body, span)
+}
+
+/// [`own_span_near`] for a body of `dump`.
+pub(crate) fn own_span_near_in(
+    dump: Option<&kmir::CrateDump>,
+    body: &kmir::Body,
+    span: kmir::Span,
+) -> kmir::Span {
+    let own = |s: kmir::Span| !s.is_dummy() && !is_library_span(dump, s);
     if own(span) {
         return span;
     }

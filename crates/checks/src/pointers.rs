@@ -134,13 +134,13 @@ pub(crate) fn vtable(
 /// The casts of one body that `pointers_and_vtables` checks, in
 /// statement order: to fn pointers, unsizing with a vtable, trait upcasts.
 pub(crate) struct BodyCasts {
-    f: FnId,
-    casts: Vec<(kmir::Span, kmir::CastKind)>,
+    pub(crate) f: FnId,
+    pub(crate) casts: Vec<(kmir::Span, kmir::CastKind)>,
 }
 
 /// `f`'s [`BodyCasts`] (gathered with the callback registrations, in the
 /// same walk over the bodies).
-pub(crate) fn casts(f: FnId, body: &kmir::Body) -> BodyCasts {
+pub(crate) fn casts(body: &kmir::Body) -> Vec<(kmir::Span, kmir::CastKind)> {
     let mut casts = Vec::new();
     for block in &body.blocks {
         for s in &block.statements {
@@ -161,7 +161,7 @@ pub(crate) fn casts(f: FnId, body: &kmir::Body) -> BodyCasts {
             }
         }
     }
-    BodyCasts { f, casts }
+    casts
 }
 
 impl Checks<'_> {

@@ -231,65 +231,89 @@ pub fn resolve(
             Invariant::KeptAlive { .. } => kept.push((d, ty.as_str(), index)),
         }
     }
-    // The drop glues of the declared structs, and their field drops.
+    // The drop glues of the declared structs, and their field drops: each
+    // glue's drops of `(*_1).N` (a fact of its body alone, kept per dump
+    // by the per-dump cache), matched against the declarations.
     let mut elided: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    for (f, krate, inst) in program.bodies() {
-        let InstanceKind::DropGlue { ty } = inst.kind else {
-            continue;
-        };
-        let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
-            continue;
-        };
-        let Some(body) = program.body(f) else {
-            continue;
-        };
-        for (block, b) in body.blocks.iter().enumerate() {
-            let TerminatorKind::Drop { place, .. } = &b.terminator.kind else {
-                continue;
-            };
-            // The glue's argument is the `&mut T` being torn down; its
-            // fields are dropped as `(*_1).N`.
-            let [Projection::Deref, Projection::Field { index, .. }] = &place.projection[..] else {
-                continue;
-            };
-            if place.local != 1 {
-                continue;
-            }
-            for &d in wanted.get(&(path.as_str(), *index)).into_iter().flatten() {
-                elided.entry(f).or_default().push((block as BlockId, d));
+    if !wanted.is_empty() {
+        let glues: Vec<(FnId, &str)> = program
+            .bodies()
+            .filter_map(|(f, krate, inst)| {
+                let InstanceKind::DropGlue { ty } = inst.kind else {
+                    return None;
+                };
+                let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
+                    return None;
+                };
+                Some((f, path.as_str()))
+            })
+            .collect();
+        let ids: Vec<FnId> = glues.iter().map(|(f, _)| *f).collect();
+        let drops = program.per_body(GLUE_FIELD_DROPS, &ids, |_, _, body| field_drops(body));
+        for ((f, path), drops) in glues.into_iter().zip(drops) {
+            for (block, index) in drops.into_iter().flatten() {
+                for &d in wanted.get(&(path, index)).into_iter().flatten() {
+                    elided.entry(f).or_default().push((block, d));
+                }
             }
         }
     }
     // One pass over the bodies, in parallel (each is decoded once, and
     // only when a declaration asks for it): the stores the
     // empty-when-stored declarations cover, and, per kept-alive
-    // declaration, the bodies that borrow its field.
+    // declaration, whether a body borrows its field. Both are facts of a
+    // body and its dump (the functions a declaration covers are chosen by
+    // the instance's own item path), kept per dump under a label naming
+    // the declarations' fields and functions.
     #[allow(clippy::type_complexity)]
     let per_body: Vec<(FnId, Vec<(BlockId, usize)>, Vec<usize>)> = if stores.is_empty()
         && kept.is_empty()
     {
         Vec::new()
     } else {
-        use rayon::prelude::*;
-        let bodies: Vec<_> = program.bodies().collect();
-        bodies
-            .par_iter()
-            .filter_map(|&(f, krate, inst)| {
-                let body = program.body(f)?;
-                let mut covered = Vec::new();
-                for &(d, ty, index, stored_by) in &stores {
+        let label = format!(
+            "invariants: stores into {:?}, borrows of {:?}, v1",
+            stores
+                .iter()
+                .map(|&(_, ty, index, stored_by)| (ty, index, stored_by))
+                .collect::<Vec<_>>(),
+            kept.iter()
+                .map(|&(_, ty, index)| (ty, index))
+                .collect::<Vec<_>>()
+        );
+        let ids: Vec<FnId> = program.bodies().map(|(f, _, _)| f).collect();
+        let found = program.per_body(&label, &ids, |krate, instance, body| {
+            let inst = &krate.dump.instances[instance as usize];
+            let stores: Vec<Vec<BlockId>> = stores
+                .iter()
+                .map(|&(_, ty, index, stored_by)| {
                     if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
-                        continue;
+                        return Vec::new();
                     }
-                    for block in store_sites(&krate.dump, &body, ty, index) {
+                    store_sites(&krate.dump, body, ty, index)
+                })
+                .collect();
+            let borrowing: Vec<bool> = kept
+                .iter()
+                .map(|&(_, ty, index)| borrows_field(&krate.dump, body, ty, index))
+                .collect();
+            (stores, borrowing)
+        });
+        ids.into_iter()
+            .zip(found)
+            .filter_map(|(f, found)| {
+                let (stores_found, borrowing) = found?;
+                let mut covered = Vec::new();
+                for (&(d, ..), blocks) in stores.iter().zip(stores_found) {
+                    for block in blocks {
                         covered.push((block, d));
                     }
                 }
-                let borrowing: Vec<usize> = (0..kept.len())
-                    .filter(|&k| {
-                        let (_, ty, index) = kept[k];
-                        borrows_field(&krate.dump, &body, ty, index)
-                    })
+                let borrowing: Vec<usize> = borrowing
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b)
+                    .map(|(k, _)| k)
                     .collect();
                 Some((f, covered, borrowing))
             })
@@ -349,6 +373,28 @@ pub fn resolve(
         elided,
         not_last,
     })
+}
+
+/// The phase label of [`field_drops`]' results.
+const GLUE_FIELD_DROPS: &str = "invariants: drop glue field drops, v1";
+
+/// The field drops of a drop glue's body: its blocks that drop `(*_1).N`
+/// (the glue's argument is the `&mut T` being torn down), with `N`.
+fn field_drops(body: &kmir::Body) -> Vec<(BlockId, u32)> {
+    let mut out = Vec::new();
+    for (block, b) in body.blocks.iter().enumerate() {
+        let TerminatorKind::Drop { place, .. } = &b.terminator.kind else {
+            continue;
+        };
+        let [Projection::Deref, Projection::Field { index, .. }] = &place.projection[..] else {
+            continue;
+        };
+        if place.local != 1 {
+            continue;
+        }
+        out.push((block as BlockId, *index));
+    }
+    out
 }
 
 fn missing(d: usize, key: &str, path: &str) -> Problem {

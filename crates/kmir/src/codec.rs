@@ -175,6 +175,12 @@ pub fn write_file(dump: &CrateDump, path: &Path) -> std::io::Result<()> {
 
 /// Reads the fixed prefix and returns the payload slice.
 pub fn check_prefix(bytes: &[u8]) -> Result<&[u8], Problem> {
+    check_prefix_with(bytes, true)
+}
+
+/// [`check_prefix`], with the payload's CRC-32 checked only if `crc`
+/// (bytes known to be ones that passed it: `decode_lazy_indexed`).
+pub(crate) fn check_prefix_with(bytes: &[u8], crc: bool) -> Result<&[u8], Problem> {
     if bytes.is_empty() {
         return Err(Problem::Empty);
     }
@@ -221,6 +227,9 @@ pub fn check_prefix(bytes: &[u8]) -> Result<&[u8], Problem> {
         });
     }
     let payload = &bytes[PREFIX_LEN..];
+    if !crc {
+        return Ok(payload);
+    }
     let actual_crc = crc32fast::hash(payload);
     if actual_crc != expected_crc {
         return Err(Problem::Checksum {

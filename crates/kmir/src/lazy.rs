@@ -26,7 +26,7 @@ use bincode::de::{Decode, Decoder, DecoderImpl};
 use bincode::error::{AllowedEnumVariants, DecodeError};
 
 use crate::codec::{
-    LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix, config, describe,
+    LoadError, PREFIX_LEN, Problem, TrackingReader, check_prefix_with, config, describe,
 };
 use crate::model::*;
 use crate::validate::{Early, check_body, check_body_early, validate_with};
@@ -64,7 +64,7 @@ enum Source {
 }
 
 /// What is known of a body without decoding it again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct BodyFacts {
     /// `Body::arg_count`.
     pub arg_count: u32,
@@ -106,7 +106,34 @@ pub struct LazyDump {
     pub bodies: BodyTable,
 }
 
+/// What the load learns of a dump's bodies by decoding them: where each
+/// lies in the file, its CRC-32 and its [`BodyFacts`]. Kept (by the
+/// analyser's per-dump cache, under the hash of the file's bytes), it lets
+/// [`read_file_lazy_with`] load the same bytes again without decoding a
+/// single body.
+#[derive(Clone, Debug, Default, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub struct BodyIndex {
+    /// Per instance: the file range of its body, `None` without one.
+    pub ranges: Vec<Option<(u32, u32)>>,
+    pub facts: Vec<BodyFacts>,
+    pub crcs: Vec<u32>,
+}
+
 impl BodyTable {
+    /// The table's index: what [`read_file_lazy_with`] needs to load the
+    /// same file again without decoding its bodies.
+    pub fn index(&self) -> BodyIndex {
+        BodyIndex {
+            ranges: self
+                .ranges
+                .iter()
+                .map(|r| r.as_ref().map(|r| (r.start, r.end)))
+                .collect(),
+            facts: self.facts.clone(),
+            crcs: self.crcs.clone(),
+        }
+    }
+
     /// The number of instances the table describes (those of its dump).
     pub fn len(&self) -> usize {
         self.ranges.len()
@@ -270,7 +297,51 @@ fn decode_exactly<T: Decode<()>, const LIMIT: usize>(bytes: &[u8]) -> Result<T, 
 /// so the same errors), but returns the dump without its bodies and the
 /// table that decodes each of them alone.
 pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
-    let payload = check_prefix(&bytes)?;
+    decode_lazy_indexed(bytes, None)
+}
+
+/// [`decode_lazy`], or, given the [`BodyIndex`] of these very bytes (the
+/// caller has checked that they are the ones the index was made from:
+/// the analyser keys it by the hash of the whole file), the same dump
+/// without decoding or checking any body again: each body's bytes are
+/// stepped over by its range. Everything else is decoded and checked as
+/// [`decode_lazy`] does. An index that does not fit the bytes (a body
+/// where it says none is, or elsewhere) is an error, never a wrong dump.
+pub fn decode_lazy_indexed(bytes: Vec<u8>, index: Option<&BodyIndex>) -> Result<LazyDump, Problem> {
+    decode_lazy_owned(bytes, index).map_err(|(problem, _)| problem)
+}
+
+/// [`decode_lazy_indexed`], giving the bytes back with the problem.
+fn decode_lazy_owned(
+    bytes: Vec<u8>,
+    index: Option<&BodyIndex>,
+) -> Result<LazyDump, (Problem, Vec<u8>)> {
+    match decode_parts(&bytes, index) {
+        Ok((dump, ranges, facts, crcs)) => Ok(LazyDump {
+            dump,
+            bodies: BodyTable {
+                file_len: bytes.len(),
+                bytes: Source::Memory(Arc::new(bytes)),
+                ranges,
+                facts,
+                crcs,
+            },
+        }),
+        Err(problem) => Err((problem, bytes)),
+    }
+}
+
+/// The dump without its bodies, and the ranges, facts and checksums of
+/// its bodies.
+#[allow(clippy::type_complexity)]
+fn decode_parts(
+    bytes: &[u8],
+    index: Option<&BodyIndex>,
+) -> Result<(CrateDump, Vec<Option<Range<u32>>>, Vec<BodyFacts>, Vec<u32>), Problem> {
+    // Bytes an index was made from passed the checksum then (the caller
+    // matched them by a hash of the whole file): the prefix is checked,
+    // the payload's CRC-32 is not computed again.
+    let payload = check_prefix_with(bytes, index.is_none())?;
     if bytes.len() > u32::MAX as usize {
         return Err(Problem::Corrupt {
             offset: 0,
@@ -283,13 +354,13 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
     const MIB: usize = 1 << 20;
     let needed = payload.len().saturating_mul(4).saturating_add(64 * MIB);
     let decoded = if needed <= 128 * MIB {
-        decode_tracking::<{ 128 * MIB }>(payload)
+        decode_tracking::<{ 128 * MIB }>(payload, index)
     } else if needed <= 512 * MIB {
-        decode_tracking::<{ 512 * MIB }>(payload)
+        decode_tracking::<{ 512 * MIB }>(payload, index)
     } else if needed <= 2048 * MIB {
-        decode_tracking::<{ 2048 * MIB }>(payload)
+        decode_tracking::<{ 2048 * MIB }>(payload, index)
     } else {
-        decode_tracking::<{ 8192 * MIB }>(payload)
+        decode_tracking::<{ 8192 * MIB }>(payload, index)
     };
     let (dump, decoded) = decoded.map_err(|p| match p {
         Problem::Corrupt { offset, reason } => Problem::Corrupt {
@@ -301,6 +372,7 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
     // The checks `validate` makes, in its order: each body was checked as
     // it was decoded, against the type and file tables; the few that
     // refer to vtables were kept and are checked now, with the table.
+    // Bodies stepped over by an index were checked when it was made.
     let mut again = decoded.again.iter().peekable();
     validate_with(&dump, |c, i, _| {
         if let Some((_, body)) = again.next_if(|(k, _)| *k == i) {
@@ -312,6 +384,22 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
         }
     })
     .map_err(|reason| Problem::Invalid { reason })?;
+    if let Some(index) = index {
+        // The ranges were checked against the file as it was stepped
+        // through; the facts and checksums come with them.
+        if index.facts.len() != dump.instances.len() || index.crcs.len() != dump.instances.len() {
+            return Err(Problem::Corrupt {
+                offset: 0,
+                reason: "the body index does not describe this dump's instances".to_string(),
+            });
+        }
+        let ranges = index
+            .ranges
+            .iter()
+            .map(|r| r.map(|(start, end)| start..end))
+            .collect();
+        return Ok((dump, ranges, index.facts.clone(), index.crcs.clone()));
+    }
     let Decoded {
         ranges: payload_ranges,
         facts,
@@ -329,40 +417,84 @@ pub fn decode_lazy(bytes: Vec<u8>) -> Result<LazyDump, Problem> {
         .into_iter()
         .map(|r| r.map(|r| (r.start + PREFIX_LEN) as u32..(r.end + PREFIX_LEN) as u32))
         .collect();
-    Ok(LazyDump {
-        dump,
-        bodies: BodyTable {
-            file_len: bytes.len(),
-            bytes: Source::Memory(Arc::new(bytes)),
-            ranges,
-            facts,
-            crcs,
-        },
-    })
+    Ok((dump, ranges, facts, crcs))
 }
 
 /// Reads one dump file with its bodies left to decode on demand: read
 /// again from the file, which stays open, when one is decoded (on Unix;
 /// elsewhere, from the file's bytes kept in memory).
 pub fn read_file_lazy(path: &Path) -> Result<LazyDump, LoadError> {
+    read_file_lazy_with(path, |_| None).map(|(lazy, _)| lazy)
+}
+
+/// [`read_file_lazy`], asking `known` for the [`BodyIndex`] of the file's
+/// bytes (it sees them all, to hash them): with one, no body is decoded
+/// (`decode_lazy_indexed`). Also returns whether an index was used. An
+/// index that does not fit the bytes is dropped and the file decoded in
+/// full; `known` is then told why (`Err`), so that the caller can say so.
+pub fn read_file_lazy_with(
+    path: &Path,
+    known: impl FnOnce(&[u8]) -> Option<BodyIndex>,
+) -> Result<(LazyDump, Result<bool, Problem>), LoadError> {
+    read_file_lazy_into(path, &mut Vec::new(), known)
+}
+
+/// [`read_file_lazy_with`], reading the file into `buffer` (on Unix,
+/// where the bodies are read again from the open file, the bytes are not
+/// kept: a caller that loads many files reuses one buffer, and the memory
+/// of each is not mapped and cleared afresh).
+pub fn read_file_lazy_into(
+    path: &Path,
+    buffer: &mut Vec<u8>,
+    known: impl FnOnce(&[u8]) -> Option<BodyIndex>,
+) -> Result<(LazyDump, Result<bool, Problem>), LoadError> {
     use std::io::Read;
     let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io)?;
-    #[cfg_attr(not(unix), allow(unused_mut))]
-    let mut lazy = decode_lazy(bytes).map_err(|problem| LoadError::Bad {
+    let bad = |problem| LoadError::Bad {
         path: path.to_owned(),
         problem,
-    })?;
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    buffer.clear();
+    file.read_to_end(buffer).map_err(io)?;
+    let index = known(buffer);
     #[cfg(unix)]
     {
-        lazy.bodies.bytes = Source::File(Arc::new(file));
+        let (parts, used) = match index {
+            None => (decode_parts(buffer, None).map_err(bad)?, Ok(false)),
+            Some(index) => match decode_parts(buffer, Some(&index)) {
+                Ok(parts) => (parts, Ok(true)),
+                // The bytes decode without it, or fail as they would have.
+                Err(why) => (decode_parts(buffer, None).map_err(bad)?, Err(why)),
+            },
+        };
+        let (dump, ranges, facts, crcs) = parts;
+        let lazy = LazyDump {
+            dump,
+            bodies: BodyTable {
+                file_len: buffer.len(),
+                bytes: Source::File(Arc::new(file)),
+                ranges,
+                facts,
+                crcs,
+            },
+        };
+        Ok((lazy, used))
     }
-    Ok(lazy)
+    #[cfg(not(unix))]
+    {
+        let bytes = buffer.clone();
+        match index {
+            None => Ok((decode_lazy(bytes).map_err(bad)?, Ok(false))),
+            Some(index) => match decode_lazy_owned(bytes, Some(&index)) {
+                Ok(lazy) => Ok((lazy, Ok(true))),
+                Err((why, bytes)) => Ok((decode_lazy(bytes).map_err(bad)?, Err(why))),
+            },
+        }
+    }
 }
 
 /// What decoding the bodies found, besides the dump without them.
@@ -379,13 +511,16 @@ struct Decoded {
 
 /// The payload decoded as `CrateDump`'s derived `Decode` decodes it, field
 /// by field, with each body's payload range noted on the way.
-fn decode_tracking<const LIMIT: usize>(payload: &[u8]) -> Result<(CrateDump, Decoded), Problem> {
+fn decode_tracking<const LIMIT: usize>(
+    payload: &[u8],
+    index: Option<&BodyIndex>,
+) -> Result<(CrateDump, Decoded), Problem> {
     let reader = TrackingReader {
         data: payload,
         pos: 0,
     };
     let mut d = DecoderImpl::new(reader, config().with_limit::<LIMIT>(), ());
-    let result = decode_dump(&mut d);
+    let result = decode_dump(&mut d, index);
     let pos = d.reader().pos;
     match result {
         Ok(v) if pos == payload.len() => Ok(v),
@@ -402,6 +537,7 @@ fn decode_tracking<const LIMIT: usize>(payload: &[u8]) -> Result<(CrateDump, Dec
 
 fn decode_dump<'a, C>(
     d: &mut DecoderImpl<TrackingReader<'a>, C, ()>,
+    index: Option<&BodyIndex>,
 ) -> Result<(CrateDump, Decoded), DecodeError>
 where
     C: bincode::config::Config,
@@ -414,6 +550,13 @@ where
         .try_into()
         .map_err(|_| DecodeError::OutsideUsizeRange(n))?;
     d.claim_container_read::<Instance>(n)?;
+    if let Some(index) = index
+        && index.ranges.len() != n
+    {
+        return Err(DecodeError::Other(
+            "the body index does not describe this dump's instances",
+        ));
+    }
     let mut instances = Vec::with_capacity(n);
     let mut decoded = Decoded {
         ranges: Vec::with_capacity(n),
@@ -423,7 +566,8 @@ where
     };
     for i in 0..n {
         d.unclaim_bytes_read(std::mem::size_of::<Instance>());
-        let (inst, body) = decode_instance(d)?;
+        let skip = index.map(|index| index.ranges[i]);
+        let (inst, body) = decode_instance(d, skip)?;
         let (range, facts) = match body {
             None => (None, BodyFacts::default()),
             Some((range, body)) => {
@@ -471,6 +615,7 @@ where
 #[allow(clippy::type_complexity)]
 fn decode_instance<'a, C>(
     d: &mut DecoderImpl<TrackingReader<'a>, C, ()>,
+    skip: Option<Option<(u32, u32)>>,
 ) -> Result<(Instance, Option<(Range<usize>, Body)>), DecodeError>
 where
     C: bincode::config::Config,
@@ -487,14 +632,36 @@ where
     let inline = Inline::decode(d)?;
     let codegenned = bool::decode(d)?;
     // `Option<Body>`: a tag byte, then the body.
-    let body = match u8::decode(d)? {
-        0 => None,
-        1 => {
+    let body = match (u8::decode(d)?, skip) {
+        (0, None | Some(None)) => None,
+        // Known from the index: stepped over, not decoded. Its file range
+        // must start here (payload offsets are file offsets less the
+        // prefix) and end inside the payload.
+        (1, Some(Some((start, end)))) => {
+            let reader = d.reader();
+            let (start, end) = (start as usize, end as usize);
+            if start != reader.pos + PREFIX_LEN
+                || end < start
+                || end - PREFIX_LEN > reader.data.len()
+            {
+                return Err(DecodeError::Other(
+                    "the body index does not fit this dump's bytes",
+                ));
+            }
+            reader.pos = end - PREFIX_LEN;
+            None
+        }
+        (0 | 1, Some(_)) => {
+            return Err(DecodeError::Other(
+                "the body index does not fit this dump's bytes",
+            ));
+        }
+        (1, None) => {
             let start = d.reader().pos;
             let body = Body::decode(d)?;
             Some((start..d.reader().pos, body))
         }
-        found => {
+        (found, _) => {
             return Err(DecodeError::UnexpectedVariant {
                 type_name: std::any::type_name::<Option<Box<Body>>>(),
                 allowed: &AllowedEnumVariants::Range { min: 0, max: 1 },
@@ -626,6 +793,45 @@ mod tests {
             i.body = None;
         }
         assert_eq!(lazy.dump, without);
+    }
+
+    #[test]
+    fn an_index_steps_over_the_bodies_and_gives_the_same_dump() {
+        let bytes = crate::encode(&dump());
+        let full = decode_lazy(bytes.clone()).expect("decodes");
+        let index = full.bodies.index();
+        let indexed = decode_lazy_indexed(bytes.clone(), Some(&index)).expect("decodes");
+        assert_eq!(indexed.dump, full.dump);
+        assert_eq!(indexed.bodies.index(), index);
+        for i in 0..full.bodies.len() {
+            assert_eq!(
+                indexed.bodies.decode(i).expect("decodes"),
+                full.bodies.decode(i).expect("decodes")
+            );
+        }
+        // An index of other bytes: an error, never another dump.
+        let mut shifted = index.clone();
+        if let Some(Some(r)) = shifted.ranges.get_mut(0) {
+            r.0 += 1;
+        }
+        assert!(decode_lazy_indexed(bytes.clone(), Some(&shifted)).is_err());
+        let mut none = index.clone();
+        none.ranges[0] = None;
+        assert!(decode_lazy_indexed(bytes.clone(), Some(&none)).is_err());
+        let mut some = index.clone();
+        some.ranges[1] = Some((0, 0));
+        assert!(decode_lazy_indexed(bytes.clone(), Some(&some)).is_err());
+        let mut short = index.clone();
+        short.ranges.pop();
+        assert!(decode_lazy_indexed(bytes.clone(), Some(&short)).is_err());
+        let mut past = index.clone();
+        if let Some(Some(r)) = past.ranges.get_mut(2) {
+            r.1 = u32::MAX;
+        }
+        assert!(decode_lazy_indexed(bytes.clone(), Some(&past)).is_err());
+        let mut facts = index;
+        facts.facts.pop();
+        assert!(decode_lazy_indexed(bytes, Some(&facts)).is_err());
     }
 
     #[test]

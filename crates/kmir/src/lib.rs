@@ -16,7 +16,10 @@ pub use codec::{
     FORMAT_VERSION, LoadError, MAGIC, Problem, decode, decode_payload, encode, read_file,
     write_file,
 };
-pub use lazy::{BodyFacts, BodyTable, LazyDump, decode_lazy, read_file_lazy};
+pub use lazy::{
+    BodyFacts, BodyIndex, BodyTable, LazyDump, decode_lazy, decode_lazy_indexed, read_file_lazy,
+    read_file_lazy_into, read_file_lazy_with,
+};
 pub use model::*;
 pub use name::Name;
 pub use types::UNSAFE_CELLS;

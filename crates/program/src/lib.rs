@@ -15,6 +15,7 @@
 //!   stands for "code outside the program".
 
 mod link;
+pub mod memo;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ use std::path::PathBuf;
 
 pub use kmir::Name;
 pub use link::{LinkProblem, link};
+pub use memo::{Memo, PhaseResults};
 
 /// Index of a function; also its node index in [`Program::graph`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,6 +52,13 @@ pub struct LinkedCrate {
     pub modified: Option<std::time::SystemTime>,
     /// The bodies, when they are not in `dump` (decoded on demand).
     pub lazy: Option<LazyBodies>,
+    /// The hash of the file's bytes as they were loaded (xxh3-128), when
+    /// the loader computed it (the caches key a dump by it).
+    pub content_hash: Option<u128>,
+    /// The per-body results of the phases that walk every body, recalled
+    /// from and kept for the per-dump cache ([`memo`]); `None` when no
+    /// cache is used.
+    pub memo: Option<Memo>,
 }
 
 /// The encoded bodies of a crate loaded lazily, and the decoded ones kept
@@ -91,6 +100,8 @@ impl LinkedCrate {
             dump,
             modified,
             lazy: None,
+            content_hash: None,
+            memo: None,
         }
     }
 
@@ -112,7 +123,24 @@ impl LinkedCrate {
                 kept,
                 keep: std::sync::atomic::AtomicBool::new(false),
             }),
+            content_hash: None,
+            memo: None,
         }
+    }
+
+    /// The crate with the hash of its file's bytes and its memo (the
+    /// per-dump cache's).
+    pub fn with_cache(mut self, content_hash: u128, memo: Option<Memo>) -> LinkedCrate {
+        self.content_hash = Some(content_hash);
+        self.memo = memo;
+        self
+    }
+
+    /// The index of the crate's bodies in its file, when it is loaded
+    /// lazily (what the per-dump cache keeps to load it again without
+    /// decoding them).
+    pub fn body_index(&self) -> Option<kmir::BodyIndex> {
+        self.lazy.as_ref().map(|l| l.table.index())
     }
 
     /// Whether instance `instance` has a body.

@@ -566,107 +566,110 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
         }
     }
     // One pass over the bodies, in parallel: the functions each turns into
-    // pointers, and its call sites (those through fn pointers resolved
-    // below, once every address taken is known). Each body is decoded
-    // once for both.
-    let per_body: Vec<(Vec<FnId>, (FnId, FnSites))> = functions
-        .par_iter()
+    // pointers, and its call sites, by symbol (what a body says, whatever
+    // the other dumps hold: kept per dump by the per-dump cache, so an
+    // unchanged dump's bodies are not decoded). Each body is decoded once
+    // for both. The symbols are resolved below, on every run.
+    let with_body: Vec<FnId> = functions
+        .iter()
         .enumerate()
-        .filter_map(|(i, f)| {
+        .filter(|(_, f)| matches!(f.kind, FnKind::Body { .. }))
+        .map(|(i, _)| FnId(i as u32))
+        .collect();
+    let walked =
+        crate::memo::per_body(&crates, &functions, BODY_SITES, &with_body, |_, _, body| {
+            body_sites(body)
+        });
+    let per_body: Vec<(Vec<FnId>, (FnId, FnSites))> = with_body
+        .par_iter()
+        .zip(walked)
+        .filter_map(|(&caller, walked)| {
+            let walked = walked?;
+            let f = &functions[caller.index()];
             let FnKind::Body { krate, instance } = f.kind else {
                 return None;
             };
-            let mut out = FnSites::default();
-            let caller = FnId(i as u32);
             let inst = &crates[krate as usize].dump.instances[instance as usize];
-            let body = crates[krate as usize].body(instance)?;
-            let mut taken = Vec::new();
-            collect_address_taken(&body, &by_symbol, &mut taken);
-            for (bi, block) in body.blocks.iter().enumerate() {
-                let span = block.terminator.span;
-                let site = |kind| Edge {
+            let taken: Vec<FnId> = walked
+                .taken
+                .iter()
+                .filter_map(|s| by_symbol.get(s).copied())
+                .collect();
+            let mut out = FnSites::default();
+            for site in walked.sites {
+                let edge = |kind| Edge {
                     kind,
-                    block: bi as u32,
-                    span,
+                    block: site.block,
+                    span: site.span,
                 };
-                match &block.terminator.kind {
-                    TerminatorKind::Drop {
-                        glue: Some(glue), ..
-                    } => {
+                match site.kind {
+                    SiteKind::Drop { glue } => {
                         // The drop glue of `dyn Trait` drops `*self` through the
                         // vtable: it reaches the glue of every type the program
                         // makes a `Trait` object of.
-                        if *glue == inst.symbol
+                        if glue == inst.symbol
                             && let Some(principal) =
                                 dyn_principal(&crates[krate as usize].dump, inst)
                             && let Some(glues) = dyn_glues.get(principal)
                         {
                             for &t in glues {
-                                out.edges.push((Target::Fn(t), site(EdgeKind::Drop)));
+                                out.edges.push((Target::Fn(t), edge(EdgeKind::Drop)));
                             }
                             continue;
                         }
-                        if let Some(&t) = by_symbol.get(glue) {
-                            out.edges.push((Target::Fn(t), site(EdgeKind::Drop)));
+                        if let Some(&t) = by_symbol.get(&glue) {
+                            out.edges.push((Target::Fn(t), edge(EdgeKind::Drop)));
                         }
                     }
-                    TerminatorKind::Call { callee, args, .. } => match callee {
-                        Callee::Direct { symbol } => {
-                            out.stats.direct_sites += 1;
-                            match by_symbol.get(symbol) {
-                                Some(&t) => {
-                                    out.arities.push((t, args.len() as u32));
-                                    if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
-                                        out.stats.direct_to_body += 1;
-                                    } else {
-                                        out.stats.direct_to_external += 1;
-                                    }
-                                    out.edges.push((Target::Fn(t), site(EdgeKind::Call)));
+                    SiteKind::Direct { symbol, args } => {
+                        out.stats.direct_sites += 1;
+                        match by_symbol.get(&symbol) {
+                            Some(&t) => {
+                                out.arities.push((t, args));
+                                if matches!(functions[t.index()].kind, FnKind::Body { .. }) {
+                                    out.stats.direct_to_body += 1;
+                                } else {
+                                    out.stats.direct_to_external += 1;
                                 }
-                                None => out.stats.direct_unresolved.push((
-                                    f.name.to_string(),
-                                    format!("symbol `{symbol}` is in no dump"),
-                                )),
+                                out.edges.push((Target::Fn(t), edge(EdgeKind::Call)));
                             }
+                            None => out.stats.direct_unresolved.push((
+                                f.name.to_string(),
+                                format!("symbol `{symbol}` is in no dump"),
+                            )),
                         }
-                        Callee::Unresolved { path } => out.stats.direct_unresolved.push((
-                            f.name.to_string(),
-                            format!("the compiler could not resolve `{path}`"),
-                        )),
-                        Callee::Intrinsic { .. } => out.stats.intrinsic_sites += 1,
-                        Callee::Virtual {
-                            trait_method, slot, ..
-                        } => {
-                            out.stats.virtual_sites += 1;
-                            let targets = vtable_slots.get(&(trait_method.as_str(), *slot));
-                            match targets {
-                                Some(ts) if !ts.is_empty() => {
-                                    if ts.len() > 1 {
-                                        out.stats.ambiguous_indirect += 1;
-                                    }
-                                    for &t in ts {
-                                        out.edges.push((Target::Fn(t), site(EdgeKind::Virtual)));
-                                    }
+                    }
+                    SiteKind::Unresolved { path } => out.stats.direct_unresolved.push((
+                        f.name.to_string(),
+                        format!("the compiler could not resolve `{path}`"),
+                    )),
+                    SiteKind::Intrinsic => out.stats.intrinsic_sites += 1,
+                    SiteKind::Virtual { trait_method, slot } => {
+                        out.stats.virtual_sites += 1;
+                        let targets = vtable_slots.get(&(trait_method.as_str(), slot));
+                        match targets {
+                            Some(ts) if !ts.is_empty() => {
+                                if ts.len() > 1 {
+                                    out.stats.ambiguous_indirect += 1;
                                 }
-                                _ => {
-                                    out.stats.unresolved_indirect += 1;
-                                    let key = IndirectKey::Virtual {
-                                        trait_method: trait_method.clone(),
-                                        slot: *slot,
-                                    };
-                                    out.edges
-                                        .push((Target::Unknown(key), site(EdgeKind::Virtual)));
+                                for &t in ts {
+                                    out.edges.push((Target::Fn(t), edge(EdgeKind::Virtual)));
                                 }
                             }
+                            _ => {
+                                out.stats.unresolved_indirect += 1;
+                                let key = IndirectKey::Virtual { trait_method, slot };
+                                out.edges
+                                    .push((Target::Unknown(key), edge(EdgeKind::Virtual)));
+                            }
                         }
-                        Callee::Indirect { sig, .. } => {
-                            out.stats.indirect_sites += 1;
-                            // Resolved once every address taken is known.
-                            out.edges
-                                .push((Target::Indirect(sig.clone()), site(EdgeKind::Indirect)));
-                        }
-                    },
-                    _ => {}
+                    }
+                    SiteKind::Indirect { sig } => {
+                        out.stats.indirect_sites += 1;
+                        // Resolved once every address taken is known.
+                        out.edges
+                            .push((Target::Indirect(sig), edge(EdgeKind::Indirect)));
+                    }
                 }
             }
             Some((taken, (caller, out)))
@@ -798,6 +801,86 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     )
 }
 
+/// The phase label of the link's per-body results ([`BodySites`]).
+const BODY_SITES: &str = "link: body sites, v1";
+
+/// What the link reads of one body, by symbol: the functions it turns
+/// into pointers and its call and drop sites in block order. A function of
+/// the body alone (kept per dump by the per-dump cache).
+#[derive(bincode::Encode, bincode::Decode)]
+struct BodySites {
+    taken: Vec<Name>,
+    sites: Vec<Site>,
+}
+
+#[derive(bincode::Encode, bincode::Decode)]
+struct Site {
+    block: u32,
+    /// The terminator's span.
+    span: kmir::Span,
+    kind: SiteKind,
+}
+
+#[derive(bincode::Encode, bincode::Decode)]
+enum SiteKind {
+    /// A drop of a type with drop glue.
+    Drop {
+        glue: Name,
+    },
+    /// A call of a known instance, with its number of arguments.
+    Direct {
+        symbol: Name,
+        args: u32,
+    },
+    Unresolved {
+        path: Name,
+    },
+    Intrinsic,
+    Virtual {
+        trait_method: Name,
+        slot: u32,
+    },
+    Indirect {
+        sig: Name,
+    },
+}
+
+/// A body's [`BodySites`].
+fn body_sites(body: &kmir::Body) -> BodySites {
+    let mut taken = Vec::new();
+    collect_address_taken(body, &mut taken);
+    let mut sites = Vec::new();
+    for (bi, block) in body.blocks.iter().enumerate() {
+        let kind = match &block.terminator.kind {
+            TerminatorKind::Drop {
+                glue: Some(glue), ..
+            } => SiteKind::Drop { glue: glue.clone() },
+            TerminatorKind::Call { callee, args, .. } => match callee {
+                Callee::Direct { symbol } => SiteKind::Direct {
+                    symbol: symbol.clone(),
+                    args: args.len() as u32,
+                },
+                Callee::Unresolved { path } => SiteKind::Unresolved { path: path.clone() },
+                Callee::Intrinsic { .. } => SiteKind::Intrinsic,
+                Callee::Virtual {
+                    trait_method, slot, ..
+                } => SiteKind::Virtual {
+                    trait_method: trait_method.clone(),
+                    slot: *slot,
+                },
+                Callee::Indirect { sig, .. } => SiteKind::Indirect { sig: sig.clone() },
+            },
+            _ => continue,
+        };
+        sites.push(Site {
+            block: bi as u32,
+            span: block.terminator.span,
+            kind,
+        });
+    }
+    BodySites { taken, sites }
+}
+
 /// The target of a call site before the link names the `Unknown`
 /// functions standing for what no function of the program matches.
 enum Target {
@@ -832,16 +915,11 @@ impl LinkStats {
 }
 
 /// Functions a body turns into pointers: reified fn items and closures,
-/// and code pointers inside constants and inline asm operands.
-fn collect_address_taken(body: &kmir::Body, by_symbol: &HashMap<Name, FnId>, out: &mut Vec<FnId>) {
-    let mut add = |s: &str| {
-        if let Some(&id) = by_symbol.get(s) {
-            out.push(id);
-        }
-    };
+/// and code pointers inside constants and inline asm operands, by symbol.
+fn collect_address_taken(body: &kmir::Body, out: &mut Vec<Name>) {
     for (c, _) in body.constants() {
         if let ConstValue::Memory(m) = &c.value {
-            m.fn_ptrs.iter().for_each(|f| add(f));
+            out.extend(m.fn_ptrs.iter().cloned());
         }
     }
     for block in &body.blocks {
@@ -853,11 +931,11 @@ fn collect_address_taken(body: &kmir::Body, by_symbol: &HashMap<Name, FnId>, out
                     ..
                 } = &**rvalue
             {
-                add(symbol);
+                out.push(symbol.clone());
             }
         }
         if let TerminatorKind::InlineAsm { fn_ptrs, .. } = &block.terminator.kind {
-            fn_ptrs.iter().for_each(|f| add(f));
+            out.extend(fn_ptrs.iter().cloned());
         }
     }
 }

@@ -52,6 +52,7 @@ impl Fingerprint {
 
 /// The hash of a whole file.
 fn file_hash(path: &std::path::Path) -> std::io::Result<u128> {
+    // The same hash as `XxHash3_128::oneshot` of the whole file.
     let mut file = std::fs::File::open(path)?;
     let mut hasher = XxHash3_128::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -72,14 +73,7 @@ fn file_hash(path: &std::path::Path) -> std::io::Result<u128> {
 /// traits the program has vtables for (whether dropping a `dyn Trait` is
 /// analysed through its glues depends on it).
 fn global(program: &Program, settings: &Fingerprint) -> Result<u128, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot locate the kanalyze executable: {e}"))?;
-    let build = file_hash(&exe).map_err(|e| {
-        format!(
-            "cannot read the kanalyze executable `{}`: {e}",
-            exe.display()
-        )
-    })?;
+    let build = build_hash()?;
     let mut h = Fingerprint::new();
     h.u32(FORMAT_VERSION);
     h.add("version", env!("CARGO_PKG_VERSION").as_bytes());
@@ -110,7 +104,27 @@ fn global(program: &Program, settings: &Fingerprint) -> Result<u128, String> {
     Ok(h.finish())
 }
 
-/// The hash of each linked dump's file, checked against the time it was
+/// The hash of the analyser's executable (its build: the built-in spec,
+/// the analysis and its limits are in it), computed once per process.
+pub(crate) fn build_hash() -> Result<u128, String> {
+    static BUILD: std::sync::OnceLock<Result<u128, String>> = std::sync::OnceLock::new();
+    BUILD
+        .get_or_init(|| {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot locate the kanalyze executable: {e}"))?;
+            file_hash(&exe).map_err(|e| {
+                format!(
+                    "cannot read the kanalyze executable `{}`: {e}",
+                    exe.display()
+                )
+            })
+        })
+        .clone()
+}
+
+/// The hash of each linked dump's file: the hash of the bytes loaded,
+/// where the loader computed it (the bytes the program holds, whatever
+/// happened to the file since), else the file's, checked against the time it was
 /// last written when it was loaded: a dump rewritten since is not what the
 /// program holds.
 fn dump_hashes(program: &Program) -> Result<Vec<u128>, String> {
@@ -118,6 +132,9 @@ fn dump_hashes(program: &Program) -> Result<Vec<u128>, String> {
         .crates
         .par_iter()
         .map(|c| {
+            if let Some(hash) = c.content_hash {
+                return Ok(hash);
+            }
             let modified = std::fs::metadata(&c.path).and_then(|m| m.modified()).ok();
             if modified.is_none() || modified != c.modified {
                 return Err(format!(

@@ -26,6 +26,7 @@
 //! renamed, so a reader sees an old pack or a new one, never a torn one.
 //! At most [`MAX_PACKS`] packs are kept, the least recently used go.
 
+pub mod dumps;
 mod keys;
 mod pack;
 
@@ -39,6 +40,7 @@ use analysis::{ComponentResults, Events, Summary};
 use program::{FnId, Program};
 use solver::Schedule;
 
+pub use dumps::{DumpCache, DumpFigures, content_hash};
 pub use keys::Fingerprint;
 pub use pack::{FORMAT_VERSION, MAX_PACKS};
 
@@ -91,6 +93,23 @@ pub struct Cache<'p> {
     warnings: Vec<String>,
 }
 
+/// The pack of a program, read (and checked) on a thread of its own from
+/// the start of a run, so that reading it overlaps the load and the link.
+pub struct Prefetch {
+    path: PathBuf,
+    read: std::thread::JoinHandle<Result<Option<pack::Pack>, String>>,
+}
+
+/// Starts reading the pack of the program read from `inputs` in `dir`.
+pub fn prefetch(dir: &Path, inputs: &[PathBuf]) -> Prefetch {
+    let path = dir.join(pack::file_name(inputs));
+    let at = path.clone();
+    Prefetch {
+        path,
+        read: std::thread::spawn(move || pack::read(&at)),
+    }
+}
+
 impl<'p> Cache<'p> {
     /// Opens the cache in `dir` for `program` (read from `inputs`, the
     /// paths given on the command line) solved in `schedule`'s order.
@@ -106,6 +125,20 @@ impl<'p> Cache<'p> {
         settings: &Fingerprint,
         warnings: &mut Vec<String>,
     ) -> Option<Cache<'p>> {
+        Cache::open_prefetched(dir, inputs, program, schedule, settings, warnings, None)
+    }
+
+    /// [`Cache::open`], with the pack read by `prefetch` if given (for the
+    /// same `dir` and `inputs`).
+    pub fn open_prefetched(
+        dir: &Path,
+        inputs: &[PathBuf],
+        program: &'p Program,
+        schedule: &'p Schedule,
+        settings: &Fingerprint,
+        warnings: &mut Vec<String>,
+        prefetch: Option<Prefetch>,
+    ) -> Option<Cache<'p>> {
         let t = Instant::now();
         let keys = match keys::component_keys(program, schedule, settings) {
             Ok(k) => k,
@@ -117,7 +150,14 @@ impl<'p> Cache<'p> {
         let keys_time = t.elapsed();
         let t = Instant::now();
         let pack_path = dir.join(pack::file_name(inputs));
-        let old = match pack::read(&pack_path) {
+        let read = match prefetch {
+            Some(p) if p.path == pack_path => p
+                .read
+                .join()
+                .unwrap_or_else(|_| Err("the thread reading it failed".to_string())),
+            _ => pack::read(&pack_path),
+        };
+        let old = match read {
             Ok(p) => p.unwrap_or_default(),
             Err(why) => {
                 warnings.push(format!(
