@@ -120,7 +120,7 @@ pub(crate) fn analyze_function(
     let (mut summary, mut events, body_effects) = runs.finish(split.as_ref(), ret_field);
     if let Some(o) = &origins {
         summary.writes = Some(o.writes.summary());
-        summary.ret_points = Some(o.writes.returned());
+        summary.ret_points = o.writes.returned();
     }
     summary.ret_from = origins.and_then(|o| o.returned());
     // The spec knows what the body cannot show: the list's pointer

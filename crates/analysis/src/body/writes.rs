@@ -269,6 +269,8 @@ impl Guards {
 
 /// Where one body may write, and where its locals' pointers may point.
 pub struct Writes {
+    /// The scan did not settle: where pointers point is not known.
+    gave_up: bool,
     /// Locals whose type holds no pointer: nothing to track.
     scalar: Vec<bool>,
     targets: Vec<Set>,
@@ -334,6 +336,7 @@ impl Writes {
             })
             .collect();
         let mut w = Writes {
+            gave_up: false,
             scalar,
             targets: vec![Set::new(); body.locals.len()],
             written: Default::default(),
@@ -359,6 +362,7 @@ impl Writes {
         for round in 0.. {
             if round == MAX_ROUNDS {
                 // Give up: anything the arguments and guards reach.
+                w.gave_up = true;
                 for k in 0..body.arg_count {
                     w.written
                         .entry(Target {
@@ -697,13 +701,16 @@ impl Writes {
         out.into_iter().collect()
     }
 
-    /// The summary's `ret_points`.
-    pub fn returned(&self) -> Vec<(u32, FieldPath)> {
+    /// The summary's `ret_points`; `None` when the scan gave up.
+    pub fn returned(&self) -> Option<Vec<(u32, FieldPath)>> {
+        if self.gave_up {
+            return None;
+        }
         let mut out = BTreeSet::new();
         for t in self.targets.first().into_iter().flatten() {
             self.in_arg_terms(t, &mut out);
         }
-        out.into_iter().collect()
+        Some(out.into_iter().collect())
     }
 
     fn in_arg_terms(&self, t: &Target, out: &mut BTreeSet<(u32, FieldPath)>) {
