@@ -36,8 +36,14 @@ use program::{PhaseResults, Program};
 use rayon::prelude::*;
 use twox_hash::XxHash3_128;
 
-const MAGIC: &[u8; 16] = b"kanalyze-dump-fx";
-const HEADER: usize = 44;
+use crate::framed::{Frame, decode_bounded};
+
+const FRAME: Frame = Frame {
+    magic: b"kanalyze-dump-fx",
+    version: DUMP_FORMAT_VERSION,
+    what: "a kanalyze per-dump cache entry",
+    format: "per-dump cache format",
+};
 const EXTENSION: &str = "kdump";
 
 /// The version of the entry format: bumped whenever `Entry` or anything
@@ -351,59 +357,15 @@ impl DumpCache {
     }
 }
 
-/// The header of a payload of `len` bytes hashing to `hash`.
-fn header(len: u64, hash: u128) -> Vec<u8> {
-    let mut header = Vec::with_capacity(HEADER);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&DUMP_FORMAT_VERSION.to_le_bytes());
-    header.extend_from_slice(&len.to_le_bytes());
-    header.extend_from_slice(&hash.to_le_bytes());
-    header
-}
-
 fn encode(entry: &Entry) -> Result<Vec<u8>, String> {
     let payload = bincode::encode_to_vec(entry, bincode::config::standard())
         .map_err(|e| format!("cannot encode it: {e}"))?;
-    let mut out = header(payload.len() as u64, XxHash3_128::oneshot(&payload));
-    out.extend_from_slice(&payload);
-    Ok(out)
+    Ok(FRAME.wrap(&payload))
 }
 
 fn decode(bytes: &[u8]) -> Result<Entry, String> {
-    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
-        return Err("not a kanalyze per-dump cache entry".into());
-    }
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
-    let version = u32_at(16);
-    if version != DUMP_FORMAT_VERSION {
-        return Err(format!(
-            "written in per-dump cache format {version}, this kanalyze reads format {DUMP_FORMAT_VERSION}"
-        ));
-    }
-    let len = u64::from_le_bytes(bytes[20..28].try_into().unwrap_or_default());
-    let hash = u128::from_le_bytes(bytes[28..44].try_into().unwrap_or_default());
-    let payload = &bytes[HEADER..];
-    if payload.len() as u64 != len {
-        return Err(format!(
-            "truncated or extended: {} payload byte(s), the header says {len}",
-            payload.len()
-        ));
-    }
-    if XxHash3_128::oneshot(payload) != hash {
-        return Err("its checksum does not match its contents".into());
-    }
-    // No container holds more than 32 bytes of memory per byte of file.
-    let need = payload.len().saturating_mul(32);
-    let standard = bincode::config::standard();
-    let decoded = if need <= 1 << 24 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 24 }>())
-    } else if need <= 1 << 28 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 28 }>())
-    } else if need <= 1 << 32 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 32 }>())
-    } else {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 36 }>())
-    };
+    let payload = FRAME.payload(bytes)?;
+    let decoded = decode_bounded::<Entry>(payload);
     match decoded {
         Ok((entry, n)) if n == payload.len() => Ok(entry),
         Ok(_) => Err("trailing bytes after its contents".into()),
@@ -549,7 +511,7 @@ mod tests {
             (
                 {
                     let payload = vec![0xff; 12];
-                    let mut b = header(12, XxHash3_128::oneshot(&payload));
+                    let mut b = FRAME.header(12, XxHash3_128::oneshot(&payload));
                     b.extend_from_slice(&payload);
                     b
                 },

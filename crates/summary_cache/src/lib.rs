@@ -27,6 +27,7 @@
 //! At most [`MAX_PACKS`] packs are kept, the least recently used go.
 
 pub mod dumps;
+mod framed;
 mod keys;
 mod pack;
 

@@ -1,21 +1,20 @@
 //! The pack file: one run's components, checked before it is trusted.
-//!
-//! ```text
-//! offset  size  field
-//!      0    16  magic `kanalyze-summary`
-//!     16     4  format version (u32 LE)
-//!     20     8  payload length (u64 LE)
-//!     28    16  payload hash (xxh3-128, LE)
-//!     44     …  payload: `Pack`, bincode 2 standard configuration
-//! ```
+//! Framed as [`crate::framed`] says, magic `kanalyze-summary`, payload
+//! `Pack`.
 
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use twox_hash::XxHash3_128;
 
-const MAGIC: &[u8; 16] = b"kanalyze-summary";
-const HEADER: usize = 44;
+use crate::framed::{Frame, HEADER, decode_bounded};
+
+const FRAME: Frame = Frame {
+    magic: b"kanalyze-summary",
+    version: FORMAT_VERSION,
+    what: "a kanalyze summary cache",
+    format: "cache format",
+};
 
 /// The version of the pack format and of what it stores: bumped whenever
 /// the layout of `Summary`, `Events` or anything they hold changes (the
@@ -72,29 +71,8 @@ pub(crate) fn read(path: &Path) -> Result<Option<Pack>, String> {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Pack, String> {
-    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
-        return Err("not a kanalyze summary cache".into());
-    }
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default());
-    let version = u32_at(16);
-    if version != FORMAT_VERSION {
-        return Err(format!(
-            "written in cache format {version}, this kanalyze reads format {FORMAT_VERSION}"
-        ));
-    }
-    let len = u64::from_le_bytes(bytes[20..28].try_into().unwrap_or_default());
-    let hash = u128::from_le_bytes(bytes[28..44].try_into().unwrap_or_default());
-    let payload = &bytes[HEADER..];
-    if payload.len() as u64 != len {
-        return Err(format!(
-            "truncated or extended: {} payload byte(s), the header says {len}",
-            payload.len()
-        ));
-    }
-    if XxHash3_128::oneshot(payload) != hash {
-        return Err("its checksum does not match its contents".into());
-    }
-    match decode_bounded(payload) {
+    let payload = FRAME.payload(bytes)?;
+    match decode_bounded::<Pack>(payload) {
         Ok((pack, n)) if n == payload.len() => {
             let symbols = pack.symbols.len();
             if pack
@@ -116,20 +94,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Pack, String> {
 /// size: no container holds more than 32 bytes of memory per byte of file
 /// (a `String` is 24 bytes and at least one on the wire). bincode's limit
 /// is a type-level constant, hence the buckets.
-fn decode_bounded(payload: &[u8]) -> Result<(Pack, usize), bincode::error::DecodeError> {
-    let need = payload.len().saturating_mul(32);
-    let standard = bincode::config::standard();
-    if need <= 1 << 24 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 24 }>())
-    } else if need <= 1 << 28 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 28 }>())
-    } else if need <= 1 << 32 {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 32 }>())
-    } else {
-        bincode::decode_from_slice(payload, standard.with_limit::<{ 1 << 36 }>())
-    }
-}
-
 /// What [`write`] writes: [`Pack`]'s layout, with the entries' bytes
 /// borrowed (from the previous pack or this run's results).
 #[derive(bincode::Encode)]
@@ -145,24 +109,12 @@ pub(crate) struct EntryRef<'a> {
     pub bytes: &'a [u8],
 }
 
-/// The header of a payload of `len` bytes hashing to `hash`.
-fn header(len: u64, hash: u128) -> Vec<u8> {
-    let mut header = Vec::with_capacity(HEADER);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    header.extend_from_slice(&len.to_le_bytes());
-    header.extend_from_slice(&hash.to_le_bytes());
-    header
-}
-
 /// A whole pack file's bytes.
 #[cfg(test)]
 pub(crate) fn encode(pack: &impl bincode::Encode) -> Result<Vec<u8>, String> {
     let payload = bincode::encode_to_vec(pack, bincode::config::standard())
         .map_err(|e| format!("cannot encode it: {e}"))?;
-    let mut out = header(payload.len() as u64, XxHash3_128::oneshot(&payload));
-    out.extend_from_slice(&payload);
-    Ok(out)
+    Ok(FRAME.wrap(&payload))
 }
 
 /// Passes what is written on to a file, hashing and counting it.
@@ -211,7 +163,7 @@ pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Res
         let (len, hash) = (out.len, out.hasher.finish_128());
         drop(out);
         file.seek(std::io::SeekFrom::Start(0))
-            .and_then(|_| file.write_all(&header(len, hash)))
+            .and_then(|_| file.write_all(&FRAME.header(len, hash)))
             .map_err(|e| e.to_string())?;
         // Not synced: a pack a crash leaves short or empty fails its
         // length or checksum, and costs a cold run, never a result.
