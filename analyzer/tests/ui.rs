@@ -94,6 +94,8 @@ ui!(
     identity,
     fp_guarded_container,
     guarded_container,
+    fp_guard_data_facts,
+    guard_data_facts,
     callbacks,
     dyn_drop,
     limits_heap_fields,

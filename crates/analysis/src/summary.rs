@@ -35,6 +35,11 @@ pub struct FieldPath {
     /// The way to the place goes through an `UnsafeCell` (interior
     /// mutability): a write there changes only memory inside that cell.
     interior: bool,
+    /// The way to the place goes through a counted handle to a shared
+    /// object (a sharing clone, `Arc::clone`): the place is in that
+    /// object's own allocation, never in the memory of a lock's data that
+    /// held the handle (that data is written only through its guard).
+    handle: bool,
     steps: [u16; FieldPath::MAX],
 }
 
@@ -46,6 +51,7 @@ impl FieldPath {
         len: 0,
         exact: true,
         interior: false,
+        handle: false,
         steps: [0; FieldPath::MAX],
     };
     /// Anywhere in what the argument reaches.
@@ -53,6 +59,7 @@ impl FieldPath {
         len: 0,
         exact: false,
         interior: false,
+        handle: false,
         steps: [0; FieldPath::MAX],
     };
     /// A variant marker among the steps (a field of a variant is numbered
@@ -70,6 +77,18 @@ impl FieldPath {
     /// The same place, reached through an `UnsafeCell`.
     pub fn cell(mut self) -> FieldPath {
         self.interior = true;
+        self
+    }
+
+    pub fn through_handle(&self) -> bool {
+        self.handle
+    }
+
+    /// Somewhere in the object a counted handle at this place refers to
+    /// (what a sharing clone of it points to).
+    pub fn handle(mut self) -> FieldPath {
+        self.handle = true;
+        self.exact = false;
         self
     }
 
@@ -117,6 +136,7 @@ impl FieldPath {
     pub fn then(self, other: FieldPath) -> FieldPath {
         let mut out = self;
         out.interior |= other.interior;
+        out.handle |= other.handle;
         if !out.exact {
             return out;
         }
@@ -147,6 +167,9 @@ impl FieldPath {
         }
         if self.interior {
             s.push_str(" (inside a cell)");
+        }
+        if self.handle {
+            s.push_str(" (in an object a handle there refers to)");
         }
         s
     }

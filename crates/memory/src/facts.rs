@@ -15,6 +15,15 @@
 //! then forgets them, so no fact ever outlives the value it describes.
 //! Memory behind pointers and locals whose address escapes (`&mut`, raw
 //! pointers) are forgotten at every call and every write through a pointer.
+//!
+//! The data of a lock a guard local holds is named by a pseudo-local of its
+//! own ([`guard_data`]): every pointer a view of the guard returns
+//! (`DerefMut::deref_mut(&mut guard)`) is set to point at it
+//! ([`Facts::set_view`]), so that two views of one guard read and write one
+//! key, and a fact outlives the temporary that held the first view. Such
+//! facts are memory like any other (forgotten at a call or a write through a
+//! pointer); the body analysis keeps them across a call that cannot write
+//! the data (see `body::guard_data`).
 
 use std::collections::BTreeMap;
 
@@ -36,6 +45,20 @@ pub enum ProjKey {
     Deref,
     Field(u32),
     Downcast(u32),
+}
+
+/// The first pseudo-local that names a guard's data (see [`guard_data`]).
+const GUARD_DATA_BASE: LocalId = 0xC000_0000;
+
+/// The pseudo-local naming the data of the lock guard local `g` holds:
+/// what its `Deref`/`DerefMut` return, whichever call returned it.
+pub fn guard_data(g: LocalId) -> LocalId {
+    GUARD_DATA_BASE.saturating_add(g).min(crate::ENTRY_ARG0 - 1)
+}
+
+/// Whether `local` is a pseudo-local naming a guard's data.
+pub fn is_guard_data(local: LocalId) -> bool {
+    (GUARD_DATA_BASE..crate::ENTRY_ARG0).contains(&local)
 }
 
 impl PlaceKey {
@@ -71,6 +94,12 @@ impl PlaceKey {
 
     fn has_deref(&self) -> bool {
         self.proj.contains(&ProjKey::Deref)
+    }
+
+    /// Memory that calls and writes through pointers may change: behind a
+    /// pointer, or in a lock's data.
+    fn is_memory(&self) -> bool {
+        self.has_deref() || is_guard_data(self.local)
     }
 
     pub fn starts_with(&self, prefix: &PlaceKey) -> bool {
@@ -488,17 +517,31 @@ impl Facts {
     /// have changed (a call, a write through a pointer).
     pub fn forget_memory(&mut self, escaped: &[LocalId]) {
         // Facts about memory behind pointers, and aliases that read it.
+        self.forget_matching(PlaceKey::is_memory);
+        // A local whose address escaped keeps the pointers stored in it: a
+        // guard lent out by `&mut` (`guard.get()`, `CondVar::wait(&mut g)`)
+        // still points to its lock afterwards. Code that changes which lock
+        // a guard refers to through a `&mut` does not exist in practice; the
+        // value facts (drop flags, variants) are forgotten as before.
+        for &l in escaped {
+            self.forget_but(&PlaceKey::local(l), true);
+        }
+    }
+
+    /// Forgets every fact about a place `which` says may have changed, and
+    /// aliases' reads of it.
+    fn forget_matching(&mut self, which: fn(&PlaceKey) -> bool) {
         let mut behind: Vec<PlaceKey> = self
             .known
             .keys()
-            .filter(|(k, _)| k.has_deref())
+            .filter(|(k, _)| which(k))
             .map(|(k, _)| k.clone())
             .collect();
-        behind.extend(self.addrs.keys().filter(|k| k.has_deref()).cloned());
-        behind.extend(self.holds.keys().filter(|k| k.has_deref()).cloned());
+        behind.extend(self.addrs.keys().filter(|k| which(k)).cloned());
+        behind.extend(self.holds.keys().filter(|k| which(k)).cloned());
         behind.extend(self.vals.values().filter_map(|v| match v {
             Val::Copy(k) | Val::Discr(k) | Val::Variant(k) | Val::Cmp { key: k, .. }
-                if k.has_deref() =>
+                if which(k) =>
             {
                 Some(k.clone())
             }
@@ -509,14 +552,20 @@ impl Facts {
         for k in behind {
             self.forget(&k);
         }
-        // A local whose address escaped keeps the pointers stored in it: a
-        // guard lent out by `&mut` (`guard.get()`, `CondVar::wait(&mut g)`)
-        // still points to its lock afterwards. Code that changes which lock
-        // a guard refers to through a `&mut` does not exist in practice; the
-        // value facts (drop flags, variants) are forgotten as before.
-        for &l in escaped {
-            self.forget_but(&PlaceKey::local(l), true);
-        }
+    }
+
+    /// Local `local` (just written) points at the data of the lock guard
+    /// local `g` holds: it is what a view of the guard returned.
+    pub fn set_view(&mut self, local: LocalId, g: LocalId) {
+        self.vals
+            .insert(local, Val::Ref(PlaceKey::local(guard_data(g))));
+    }
+
+    /// The guard local `g` no longer holds its lock as it did (released,
+    /// moved, lent to something that may release it): nothing is known
+    /// about the data any more.
+    pub fn forget_guard_data(&mut self, g: LocalId) {
+        self.forget(&PlaceKey::local(guard_data(g)));
     }
 
     /// The place at `key` (possibly behind a pointer) gets a value nothing
@@ -532,6 +581,13 @@ impl Facts {
     pub fn write_unknown(&mut self, place: &Place, escaped: &[LocalId]) {
         match PlaceKey::of(place) {
             Some(key) if !key.has_deref() => self.forget(&self.normalize(&key)),
+            // A place in a lock's data, through a view of its guard: that
+            // place changes, and what other pointers may reach.
+            Some(key) if is_guard_data(self.normalize(&key).local) => {
+                let key = self.normalize(&key);
+                self.forget_matching(PlaceKey::has_deref);
+                self.forget(&key);
+            }
             _ => self.forget_memory(escaped),
         }
     }
@@ -547,6 +603,9 @@ impl Facts {
         if key.has_deref() {
             // Another pointer may alias it: everything behind pointers goes.
             self.forget_memory(escaped);
+        } else if is_guard_data(key.local) {
+            // A pointer the facts do not follow may point into the data.
+            self.forget_matching(PlaceKey::has_deref);
         }
         self.forget(&key);
         Some(key)
@@ -1033,5 +1092,124 @@ mod is_none_tests {
         f.write_unknown(&l(2), &[]);
         let r = f.resolve(&PlaceKey::local(0), Aspect::Value);
         assert_eq!(f.value_of(&r), Some(Known::Is(1)), "{f:?}");
+    }
+}
+
+#[cfg(test)]
+mod guard_data_tests {
+    use super::*;
+
+    fn place(local: LocalId, proj: Vec<Projection>) -> Place {
+        Place {
+            local,
+            projection: proj.into_boxed_slice(),
+        }
+    }
+
+    fn field(i: u32) -> Projection {
+        Projection::Field {
+            index: i,
+            ty: 0 as kmir::TyId,
+        }
+    }
+
+    fn data(g: LocalId, proj: Vec<ProjKey>) -> PlaceKey {
+        PlaceKey {
+            local: guard_data(g),
+            proj,
+        }
+    }
+
+    /// Two views of one guard name one place: a fact learnt through the
+    /// first is read through the second, after the first is dead.
+    #[test]
+    fn views_of_one_guard_share_their_facts() {
+        let mut f = Facts::default();
+        f.set_view(9, 4);
+        let through_first = PlaceKey::of(&place(9, vec![Projection::Deref, field(7)])).unwrap();
+        let r = f.resolve(&through_first, Aspect::Discr);
+        assert_eq!(
+            r,
+            Resolved::Key(data(4, vec![ProjKey::Field(7)]), Aspect::Discr)
+        );
+        assert!(f.assume(&r, Some(0), &[]));
+        // The first view's storage ends; a second view is made.
+        f.write_unknown(&place(9, vec![]), &[]);
+        f.set_view(18, 4);
+        let through_second = PlaceKey::of(&place(18, vec![Projection::Deref, field(7)])).unwrap();
+        let r = f.resolve(&through_second, Aspect::Discr);
+        assert_eq!(f.value_of(&r), Some(Known::Is(0)));
+        // The guards' data of another guard is another place.
+        f.set_view(20, 5);
+        let other = PlaceKey::of(&place(20, vec![Projection::Deref, field(7)])).unwrap();
+        assert_eq!(f.value_of(&f.resolve(&other, Aspect::Discr)), None);
+    }
+
+    /// The data is memory: a call, a write through an unknown pointer and
+    /// the guard's release forget it; a write to it forgets what other
+    /// pointers may see.
+    #[test]
+    fn guard_data_is_forgotten_like_memory() {
+        let key = data(4, vec![ProjKey::Field(1)]);
+        let fresh = || {
+            let mut f = Facts::default();
+            f.set_known(key.clone(), Aspect::Discr, 0);
+            f
+        };
+        let mut f = fresh();
+        f.forget_memory(&[]);
+        assert_eq!(f.known(&key, Aspect::Discr), None);
+
+        let mut f = fresh();
+        f.assign(
+            &place(3, vec![Projection::Deref]),
+            &Rvalue::Use(Operand::Constant(Box::new(kmir::Constant {
+                ty: 0 as kmir::TyId,
+                value: ConstValue::Scalar(1),
+            }))),
+            |_| None,
+            &[],
+        );
+        assert_eq!(
+            f.known(&key, Aspect::Discr),
+            None,
+            "a write through a pointer"
+        );
+
+        let mut f = fresh();
+        f.forget_guard_data(4);
+        assert_eq!(f.known(&key, Aspect::Discr), None, "the guard released");
+
+        let mut f = fresh();
+        f.forget_guard_data(5);
+        assert_eq!(
+            f.known(&key, Aspect::Discr),
+            Some(&Known::Is(0)),
+            "another guard"
+        );
+
+        // A store into the data through a view forgets facts behind other
+        // pointers, and the place stored, but not the rest of the data.
+        let mut f = fresh();
+        let behind = PlaceKey {
+            local: 6,
+            proj: vec![ProjKey::Deref],
+        };
+        f.set_known(behind.clone(), Aspect::Value, 3);
+        f.set_view(9, 4);
+        f.write_unknown(&place(9, vec![Projection::Deref, field(2)]), &[]);
+        assert_eq!(f.known(&behind, Aspect::Value), None);
+        assert_eq!(f.known(&key, Aspect::Discr), Some(&Known::Is(0)));
+        f.write_unknown(&place(9, vec![Projection::Deref, field(1)]), &[]);
+        assert_eq!(f.known(&key, Aspect::Discr), None);
+    }
+
+    #[test]
+    fn pseudo_locals_are_told_apart() {
+        assert!(is_guard_data(guard_data(0)));
+        assert!(is_guard_data(guard_data(70_000)));
+        assert!(!is_guard_data(70_000));
+        assert!(!is_guard_data(crate::ENTRY_ARG0));
+        assert_ne!(guard_data(1), guard_data(2));
     }
 }

@@ -18,7 +18,9 @@ pub mod facts;
 pub mod location;
 pub mod places;
 
-pub use facts::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val};
+pub use facts::{
+    Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val, guard_data, is_guard_data,
+};
 pub use location::{Location, LocationData, LockClass, MAX_STEPS, Root, Step, short_type};
 pub use places::Places;
 

@@ -271,7 +271,16 @@ impl BodyAnalysis<'_> {
                     .chain(dropped.and_then(PlaceKey::of))
                     .map(|k| facts.normalize_fully(&k))
                     .collect();
+                // What the call cannot change in the data of locks held.
+                let kept_data = self.guard_data_kept(&facts, block, terminator);
                 facts.forget_memory(&self.escaped);
+                if self.trace {
+                    eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
+                }
+                for (key, known, addrs) in kept_data {
+                    facts.set_known_under_key(&key, known);
+                    facts.set_addrs_under(&key, addrs);
+                }
                 for (key, known, addrs) in private {
                     let kept = |suffix: &Vec<ProjKey>| {
                         let full = PlaceKey {
@@ -290,6 +299,13 @@ impl BodyAnalysis<'_> {
                 match terminator {
                     TerminatorKind::Call { destination, .. } => {
                         facts.write_unknown(destination, &self.escaped);
+                        // A view of a guard points at its lock's data.
+                        if let Some(g) = self.view_of(block)
+                            && destination.projection.is_empty()
+                            && !self.address_taken.contains(&destination.local)
+                        {
+                            facts.set_view(destination.local, g);
+                        }
                         if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
                             match ret {
                                 RetFact::Discr(d) => {
@@ -417,6 +433,9 @@ impl BodyAnalysis<'_> {
                     }
                     TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
                     _ => {}
+                }
+                for g in self.guards_released_at(block, terminator) {
+                    facts.forget_guard_data(g);
                 }
                 out.add(p.with(p.adj, facts));
             } else {

@@ -6,6 +6,7 @@
 //! * `statements`: what an assignment does to the value facts;
 //! * `calls`: what a call or drop does to a path (the callee's cases in the
 //!   caller's terms) and what the callee expects at the site;
+//! * `guard_data`: which facts about a held lock's data survive a call;
 //! * `prescan`: flow-insensitive scans made once per body;
 //! * `run`: the fixed point read off site by site (`analyze`);
 //! * `observations`: what a run observed, as typed data for the checks.
@@ -24,6 +25,7 @@ use memory::Places;
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 
 mod calls;
+mod guard_data;
 mod observations;
 pub mod origins;
 mod prescan;
@@ -64,6 +66,10 @@ pub struct BodyAnalysis<'a> {
     pub sites: HashMap<BlockId, Vec<Target>>,
     /// Locals whose address escapes (`&mut`, raw pointers): calls may change them.
     pub escaped: Vec<LocalId>,
+    /// Locals whose own address is taken mutably or as a raw pointer (not a
+    /// borrow through the pointer they hold): only an assignment changes
+    /// what the others hold.
+    pub address_taken: Vec<LocalId>,
     /// `&mut` arguments whose pointee no call can reach unless given a
     /// pointer derived from it (see `PrivatePointees`).
     pub private: PrivatePointees,
@@ -133,6 +139,7 @@ impl<'a> BodyAnalysis<'a> {
             body,
             sites,
             escaped: escaped_locals(dump, body),
+            address_taken: prescan::address_taken(body),
             private: private_pointees(dump, body),
             uninhabited_reads: statements::uninhabited_reads(dump, body),
             branches_on_args: branches_on_args(body),

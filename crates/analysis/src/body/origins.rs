@@ -840,12 +840,22 @@ impl Origins {
             .iter()
             .map(|&g| format!("_{g}: [{}]", self.writes.describe(Root::Guard(g))))
             .collect();
+        let args: Vec<String> = (0..self.shared.len() as u32)
+            .map(|k| format!("arg{k}: [{}]", self.writes.describe(Root::Arg(k))))
+            .collect();
         format!(
-            "guards {:?}, views (block, guard) {:?}, writes {}",
+            "guards {:?}, views (block, guard) {:?}, writes {}; writes {}; pointers {}",
             self.guards.locals,
             views,
-            writes.join(", ")
+            writes.join(", "),
+            args.join(", "),
+            self.writes.describe_targets()
         )
+    }
+
+    /// The guards of locks the body holds, and the calls viewing their data.
+    pub fn guards(&self) -> &Guards {
+        &self.guards
     }
 
     /// What local `l` may hold, for `--trace`.
@@ -1120,7 +1130,7 @@ fn is_unsafe_cell(dump: &CrateDump, ty: TyId) -> bool {
 /// fields are all pointers (`Arc`, `ListArc`, `NonNull`) hold none in place
 /// whatever their arguments; every other type is asked the conservative
 /// question (`CrateDump::may_mutate_behind_shared`).
-fn inline_interior(dump: &CrateDump, ty: TyId) -> bool {
+pub(super) fn inline_interior(dump: &CrateDump, ty: TyId) -> bool {
     match dump.ty(ty).map(|t| &t.kind) {
         Some(TyKind::RawPtr { .. } | TyKind::Ref { .. }) => false,
         Some(TyKind::Adt { path, .. }) if pointers_only(dump, path, 0) => false,

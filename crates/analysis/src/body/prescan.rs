@@ -25,6 +25,10 @@ pub(super) fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
     let mut out: Vec<LocalId> = Vec::new();
     let mut borrows: Vec<(LocalId, LocalId)> = Vec::new(); // (borrowed, holder)
     kmir::visit::for_each_assign(body, |place, rvalue, _| match rvalue {
+        // A borrow of what a pointer the local holds points to (`&mut
+        // (*l).f`) cannot change the local itself.
+        Rvalue::AddressOf { place: p, .. } | Rvalue::Ref { place: p, .. }
+            if p.projection.first() == Some(&kmir::Projection::Deref) => {}
         Rvalue::AddressOf { place: p, .. } => out.push(p.local),
         Rvalue::Ref {
             mutable: true,
@@ -46,6 +50,25 @@ pub(super) fn escaped_locals(dump: &CrateDump, body: &Body) -> Vec<LocalId> {
             out.push(borrowed);
         }
     }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The locals whose own memory is borrowed mutably or by raw pointer
+/// (`&mut l`, `&raw const l.f`), as opposed to a borrow of what a pointer
+/// they hold points to (`&mut (*l).f`): only these can change other than by
+/// an assignment to them. Sorted.
+pub(super) fn address_taken(body: &Body) -> Vec<LocalId> {
+    let mut out: Vec<LocalId> = Vec::new();
+    kmir::visit::for_each_assign(body, |_, rvalue, _| match rvalue {
+        Rvalue::AddressOf { place: p, .. }
+        | Rvalue::Ref {
+            mutable: true,
+            place: p,
+        } if p.projection.first() != Some(&kmir::Projection::Deref) => out.push(p.local),
+        _ => {}
+    });
     out.sort_unstable();
     out.dedup();
     out

@@ -68,6 +68,11 @@ impl BodyAnalysis<'_> {
                 }
             }
         }
+        // A guard released, moved or lent: its data is no longer this
+        // path's to know.
+        for g in self.guards_released_by(statement) {
+            facts.forget_guard_data(g);
+        }
     }
 
     /// `!b` of a boolean whose value is known, as that constant's negation.

@@ -38,7 +38,7 @@ use kmir::{
 };
 use program::Program;
 
-use crate::summary::{FieldPath, Summaries};
+use crate::summary::{FieldPath, Flow, Summaries};
 
 use super::Target as CallTarget;
 
@@ -279,6 +279,14 @@ pub struct Writes {
     /// the blocks whose statements or terminator write there
     /// ([`ANYWHERE`]: any block).
     written: std::collections::BTreeMap<Target, BTreeSet<BlockId>>,
+    /// Guards a pointer into whose data the body stores into memory other
+    /// than its own locals and that data (an argument's, another guard's):
+    /// code given that memory later may write the data without this scan
+    /// seeing it.
+    data_escaped: BTreeSet<u32>,
+    /// The places in guards' data the body's places designate (by guard
+    /// and path), and whether each lies inside an `UnsafeCell`.
+    named_in_data: std::collections::BTreeMap<(u32, Vec<u16>), bool>,
     /// Each block's predecessors, unwind edges included.
     preds: Vec<Vec<BlockId>>,
 }
@@ -340,6 +348,8 @@ impl Writes {
             scalar,
             targets: vec![Set::new(); body.locals.len()],
             written: Default::default(),
+            data_escaped: BTreeSet::new(),
+            named_in_data: Default::default(),
             preds: predecessors(body),
         };
         for k in 1..=body.arg_count {
@@ -387,6 +397,20 @@ impl Writes {
                 break;
             }
         }
+        // Which places of guards' data the body names lie inside a cell,
+        // read off the types of its places' projections.
+        kmir::visit::for_each_place(body, |place, _, _| {
+            for t in w.memory(dump, place) {
+                if let Root::Guard(g) = t.root
+                    && t.path.exact()
+                {
+                    w.named_in_data
+                        .entry((g, t.path.steps().to_vec()))
+                        .and_modify(|cell| *cell |= t.path.interior())
+                        .or_insert(t.path.interior());
+                }
+            }
+        });
         w
     }
 
@@ -409,7 +433,7 @@ impl Writes {
                         {
                             continue;
                         }
-                        let v = self.rvalue(dump, rvalue);
+                        let v = self.rvalue(dump, body, rvalue);
                         changed |= self.store(dump, block, place, &v);
                     }
                     StatementKind::SetDiscriminant { place, .. } => {
@@ -450,8 +474,17 @@ impl Writes {
                         let ts = sites.get(&bi).map(Vec::as_slice).unwrap_or(&[]);
                         let summaries: Vec<_> =
                             ts.iter().map(|t| summary_of.get(t.callee)).collect();
+                        // Whether a callee may store into what each
+                        // operand points to itself (not behind it).
+                        let storable: Vec<bool> =
+                            args.iter().map(|a| !frozen_borrow(dump, body, a)).collect();
+                        let everywhere = |w: &mut Self, changed: &mut bool| {
+                            for (o, &st) in ops.iter().zip(&storable) {
+                                *changed |= w.write_all_from(block, &below(o), &all, st);
+                            }
+                        };
                         if summaries.is_empty() {
-                            changed |= self.write_all(block, &below(&all), &all);
+                            everywhere(self, &mut changed);
                             union(&mut result, &below(&all));
                         }
                         for s in summaries {
@@ -459,24 +492,44 @@ impl Writes {
                                 Some(list) => {
                                     for &(k, p) in list {
                                         if let Some(o) = ops.get(k as usize) {
-                                            changed |= self.write_all(block, &then(o, p), &all);
+                                            let st =
+                                                storable.get(k as usize).copied().unwrap_or(true);
+                                            changed |=
+                                                self.write_all_from(block, &then(o, p), &all, st);
                                         }
                                     }
                                 }
-                                None => changed |= self.write_all(block, &below(&all), &all),
+                                None => everywhere(self, &mut changed),
                             }
+                            // A result holding only sharing clones (a
+                            // count on an object, `Arc::clone`) points into
+                            // those objects' allocations.
+                            let clones = s.ret_from.as_ref().is_some_and(|fs| {
+                                !fs.is_empty() && fs.iter().all(|f| matches!(f, Flow::Clone(..)))
+                            });
+                            let mut points = Set::new();
                             match &s.ret_points {
                                 Some(list) => {
                                     for &(k, p) in list {
                                         if let Some(o) = ops.get(k as usize) {
-                                            union(&mut result, &then(o, p));
+                                            union(&mut points, &then(o, p));
                                         }
                                     }
                                 }
                                 None => {
-                                    union(&mut result, &below(&all));
+                                    union(&mut points, &below(&all));
                                 }
                             }
+                            if clones {
+                                points = points
+                                    .into_iter()
+                                    .map(|t| Target {
+                                        root: t.root,
+                                        path: t.path.handle(),
+                                    })
+                                    .collect();
+                            }
+                            union(&mut result, &points);
                         }
                         result
                     };
@@ -510,16 +563,61 @@ impl Writes {
     /// a pointer joins what the local holds (a callee may store any of the
     /// call's pointers there).
     fn write_all(&mut self, block: BlockId, at: &Set, stored: &Set) -> bool {
+        self.write_all_from(block, at, stored, true)
+    }
+
+    /// [`Writes::write_all`], for a write through a pointer that lets the
+    /// writer store into the local it points to only if `storable` (a
+    /// shared borrow of a value without cells in place does not).
+    fn write_all_from(&mut self, block: BlockId, at: &Set, stored: &Set, storable: bool) -> bool {
         let mut changed = false;
-        for t in at {
+        let mut work: Vec<(Target, bool)> = at.iter().map(|t| (*t, storable)).collect();
+        let mut seen = Set::new();
+        while let Some((t, storable)) = work.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
             match t.root {
                 Root::Local(l) => {
-                    if let Some(ts) = self.targets.get_mut(l as usize) {
+                    // A write in the object a handle the local holds refers
+                    // to stores nothing into the local itself (and a
+                    // borrow of a lock's data, which lives no longer than
+                    // its guard, cannot be stored into a counted object in
+                    // safe code).
+                    if storable
+                        && !t.path.through_handle()
+                        && let Some(ts) = self.targets.get_mut(l as usize)
+                    {
                         changed |= union(ts, stored);
                     }
+                    // Somewhere below the local: also through the pointers
+                    // it holds (a closure's captured `&mut`, a struct of
+                    // borrows lent to a callee that writes through them).
+                    if !t.path.exact()
+                        && let Some(ts) = self.targets.get(l as usize)
+                    {
+                        let interior = t.path.interior();
+                        work.extend(below(ts).into_iter().map(|u| {
+                            let path = if interior { u.path.cell() } else { u.path };
+                            (Target { root: u.root, path }, true)
+                        }));
+                    }
                 }
+                // Through a counted handle the data of a held lock holds:
+                // the object it refers to, not the data.
+                Root::Guard(_) if t.path.through_handle() => {}
                 Root::Arg(_) | Root::Guard(_) => {
-                    changed |= self.written.entry(*t).or_default().insert(block)
+                    changed |= self.written.entry(t).or_default().insert(block);
+                    // A pointer read back out of the guard's own data is
+                    // taken to point into it again (`load`): only a store
+                    // elsewhere loses track of it.
+                    for s in stored {
+                        if let Root::Guard(g) = s.root
+                            && t.root != Root::Guard(g)
+                        {
+                            changed |= self.data_escaped.insert(g);
+                        }
+                    }
                 }
             }
         }
@@ -612,8 +710,18 @@ impl Writes {
         }
     }
 
-    fn rvalue(&self, dump: &CrateDump, rvalue: &Rvalue) -> Set {
+    fn rvalue(&self, dump: &CrateDump, body: &Body, rvalue: &Rvalue) -> Set {
         match rvalue {
+            // A pointer to an `UnsafeCell` cast to one to what it holds
+            // (`UnsafeCell::get`): what it points to is inside the cell.
+            Rvalue::Cast { operand: op, .. } if points_to_cell(dump, body, op) => self
+                .operand(dump, op)
+                .into_iter()
+                .map(|t| Target {
+                    root: t.root,
+                    path: t.path.cell(),
+                })
+                .collect(),
             Rvalue::Use(op)
             | Rvalue::Repeat { operand: op, .. }
             | Rvalue::Cast { operand: op, .. } => self.operand(dump, op),
@@ -633,6 +741,73 @@ impl Writes {
             } => below(&self.operand(dump, lhs)),
             _ => Set::new(),
         }
+    }
+
+    /// The places below `root` the statements or the terminator of `block`
+    /// may write (interior writes included), or `None` when the scan cannot
+    /// say: it gave up, or a pointer into a guard's data was stored where
+    /// the scan does not follow it.
+    pub fn written_in(&self, root: Root, block: BlockId) -> Option<Vec<FieldPath>> {
+        if self.gave_up || matches!(root, Root::Guard(g) if self.data_escaped.contains(&g)) {
+            return None;
+        }
+        Some(
+            self.written
+                .iter()
+                .filter(|(t, blocks)| {
+                    t.root == root && (blocks.contains(&block) || blocks.contains(&ANYWHERE))
+                })
+                .map(|(t, _)| t.path)
+                .collect(),
+        )
+    }
+
+    /// Whether the place at `path` in the data of guard `g` may lie inside
+    /// an `UnsafeCell` (a write there through a shared borrow can change
+    /// it): as the body's own places with that path say, and `true` for a
+    /// path none of them designates.
+    pub fn in_cell(&self, g: u32, path: &FieldPath) -> bool {
+        !path.exact()
+            || path.interior()
+            || self
+                .named_in_data
+                .get(&(g, path.steps().to_vec()))
+                .copied()
+                .unwrap_or(true)
+    }
+
+    /// Whether the value of `op` may hold a pointer to local `l` itself (or
+    /// the scan cannot say).
+    pub fn may_point_to_local(&self, dump: &CrateDump, op: &Operand, l: u32) -> bool {
+        self.gave_up
+            || self
+                .operand(dump, op)
+                .iter()
+                .any(|t| t.root == Root::Local(l))
+    }
+
+    /// Where each local's pointers may point, for `--trace`.
+    pub fn describe_targets(&self) -> String {
+        let mut out = Vec::new();
+        for (l, ts) in self.targets.iter().enumerate() {
+            if ts.is_empty() {
+                continue;
+            }
+            let parts: Vec<String> = ts
+                .iter()
+                .map(|t| {
+                    let root = match t.root {
+                        Root::Arg(k) => format!("arg{k}"),
+                        Root::Guard(g) => format!("guard _{g}"),
+                        Root::Local(m) => format!("_{m}"),
+                    };
+                    let at = if t.path.exact() { "at" } else { "below" };
+                    format!("{at} {root}{}", t.path.describe())
+                })
+                .collect();
+            out.push(format!("_{l} -> {}", parts.join(", ")));
+        }
+        out.join("; ")
     }
 
     /// Whether the body may write at or below what `t` designates, or
@@ -729,6 +904,35 @@ impl Writes {
             Root::Local(_) => {}
         }
     }
+}
+
+/// Whether `op` is a pointer to an `UnsafeCell`.
+fn points_to_cell(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
+    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+        return false;
+    };
+    dump.place_ty(body, p)
+        .and_then(|t| dump.pointee(t))
+        .is_some_and(|t| is_cell(dump, t))
+}
+
+/// Whether `op` is a shared reference to a value that holds no
+/// `UnsafeCell` in place: a callee given it cannot write the referent's
+/// own bytes (only memory behind pointers stored there), so it cannot
+/// store a pointer into it either.
+fn frozen_borrow(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
+    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+        return false;
+    };
+    dump.place_ty(body, p)
+        .and_then(|t| dump.ty(t))
+        .is_some_and(|t| match t.kind {
+            TyKind::Ref {
+                mutable: false,
+                pointee,
+            } => !super::origins::inline_interior(dump, pointee),
+            _ => false,
+        })
 }
 
 fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
