@@ -1013,3 +1013,46 @@ fn guarded_container_summaries() {
         "{lookup}"
     );
 }
+
+/// A drop glue whose last-reference part comes from one field says so (and
+/// so does `mem::drop` of such a value); a glue with two handles, one whose
+/// `Drop` impl releases a handle too, and an enum's glue do not.
+#[test]
+fn last_field_summaries() {
+    let out = extract(&[CrateSpec::lib("ui/identity.rs")]);
+    let dir = out.dir.path();
+    let summary = |f: &str| -> String {
+        let o = kanalyze_in(dir, &["summary", "kmir", f]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let field = "and only from its field";
+    let devref = summary("drop_glue::<identity::DevRef>");
+    assert!(
+        !devref.contains(field),
+        "two handles in a `DevRef` here: {devref}"
+    );
+    let holder = summary("drop_glue::<identity::Holder>");
+    assert!(!holder.contains(field), "{holder}");
+    let handle =
+        summary("drop_glue::<std::option::Option<identity::handle::Handle<identity::Device>>>");
+    assert!(!handle.contains(field), "{handle}");
+
+    let out = extract(&[CrateSpec::lib("ui/fp_identity.rs")]);
+    let dir = out.dir.path();
+    let o = kanalyze_in(
+        dir,
+        &["summary", "kmir", "drop_glue::<fp_identity::DevRef>"],
+    );
+    let devref = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(devref.contains("and only from its field `.0`"), "{devref}");
+    let o = kanalyze_in(
+        dir,
+        &["summary", "kmir", "mem::drop::<fp_identity::DevRef>"],
+    );
+    let dropped = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        dropped.contains("and only from its field `.0`"),
+        "{dropped}"
+    );
+}

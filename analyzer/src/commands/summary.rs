@@ -93,6 +93,13 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             args.join(", ")
         )));
     }
+    if s.expect_last != annotations::ExpectRange::TOP
+        && let Some(f) = s.last_field
+    {
+        lines.push(SummaryLine::detail(format!(
+            "and only from its field `.{f}` (of what `arg0` holds or points to: the other fields and the `Drop` impl release no last reference)"
+        )));
+    }
     if let Some(from) = &s.ret_from
         && !from.is_empty()
     {

@@ -203,6 +203,8 @@ struct Runs {
     reason_last: Option<Reason>,
     /// The owned arguments the runs' `expect_last` is about.
     last_from: Option<std::collections::BTreeSet<u32>>,
+    /// The field of `*arg0` the runs' `expect_last` comes from.
+    last_field: crate::summary::LastField,
     /// The body tests whether it dropped a last reference and returns it.
     last_reference_test: bool,
     violations: Vec<Violation>,
@@ -225,6 +227,7 @@ impl Default for Runs {
             expect_last: ExpectRange::TOP,
             reason_last: None,
             last_from: Some(std::collections::BTreeSet::new()),
+            last_field: crate::summary::LastField::Nothing,
             last_reference_test: false,
             violations: Vec::new(),
             cases: Vec::new(),
@@ -260,6 +263,7 @@ impl Runs {
             (Some(from), Some(r)) => from.extend(r.iter().copied()),
             (from, _) => *from = None,
         }
+        self.last_field = self.last_field.join(run.last_field);
         let next = self.expect_last.intersect(&run.expect_last);
         if next != self.expect_last {
             self.expect_last = next;
@@ -345,6 +349,11 @@ impl Runs {
                 Some(Vec::new())
             } else {
                 self.last_from.map(|f| f.into_iter().collect())
+            },
+            last_field: if self.expect_last == ExpectRange::TOP {
+                None
+            } else {
+                self.last_field.field()
             },
             sharing_clone: false,
             identity_test: None,

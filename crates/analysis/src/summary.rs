@@ -175,6 +175,37 @@ impl FieldPath {
     }
 }
 
+/// Where the last-reference expectations of a body's sites come from, in
+/// terms of the fields of what its first argument points to (see
+/// [`Summary::last_field`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LastField {
+    /// No site has one.
+    #[default]
+    Nothing,
+    /// Every one drops (part of) this field.
+    Field(u32),
+    /// Some other site.
+    Any,
+}
+
+impl LastField {
+    pub fn join(self, other: LastField) -> LastField {
+        match (self, other) {
+            (LastField::Nothing, x) | (x, LastField::Nothing) => x,
+            (LastField::Field(a), LastField::Field(b)) if a == b => LastField::Field(a),
+            _ => LastField::Any,
+        }
+    }
+
+    pub fn field(self) -> Option<u32> {
+        match self {
+            LastField::Field(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
 /// Where what a value holds comes from, in one function's terms (object
 /// liveness, `body::origins`). The number is an argument index (0-based);
 /// the path says where below what the argument points to.
@@ -473,6 +504,12 @@ pub struct Summary {
     /// arguments hold (sorted): a caller passing values another reference
     /// keeps alive discharges it. `None`: from anything.
     pub last_from: Option<Vec<u32>>,
+    /// `expect_last` arises only from dropping field `F` of what the first
+    /// argument points to (a drop glue whose other fields and `Drop` impl
+    /// release nothing that can be a last reference): `NodeRef`'s glue,
+    /// whose only counted field is `node`. A drop of a value whose field
+    /// `F` is shown to be kept alive is then backed.
+    pub last_field: Option<u32>,
     /// A `Clone::clone` whose result holds only bit copies of what its
     /// argument points to, and sharing clones of it: the clone shares the
     /// objects and holds counts of the same kind (`Arc`, `ARef`, a derived
@@ -520,6 +557,7 @@ impl Summary {
             open_nestings: Vec::new(),
             ret_from: None,
             last_from: None,
+            last_field: None,
             sharing_clone: false,
             identity_test: None,
             writes: None,

@@ -1301,10 +1301,14 @@ impl Origins {
         block: BlockId,
         terminator: &TerminatorKind,
         last_from: Option<&[u32]>,
+        last_field: Option<u32>,
     ) -> bool {
         if self.identity_tests.is_empty() {
             return false;
         }
+        // A drop whose last-reference part comes from one field only (the
+        // glue's `last_field`) is backed where that field is.
+        let field = last_field;
         // The local released as a whole: dropped, or moved into a call
         // whose last-reference expectation is about that argument only
         // (`drop(old)`).
@@ -1348,31 +1352,156 @@ impl Origins {
             .unchanged_to
             .get(&l)
             .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached));
-        if !unchanged {
+        let field_unchanged = field.is_some_and(|f| field_kept(body, l, f, block));
+        if !unchanged && !field_unchanged {
             return false;
         }
         self.identity_tests.iter().any(|t| {
-            let is_l = |op: &Operand| self.operand(dump, op) == one_origin(Origin::Local(l));
+            // The handle tested is `l` itself, or the field the release's
+            // last-reference part comes from.
+            let whole =
+                |op: &Operand| unchanged && self.operand(dump, op) == one_origin(Origin::Local(l));
+            let in_field = |op: &Operand| {
+                field.is_some_and(|f| {
+                    borrowed_place(body, op).is_some_and(|p| {
+                        p.local == l
+                            && matches!(*p.projection, [Projection::Field { index, .. }] if index == f)
+                    })
+                })
+            };
+            // Memory a shared-reference argument borrows, or a place behind
+            // a `&mut` argument that nothing writes in the body (the caller's
+            // value is still there, holding its count).
             let borrowed = |op: &Operand| {
                 self.operand(dump, op).is_some_and(|s| {
                     !s.is_empty()
-                        && s.iter().all(
-                            |o| matches!(o, Origin::Arg(Flow::Shared(k, _)) if self.is_shared(*k)),
-                        )
+                        && s.iter().all(|o| match *o {
+                            Origin::Arg(Flow::Shared(k, _)) if self.is_shared(k) => true,
+                            Origin::Arg(Flow::Shared(k, p)) if self.is_mutref(k) => {
+                                p.exact() && !self.writes.may_write_before(Root::Arg(k), &p, block)
+                            }
+                            _ => false,
+                        })
                 })
             };
             let (a, b) = (&t.sides.0, &t.sides.1);
-            let pair = (is_l(a) && borrowed(b)) || (is_l(b) && borrowed(a));
-            let same_type = body.local(l).map(|d| d.ty).is_some_and(|ty| {
-                [a, b].iter().all(|op| {
-                    operand_ty(dump, body, op)
-                        .and_then(|r| dump.pointee(r))
-                        .is_some_and(|p| p == ty)
-                })
-            });
-            pair && same_type && t.true_at.get(block as usize).copied().unwrap_or(false)
+            let pair_whole = (whole(a) && borrowed(b)) || (whole(b) && borrowed(a));
+            let pair_field = (in_field(a) && borrowed(b)) || (in_field(b) && borrowed(a));
+            let pointees: Vec<Option<TyId>> = [a, b]
+                .iter()
+                .map(|op| operand_ty(dump, body, op).and_then(|r| dump.pointee(r)))
+                .collect();
+            let whole_type = body
+                .local(l)
+                .map(|d| d.ty)
+                .is_some_and(|ty| pointees.iter().all(|p| *p == Some(ty)));
+            let field_type = pointees[0].is_some() && pointees[0] == pointees[1];
+            ((pair_whole && whole_type) || (pair_field && field_type))
+                && t.true_at.get(block as usize).copied().unwrap_or(false)
         })
     }
+}
+
+/// Whether field `f` of local `l` keeps the one value it was given up to
+/// the drop ending `block`, whatever the path: `l` is an argument or is
+/// given its value once, and no other point of the body writes, moves out
+/// of, drops or lends (mutably or by raw pointer) anything in its field `f`
+/// or `l` as a whole (its other fields may change: `absorb` zeroes counts
+/// next to the handle it compared; a move or drop of all of `l` leaves
+/// nothing for a later release to find).
+fn field_kept(body: &Body, l: u32, f: u32, block: BlockId) -> bool {
+    let touches = |p: &Place| {
+        p.local == l
+            && !p.projection.contains(&Projection::Deref)
+            && match p.projection.first() {
+                None => true,
+                Some(Projection::Field { index, .. }) => *index == f,
+                Some(_) => true,
+            }
+    };
+    // A move of `l` as a whole does not change what a release of `l` finds
+    // either: after it, there is nothing left to release (or the code
+    // would not compile).
+    let moves = |op: &Operand| matches!(op, Operand::Move(p) if touches(p) && !(p.local == l && p.projection.is_empty()));
+    let mut defs = u32::from(l >= 1 && l <= body.arg_count);
+    for (bi, b) in body.blocks.iter().enumerate() {
+        for st in &b.statements {
+            match &st.kind {
+                StatementKind::Assign { place, rvalue } => {
+                    if place.local == l && place.projection.is_empty() {
+                        defs += 1;
+                    } else if touches(place) {
+                        return false;
+                    }
+                    let lends = match &**rvalue {
+                        Rvalue::Ref {
+                            mutable: true,
+                            place,
+                        }
+                        | Rvalue::AddressOf { place, .. } => touches(place),
+                        _ => false,
+                    };
+                    if lends || rvalue_takes(rvalue, &|_: &Place| false, &moves) {
+                        return false;
+                    }
+                }
+                StatementKind::SetDiscriminant { place, .. } if touches(place) => return false,
+                StatementKind::Intrinsic { operands, .. } if operands.iter().any(moves) => {
+                    return false;
+                }
+                _ => {}
+            }
+        }
+        if bi as BlockId == block {
+            continue;
+        }
+        let kills = match &b.terminator.kind {
+            // A drop of `l` as a whole ends it: a drop that does drop
+            // something finds the value the test saw (drop elaboration
+            // makes a drop after another one a no-op).
+            TerminatorKind::Drop { place, .. } => {
+                touches(place) && !(place.local == l && place.projection.is_empty())
+            }
+            TerminatorKind::Call {
+                args, destination, ..
+            } => args.iter().any(moves) || touches(destination),
+            TerminatorKind::InlineAsm { .. } => true,
+            _ => false,
+        };
+        if kills {
+            return false;
+        }
+    }
+    defs == 1
+}
+
+/// The place an operand holding a borrow borrows (`_5` given `_5 = &_2.0`,
+/// through copies and reborrows of temporaries assigned once).
+fn borrowed_place(body: &Body, op: &Operand) -> Option<Place> {
+    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+        return None;
+    };
+    let mut local = p.local;
+    if !p.projection.is_empty() {
+        return None;
+    }
+    for _ in 0..8 {
+        match kmir::visit::sole_assignment(body, local)? {
+            Rvalue::Ref { place, .. } => {
+                // A reborrow of what another temporary points to.
+                if let [Projection::Deref] = *place.projection {
+                    local = place.local;
+                    continue;
+                }
+                return Some(place.clone());
+            }
+            Rvalue::Use(Operand::Copy(q) | Operand::Move(q)) if q.projection.is_empty() => {
+                local = q.local;
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// A call of an identity test in a body: the two handles it compares (the

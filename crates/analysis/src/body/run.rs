@@ -28,6 +28,9 @@ pub struct BodyOutcome {
     pub reason_last: Option<Reason>,
     /// The owned arguments `expect_last` is about (`None`: anything).
     pub last_from: Option<std::collections::BTreeSet<u32>>,
+    /// The field of `*arg0` every site with a last-reference expectation
+    /// drops (see `Summary::last_field`).
+    pub last_field: crate::summary::LastField,
     pub violations: Vec<Violation>,
     /// The paths reaching a return, with the return's span.
     pub returns: Vec<(Path, kmir::Span)>,
@@ -107,6 +110,7 @@ struct Reader<'r, 'a> {
     expect_last: ExpectRange,
     reason_last: Option<Reason>,
     last_from: Option<std::collections::BTreeSet<u32>>,
+    last_field: crate::summary::LastField,
     violations: Vec<Violation>,
     returns: Vec<(Path, kmir::Span)>,
     changes: Vec<CountChange>,
@@ -123,6 +127,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             expect_last: ExpectRange::TOP,
             reason_last: None,
             last_from: Some(std::collections::BTreeSet::new()),
+            last_field: crate::summary::LastField::Nothing,
             violations: Vec::new(),
             returns: Vec::new(),
             changes: Vec::new(),
@@ -182,6 +187,7 @@ impl<'r, 'a> Reader<'r, 'a> {
                 block,
                 &terminator.kind,
                 summary.last_from.as_deref(),
+                summary.last_field,
             );
         if analysis.trace && released.as_ref().is_none_or(|r| !r.is_empty()) {
             eprintln!(
@@ -223,6 +229,9 @@ impl<'r, 'a> Reader<'r, 'a> {
                     (Some(from), Some(a)) => from.extend(a),
                     (from, _) => *from = None,
                 }
+                self.last_field = self
+                    .last_field
+                    .join(dropped_field(&terminator.kind, summary));
             }
             if analysis.trace {
                 eprintln!(
@@ -343,6 +352,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             expect_last: self.expect_last,
             reason_last: self.reason_last,
             last_from: self.last_from,
+            last_field: self.last_field,
             violations: self.violations,
             returns: self.returns,
             changes: self.changes,
@@ -663,5 +673,36 @@ pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<CountChange>) -> Adj
     AdjustFailure {
         returns: shown,
         changes,
+    }
+}
+
+/// The field of the value the first argument holds or points to that a
+/// site's last-reference expectation is about (`Summary::last_field`):
+/// `drop((*_1).f)` in a drop glue, or a release of the whole first argument
+/// (`drop(_1)`, `mem::drop(_1)`) whose own glue or callee is about one field.
+fn dropped_field(
+    terminator: &kmir::TerminatorKind,
+    summary: &crate::summary::Summary,
+) -> crate::summary::LastField {
+    use crate::summary::LastField;
+    use kmir::Projection;
+    let callee_field = || summary.last_field.map_or(LastField::Any, LastField::Field);
+    match terminator {
+        kmir::TerminatorKind::Drop { place, .. } if place.local == 1 => match &*place.projection {
+            [Projection::Deref, Projection::Field { index, .. }, ..] => LastField::Field(*index),
+            [] | [Projection::Deref] => callee_field(),
+            _ => LastField::Any,
+        },
+        kmir::TerminatorKind::Call { args, .. } => {
+            match (summary.last_from.as_deref(), args.first()) {
+                (Some([0]), Some(kmir::Operand::Move(p)))
+                    if p.local == 1 && p.projection.is_empty() =>
+                {
+                    callee_field()
+                }
+                _ => LastField::Any,
+            }
+        }
+        _ => LastField::Any,
     }
 }
