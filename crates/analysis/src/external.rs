@@ -48,6 +48,16 @@ pub(crate) fn external_summary(
                         sleeps_if_flag: s.sleeps_if_flag.clone(),
                         sleeps_if_zero: s.sleeps_if_zero,
                         last_reference_test: s.last_reference_test,
+                        writes: s.reads_only.then(Vec::new),
+                        ret_points: s
+                            .returns_into
+                            .map(|k| vec![(k, crate::summary::FieldPath::BELOW)]),
+                        ret_from: s.returns_into.map(|k| {
+                            vec![crate::summary::Flow::Shared(
+                                k,
+                                crate::summary::FieldPath::BELOW,
+                            )]
+                        }),
                         ..Summary::fixed(
                             s.adjust,
                             s.expect,

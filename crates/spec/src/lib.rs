@@ -60,6 +60,15 @@ pub struct FnSpec {
     /// non-zero tears the object down, and what that teardown requires is a
     /// requirement only of dropping the last reference.
     pub last_reference_test: bool,
+    /// The function writes no memory (it only reads what its arguments
+    /// reach): `rb_next`. Without it a C function may write below every
+    /// pointer it is given.
+    pub reads_only: bool,
+    /// The pointer the function returns points into memory reached from
+    /// argument N (0-based): `rb_next(node)` returns a node of the tree
+    /// `node` is in, reached from it through its links. Without it a C
+    /// function's result may point anywhere.
+    pub returns_into: Option<u32>,
     /// Function pointers passed to this function are called back by C in a
     /// context the API defines (an IRQ handler in hard-IRQ context, an RCU
     /// callback in softirq context, a `list_lru` walk callback with the
@@ -79,6 +88,8 @@ impl Default for FnSpec {
             sleeps_if_zero: None,
             lock: None,
             last_reference_test: false,
+            reads_only: false,
+            returns_into: None,
             callbacks: Vec::new(),
             note: None,
         }

@@ -68,6 +68,9 @@ struct RawFn {
     #[serde(default)]
     last_reference_test: bool,
     #[serde(default)]
+    reads_only: bool,
+    returns_into: Option<Spanned<u32>>,
+    #[serde(default)]
     callbacks: Vec<Spanned<RawCallback>>,
     note: Option<String>,
 }
@@ -413,10 +416,15 @@ fn convert(
     if let Some(n) = &raw.sleeps_if_zero {
         sites.push(ctx.site("sleeps_if_zero", n));
     }
+    if let Some(n) = &raw.returns_into {
+        sites.push(ctx.site("returns_into", n));
+    }
     let mut spec = FnSpec {
         note: raw.note,
         sleeps_if_zero: raw.sleeps_if_zero.map(|n| *n.get_ref()),
         last_reference_test: raw.last_reference_test,
+        reads_only: raw.reads_only,
+        returns_into: raw.returns_into.map(|n| *n.get_ref()),
         ..FnSpec::default()
     };
     if let Some(adjust) = raw.adjust {

@@ -988,6 +988,7 @@ fn error_arg_past_arity() {
         kmalloc = { sleeps_if_flag = { arg = 77, mask = 0x400 } }\n\
         call_rcu = { callbacks = [{ arg = 33, context = \"1..\", role = \"RCU callback\" }] }\n\
         vrealloc = { sleeps_if_zero = 5 }\n\
+        rb_next = { reads_only = true, returns_into = 4 }\n\
         \"clk_*\" = { lock = { op = \"acquire\", arg = 1, kind = \"spin\" } }\n\
         fine = { lock = { op = \"acquire\", arg = 0, kind = \"spin\" } }\n";
     insta::assert_snapshot!(arity_errors(
@@ -997,6 +998,7 @@ fn error_arg_past_arity() {
             ("kmalloc", 1),
             ("call_rcu", 1),
             ("vrealloc", 3),
+            ("rb_next", 1),
             // A glob reports its key once, at the first function by name.
             ("clk_enable", 1),
             ("clk_disable", 0),
@@ -1129,4 +1131,33 @@ fn error_rust_item_arg_past_arity() {
         .map(|e| e.to_string())
         .collect();
     insta::assert_snapshot!(errors.join("\n"));
+}
+
+/// Memory facts of C functions: what they write, where their result
+/// points; the built-in spec's tree walkers have them.
+#[test]
+fn memory_facts() {
+    let spec = Spec::parse(
+        "[fn]\nwalk = { reads_only = true, returns_into = 1 }\nplain = {}\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let walk = spec.lookup("walk").unwrap();
+    assert!(walk.reads_only);
+    assert_eq!(walk.returns_into, Some(1));
+    let plain = spec.lookup("plain").unwrap();
+    assert!(!plain.reads_only);
+    assert_eq!(plain.returns_into, None);
+    let kernel = Spec::builtin_kernel();
+    for f in ["rb_first", "rb_next", "rb_prev", "rb_last"] {
+        let s = kernel.lookup(f).unwrap();
+        assert!(s.reads_only && s.returns_into == Some(0), "{f}");
+    }
+    assert!(!kernel.lookup("rb_erase").unwrap().reads_only);
+}
+
+#[test]
+fn error_memory_fact_types() {
+    insta::assert_snapshot!(parse_err("[fn]\nwalk = { reads_only = 1 }\n"));
+    insta::assert_snapshot!(parse_err("[fn]\nwalk = { returns_into = -1 }\n"));
 }
