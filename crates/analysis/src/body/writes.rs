@@ -502,11 +502,14 @@ impl Writes {
                                 None => everywhere(self, &mut changed),
                             }
                             // A result holding only sharing clones (a
-                            // count on an object, `Arc::clone`) points into
-                            // those objects' allocations.
-                            let clones = s.ret_from.as_ref().is_some_and(|fs| {
-                                !fs.is_empty() && fs.iter().all(|f| matches!(f, Flow::Clone(..)))
-                            });
+                            // count on an object: `Arc::clone` itself, or a
+                            // lookup returning a clone) points into those
+                            // objects' allocations.
+                            let clones = s.sharing_clone
+                                || s.ret_from.as_ref().is_some_and(|fs| {
+                                    !fs.is_empty()
+                                        && fs.iter().all(|f| matches!(f, Flow::Clone(..)))
+                                });
                             let mut points = Set::new();
                             match &s.ret_points {
                                 Some(list) => {
