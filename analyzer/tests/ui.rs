@@ -428,6 +428,7 @@ fn invariants_kept_alive() {
         [
             "`invariants_kept::unpark`",
             "`invariants_kept::pop_all`",
+            "`invariants_kept::pop_all_kept`",
             "`invariants_kept::swap_with_spare`",
             "`invariants_kept::overwrite`",
             "`invariants_kept::give_back`"
@@ -440,6 +441,7 @@ fn invariants_kept_alive() {
         instances_in(&with),
         [
             "`invariants_kept::pop_all`",
+            "`invariants_kept::pop_all_kept`",
             "`invariants_kept::swap_with_spare`",
             "`invariants_kept::overwrite`",
             "`invariants_kept::give_back`"
@@ -447,6 +449,28 @@ fn invariants_kept_alive() {
         "{with}"
     );
     insta::assert_snapshot!("invariants_kept_with_file", with);
+
+    // Restricted to one function's takes: that one is clean, the other
+    // take of the same field stays a warning.
+    write(
+        "taken_by.toml",
+        &format!(
+            "{}[[kept_alive]]\ntype = \"invariants_kept::Pool\"\nfield = \"all\"\ntaken_by = [\"invariants_kept::pop_all_kept\"]\nbecause = \"its caller keeps the device\"\n",
+            entry("parked")
+        ),
+    );
+    let (code, restricted, stderr) = run(&["--invariants", "taken_by.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        instances_in(&restricted),
+        [
+            "`invariants_kept::pop_all`",
+            "`invariants_kept::swap_with_spare`",
+            "`invariants_kept::overwrite`",
+            "`invariants_kept::give_back`"
+        ],
+        "{restricted}"
+    );
 
     let (_, json, _) = run(&[
         "--invariants",
@@ -508,6 +532,14 @@ fn invariants_kept_alive() {
         (
             "bad_key.toml",
             format!("{}stored_by = [\"invariants_kept::unpark\"]\n", entry("parked")),
+        ),
+        (
+            "taker_missing.toml",
+            format!("{}taken_by = [\"invariants_kept::nowhere\"]\n", entry("all")),
+        ),
+        (
+            "taker_takes_nothing.toml",
+            format!("{}taken_by = [\"invariants_kept::unpark\"]\n", entry("all")),
         ),
     ] {
         write(name, &text);

@@ -40,8 +40,8 @@ pub(crate) fn external_summary(
     match &f.kind {
         FnKind::Body { .. } => None,
         FnKind::Foreign => {
-            Some(
-                annotated(&f.item_path).unwrap_or_else(|| match input.spec.lookup(&f.symbol) {
+            Some(annotated(&f.item_path).unwrap_or_else(|| {
+                match input.spec.lookup(&f.symbol) {
                     Some(s) => Summary {
                         cases: spec_cases(s),
                         takes: spec_takes(s, id),
@@ -82,8 +82,8 @@ pub(crate) fn external_summary(
                             }
                         }
                     }
-                }),
-            )
+                }
+            }))
         }
         FnKind::Upstream { .. } => {
             Some(annotated(&f.item_path).unwrap_or_else(|| Summary::neutral(Source::NotExtracted)))

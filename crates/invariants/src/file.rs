@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, and of `[[kept_alive]]` tables with the keys `type`, `field` and `because` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, and of `[[kept_alive]]` tables with the keys `type`, `field`, `because` and optionally `taken_by` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,6 +67,8 @@ struct RawKept {
     #[serde(rename = "type")]
     ty: Spanned<String>,
     field: Spanned<String>,
+    #[serde(default)]
+    taken_by: Vec<Spanned<String>>,
     because: Spanned<String>,
 }
 
@@ -171,8 +173,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             e.ty,
             e.field,
             e.because,
-            Vec::new(),
-            "",
+            e.taken_by,
+            "taken_by",
             Table::KeptAlive,
         )
     });
@@ -232,7 +234,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                     field,
                     stored_by: names,
                 },
-                Table::KeptAlive => Invariant::KeptAlive { ty, field },
+                Table::KeptAlive => Invariant::KeptAlive {
+                    ty,
+                    field,
+                    taken_by: names,
+                },
             },
             origin: Origin::File {
                 path: PathBuf::from(path),

@@ -141,8 +141,14 @@ pub enum Invariant {
     },
     /// Every object field `field` of the struct `ty` refers to is also
     /// referred to from elsewhere while it is in the field, so a reference
-    /// taken out of it is never the last one.
-    KeptAlive { ty: String, field: String },
+    /// taken out of it is never the last one; or, when `taken_by` names
+    /// functions, a reference those functions take out of it is never the
+    /// last one (what they take is kept alive by their caller).
+    KeptAlive {
+        ty: String,
+        field: String,
+        taken_by: Vec<String>,
+    },
 }
 
 /// Where a declaration was made.
@@ -173,9 +179,24 @@ impl Declaration {
                 let short = ty.rsplit("::").next().unwrap_or(ty);
                 format!("`{short}.{field}` is empty when stored")
             }
-            Invariant::KeptAlive { ty, field } => {
+            Invariant::KeptAlive {
+                ty,
+                field,
+                taken_by,
+            } => {
                 let short = ty.rsplit("::").next().unwrap_or(ty);
-                format!("what `{short}.{field}` holds is kept alive elsewhere")
+                if taken_by.is_empty() {
+                    format!("what `{short}.{field}` holds is kept alive elsewhere")
+                } else {
+                    let by: Vec<&str> = taken_by
+                        .iter()
+                        .map(|f| f.rsplit("::").next().unwrap_or(f))
+                        .collect();
+                    format!(
+                        "what `{}` takes out of `{short}.{field}` is kept alive elsewhere",
+                        by.join("`, `")
+                    )
+                }
             }
         }
     }
@@ -232,7 +253,11 @@ pub fn from_annotations<'a>(
                         field,
                         stored_by: Vec::new(),
                     },
-                    _ => Invariant::KeptAlive { ty, field },
+                    _ => Invariant::KeptAlive {
+                        ty,
+                        field,
+                        taken_by: Vec::new(),
+                    },
                 },
                 origin: Origin::Attribute {
                     krate: item.crate_index,

@@ -142,12 +142,12 @@ pub fn resolve(
     // functions it covers; empty = all).
     let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
     // Kept-alive: (declaration, struct path, field index).
-    let mut kept: Vec<(usize, &str, u32)> = Vec::new();
+    let mut kept: Vec<(usize, &str, u32, &[String])> = Vec::new();
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field) = match &decl.invariant {
             Invariant::EmptyAtTeardown { ty, field, .. }
             | Invariant::EmptyWhenStored { ty, field, .. }
-            | Invariant::KeptAlive { ty, field } => (ty, field),
+            | Invariant::KeptAlive { ty, field, .. } => (ty, field),
         };
         let Some(fields) = structs.get(ty.as_str()) else {
             let short = ty.rsplit("::").next().unwrap_or(ty);
@@ -228,7 +228,17 @@ pub fn resolve(
                 }
                 stores.push((d, ty.as_str(), index, stored_by.as_slice()));
             }
-            Invariant::KeptAlive { .. } => kept.push((d, ty.as_str(), index)),
+            Invariant::KeptAlive { taken_by, .. } => {
+                for taker in taken_by {
+                    if !program
+                        .bodies()
+                        .any(|(_, _, inst)| inst.item_path == *taker)
+                    {
+                        problems.push(missing(d, "taken_by", taker));
+                    }
+                }
+                kept.push((d, ty.as_str(), index, taken_by.as_slice()));
+            }
         }
     }
     // The drop glues of the declared structs, and their field drops: each
@@ -278,7 +288,7 @@ pub fn resolve(
                 .map(|&(_, ty, index, stored_by)| (ty, index, stored_by))
                 .collect::<Vec<_>>(),
             kept.iter()
-                .map(|&(_, ty, index)| (ty, index))
+                .map(|&(_, ty, index, _)| (ty, index))
                 .collect::<Vec<_>>()
         );
         let ids: Vec<FnId> = program.bodies().map(|(f, _, _)| f).collect();
@@ -295,7 +305,7 @@ pub fn resolve(
                 .collect();
             let borrowing: Vec<bool> = kept
                 .iter()
-                .map(|&(_, ty, index)| borrows_field(&krate.dump, body, ty, index))
+                .map(|&(_, ty, index, _)| borrows_field(&krate.dump, body, ty, index))
                 .collect();
             (stores, borrowing)
         });
@@ -330,20 +340,34 @@ pub fn resolve(
     }
     // The drops of what is taken out of the kept-alive fields.
     let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    for (&(d, ty, index), borrowers) in kept.iter().zip(borrowers) {
+    for (&(d, ty, index, taken_by), borrowers) in kept.iter().zip(borrowers) {
         for (f, block) in kept_alive_drops(program, ty, index, borrowers) {
+            // Restricted to the drops in the functions named.
+            if !taken_by.is_empty() && !taken_by.iter().any(|t| *t == program.function(f).item_path)
+            {
+                continue;
+            }
             not_last.entry(f).or_default().push((block, d));
         }
     }
     for (d, decl) in declarations.iter().enumerate() {
-        if let Invariant::KeptAlive { ty, field } = &decl.invariant
+        if let Invariant::KeptAlive {
+            ty,
+            field,
+            taken_by,
+        } = &decl.invariant
             && !not_last.values().flatten().any(|&(_, e)| e == d)
             && !problems.iter().any(|p| p.declaration == d)
         {
+            let who = if taken_by.is_empty() {
+                "nothing".to_string()
+            } else {
+                format!("none of `{}`", taken_by.join("`, `"))
+            };
             problems.push(Problem {
                 declaration: d,
                 contradiction: false,
-                message: format!("nothing takes a reference out of `{field}` of `{ty}` and drops it"),
+                message: format!("{who} takes a reference out of `{field}` of `{ty}` and drops it"),
                 help: Some("a kept-alive invariant is about references taken out of the field (the result of a call that borrows it, such as `pop_front`, `remove` or `mem::take`) and dropped; the program drops none".to_string()),
             });
         }

@@ -78,6 +78,7 @@ fn kept_alive_entries_are_read_among_the_others() {
             Invariant::KeptAlive {
                 ty: "b::Inner".into(),
                 field: "waiting".into(),
+                taken_by: vec![],
             },
             Invariant::EmptyAtTeardown {
                 ty: "b::P".into(),
@@ -90,11 +91,32 @@ fn kept_alive_entries_are_read_among_the_others() {
         d[0].describe(),
         "what `Inner.waiting` holds is kept alive elsewhere"
     );
-    // It names no functions.
+    // It names the functions whose takes it covers, if any, and no others.
     let e = render(
         "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"waiting\"\nemptied_by = [\"b::f\"]\nbecause = \"x\"\n",
     );
     assert!(e.contains("unknown field `emptied_by`"), "{e}");
+    let d = parse(
+        Path::new("inv.toml"),
+        "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"threads\"\ntaken_by = [\"b::Proc::remove_thread\"]\nbecause = \"the caller holds it\"\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        d[0].invariant,
+        Invariant::KeptAlive {
+            ty: "b::Inner".into(),
+            field: "threads".into(),
+            taken_by: vec!["b::Proc::remove_thread".into()],
+        }
+    );
+    assert_eq!(
+        d[0].describe(),
+        "what `remove_thread` takes out of `Inner.threads` is kept alive elsewhere"
+    );
+    let e = render(
+        "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"threads\"\ntaken_by = [\"\"]\nbecause = \"x\"\n",
+    );
+    assert!(e.contains("an empty function path in `taken_by`"), "{e}");
     let e = render("[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"waiting\"\nbecause = \" \"\n");
     assert!(e.contains("`because` is empty"), "{e}");
 }
