@@ -1088,3 +1088,30 @@ fn last_field_summaries() {
         "{dropped}"
     );
 }
+
+/// A `[rust]` spec fact, `points_into_object`: a write into the object an
+/// entry counts, made through the entry, is not a write of the container
+/// holding the entry (fixture `handle_objects.rs`).
+#[test]
+fn handle_objects_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/handle_objects.rs")]);
+    let dir = out.dir.path();
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        instances_in(&without),
+        ["`handle_objects::unlink_entry`"],
+        "{without}"
+    );
+    std::fs::write(
+        dir.join("handles.toml"),
+        "[rust]\n\"<handle_objects::arc::Arc<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0, note = \"a reference into the counted object\" }\n",
+    )
+    .unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        with.starts_with("kanalyze: no errors or warnings"),
+        "{with}"
+    );
+}

@@ -125,10 +125,15 @@ pub(crate) fn analyze_function(
     summary.ret_from = origins.and_then(|o| o.returned());
     // The spec knows what the body cannot show: the list's pointer
     // juggling returns the count of the object it was given.
-    if let Some(r) = input.spec.rust_item(&inst.item_path)
-        && r.returns_object_of < body.arg_count
-    {
-        summary.ret_from = Some(vec![Flow::Clone(r.returns_object_of, FieldPath::BELOW)]);
+    if let Some(r) = input.spec.rust_item(&inst.item_path) {
+        if let Some(k) = r.returns_object_of.filter(|&k| k < body.arg_count) {
+            summary.ret_from = Some(vec![Flow::Clone(k, FieldPath::BELOW)]);
+        }
+        // `Arc::deref`: the result points into the counted object, not
+        // into the memory holding the handle.
+        if let Some(k) = r.points_into_object.filter(|&k| k < body.arg_count) {
+            summary.ret_points = Some(vec![(k, FieldPath::BELOW.handle())]);
+        }
     }
     summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
         && summary.ret_from.as_ref().is_some_and(|from| {

@@ -370,7 +370,13 @@ pub struct RustSpec {
     /// (0-based, a reference) refers to: `List::remove(item)` returns
     /// `item`'s `ListArc` or nothing. A caller whose borrow keeps that
     /// object alive cannot release the last reference by dropping it.
-    pub returns_object_of: u32,
+    pub returns_object_of: Option<u32>,
+    /// The returned reference points into the object the counted handle
+    /// argument N (0-based, a reference to an `Arc`-like handle) refers to:
+    /// `Arc::deref`. That object is an allocation of its own, never the
+    /// memory that holds the handle (a lock's data, a container), so what
+    /// is written through the result does not change that memory.
+    pub points_into_object: Option<u32>,
     pub note: Option<String>,
 }
 
@@ -430,7 +436,7 @@ pub struct Spec {
     /// Entry name (or glob) → where it names arguments.
     arg_sites: HashMap<String, Vec<ArgSite>>,
     /// Rust items by path (`[rust]`), with where each names its argument.
-    rust: HashMap<String, (RustSpec, ArgSite)>,
+    rust: HashMap<String, (RustSpec, Vec<ArgSite>)>,
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
@@ -504,15 +510,19 @@ impl Spec {
         let mut errors: std::collections::BTreeMap<(String, usize, usize), SpecError> =
             std::collections::BTreeMap::new();
         for (path, arity) in arities {
-            let Some((_, site)) = self.rust.get(path) else {
+            let Some((_, sites)) = self.rust.get(path) else {
                 continue;
             };
-            if site.arg < arity {
-                continue;
+            for site in sites {
+                if site.arg < arity {
+                    continue;
+                }
+                errors
+                    .entry((site.origin.clone(), site.line, site.col))
+                    .or_insert_with(|| {
+                        site.past_arity(&format!("Rust item `{path}`"), "it", arity)
+                    });
             }
-            errors
-                .entry((site.origin.clone(), site.line, site.col))
-                .or_insert_with(|| site.past_arity(&format!("Rust item `{path}`"), "it", arity));
         }
         errors.into_values().collect()
     }

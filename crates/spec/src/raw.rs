@@ -27,10 +27,11 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ returns_object_of = N, note = \"…\" }`"
+    expecting = "a table `{ returns_object_of = N, note = \"…\" }` or `{ points_into_object = N, note = \"…\" }`"
 )]
 struct RawRust {
-    returns_object_of: Spanned<u32>,
+    returns_object_of: Option<Spanned<u32>>,
+    points_into_object: Option<Spanned<u32>>,
     note: Option<String>,
 }
 
@@ -54,7 +55,7 @@ pub(crate) struct Parsed {
     pub functions: Vec<(String, FnSpec, Vec<ArgSite>)>,
     pub fields: Vec<((String, String), crate::Contract)>,
     /// Rust items by path, with where they name their argument.
-    pub rust: Vec<(String, crate::RustSpec, ArgSite)>,
+    pub rust: Vec<(String, crate::RustSpec, Vec<ArgSite>)>,
 }
 
 #[derive(Deserialize)]
@@ -288,15 +289,29 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         let path_span = path.span();
         let path = path.into_inner();
         validate_item_path(&path).map_err(|why| ctx.error(Some(path_span.clone()), why))?;
+        let raw_span = raw.span();
         let raw = raw.into_inner();
-        let site = ctx.site("returns_object_of", &raw.returns_object_of);
+        if raw.returns_object_of.is_none() && raw.points_into_object.is_none() {
+            return Err(ctx.error(
+                Some(raw_span),
+                format!("Rust item `{path}`: says nothing: give `returns_object_of` or `points_into_object`"),
+            ));
+        }
+        let mut sites = Vec::new();
+        if let Some(n) = &raw.returns_object_of {
+            sites.push(ctx.site("returns_object_of", n));
+        }
+        if let Some(n) = &raw.points_into_object {
+            sites.push(ctx.site("points_into_object", n));
+        }
         rust.push((
             path,
             crate::RustSpec {
-                returns_object_of: *raw.returns_object_of.get_ref(),
+                returns_object_of: raw.returns_object_of.map(|n| *n.get_ref()),
+                points_into_object: raw.points_into_object.map(|n| *n.get_ref()),
                 note: raw.note,
             },
-            site,
+            sites,
         ));
     }
     Ok(Parsed {
@@ -309,6 +324,23 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
 /// A Rust item path as the dumps spell it (`kanalyze dump` prints it after
 /// `item`): crate-qualified, generic parameters by name.
 fn validate_item_path(path: &str) -> Result<(), String> {
+    // A trait method of a type, `<Type as Trait>::method`, as `kanalyze
+    // dump` prints the item of an impl's method.
+    if let Some(rest) = path.strip_prefix('<') {
+        let bad = || {
+            format!(
+                "invalid Rust item `{path}`: a trait method is named `<Type as Trait>::method`, \
+                 both paths crate-qualified, as `kanalyze dump` prints it after `item`"
+            )
+        };
+        let (inner, item) = rest.rsplit_once(">::").ok_or_else(bad)?;
+        let (ty, tr) = inner.split_once(" as ").ok_or_else(bad)?;
+        if !is_ident(item) {
+            return Err(bad());
+        }
+        validate_item_path(ty)?;
+        return validate_item_path(tr);
+    }
     let crate_name = path.split("::").next().unwrap_or_default();
     if !path.contains("::") || !is_ident(crate_name) || path.ends_with("::") {
         return Err(format!(

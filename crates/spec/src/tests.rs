@@ -1067,7 +1067,7 @@ fn rust_items() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let r = spec.rust_item("kernel::list::List::<T, ID>::remove");
-    assert_eq!(r.map(|r| r.returns_object_of), Some(1));
+    assert_eq!(r.and_then(|r| r.returns_object_of), Some(1));
     assert_eq!(
         spec.rust_item("kernel::list::List::<T, ID>::push_back"),
         None
@@ -1089,7 +1089,7 @@ fn rust_items() {
     );
     assert_eq!(
         spec.rust_item("kernel::list::List::<T, ID>::remove")
-            .map(|r| r.returns_object_of),
+            .and_then(|r| r.returns_object_of),
         Some(0)
     );
 }
@@ -1160,4 +1160,51 @@ fn memory_facts() {
 fn error_memory_fact_types() {
     insta::assert_snapshot!(parse_err("[fn]\nwalk = { reads_only = 1 }\n"));
     insta::assert_snapshot!(parse_err("[fn]\nwalk = { returns_into = -1 }\n"));
+}
+
+/// The built-in kernel spec parses (a broken one would leave every C
+/// function unknown), with its `[rust]` facts.
+#[test]
+fn builtin_kernel_spec_parses() {
+    if let Err(e) = Spec::parse(Spec::builtin_kernel_text(), "kernel.toml") {
+        panic!("{e}");
+    }
+    let k = Spec::builtin_kernel();
+    let arc = k
+        .rust_item("<kernel::sync::arc::Arc<T> as core::ops::deref::Deref>::deref")
+        .expect("Arc::deref");
+    assert_eq!(arc.points_into_object, Some(0));
+    assert_eq!(arc.returns_object_of, None);
+}
+
+/// `[rust]` entries: a trait method's item path, `points_into_object`, an
+/// entry that says nothing, a malformed trait path.
+#[test]
+fn rust_item_trait_methods() {
+    let spec = Spec::parse(
+        "[rust]\n\"<a::Handle<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = spec
+        .rust_item("<a::Handle<T> as core::ops::deref::Deref>::deref")
+        .unwrap();
+    assert_eq!((r.points_into_object, r.returns_object_of), (Some(0), None));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"<a::Handle<T> as core::ops::deref::Deref>::deref\" = { note = \"x\" }\n"
+    ));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"<a::Handle<T> core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n"
+    ));
+    let errors: Vec<String> = Spec::parse(
+        "[rust]\n\"<a::Handle<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 3 }\n",
+        "t.toml",
+    )
+    .unwrap()
+    .check_rust_arity([("<a::Handle<T> as core::ops::deref::Deref>::deref", 1)])
+    .iter()
+    .map(|e| e.to_string())
+    .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("points_into_object = 3"), "{errors:?}");
 }
