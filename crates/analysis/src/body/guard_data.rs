@@ -223,23 +223,10 @@ fn on_local(p: &Place, g: kmir::LocalId) -> bool {
 /// Whether an rvalue moves guard `g`, or borrows it mutably or by raw
 /// pointer (a shared borrow lends nothing that can release the lock or
 /// write the data, but it is given to calls, which the terminator check
-/// sees).
+/// sees). The mutable cases are object liveness's own test of a kill.
 fn rvalue_releases(rvalue: &Rvalue, g: kmir::LocalId) -> bool {
-    let moves = |op: &Operand| matches!(op, Operand::Move(p) if on_local(p, g));
-    match rvalue {
-        Rvalue::Use(op) | Rvalue::Repeat { operand: op, .. } | Rvalue::Cast { operand: op, .. } => {
-            moves(op)
-        }
-        Rvalue::UnaryOp { operand, .. } => moves(operand),
-        Rvalue::BinaryOp { lhs, rhs, .. } | Rvalue::CheckedBinaryOp { lhs, rhs, .. } => {
-            moves(lhs) || moves(rhs)
-        }
-        Rvalue::Aggregate { operands, .. } => operands.iter().any(moves),
-        Rvalue::Ref {
-            mutable: true,
-            place,
-        }
-        | Rvalue::AddressOf { place, .. } => on_local(place, g),
-        _ => false,
-    }
+    let on_g = |p: &Place| on_local(p, g);
+    let moves = |op: &Operand| matches!(op, Operand::Move(p) if on_g(p));
+    super::origins::rvalue_takes(rvalue, &on_g, &moves)
+        || matches!(rvalue, Rvalue::AddressOf { place, .. } if on_g(place))
 }

@@ -1064,7 +1064,7 @@ fn kill_reach(
 }
 
 /// Whether an rvalue moves out of, or mutably borrows, what `takes` says.
-fn rvalue_takes(
+pub(super) fn rvalue_takes(
     rvalue: &Rvalue,
     takes: &impl Fn(&Place) -> bool,
     moves: &impl Fn(&Operand) -> bool,
