@@ -126,6 +126,14 @@ ui!(
     vtables,
 );
 
+/// `kanalyze summary` of function `f` in the dumps under `dir/kmir`,
+/// which must succeed.
+fn summary_in(dir: &std::path::Path, f: &str) -> String {
+    let o = kanalyze_in(dir, &["summary", "kmir", f]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// `kanalyze ARGS` in `dir`, with the tests' summary cache, not the
 /// user's (as in `common::kanalyze`).
 fn kanalyze_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
@@ -974,11 +982,7 @@ fn spec_identity() {
 fn borrowed_objects_summaries() {
     let out = extract(&[CrateSpec::lib("ui/fp_borrowed_objects.rs")]);
     let dir = out.dir.path();
-    let summary = |f: &str| -> String {
-        let o = kanalyze_in(dir, &["summary", "kmir", f]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+    let summary = |f: &str| summary_in(dir, f);
     let adopt = summary("fp_borrowed_objects::try_adopt");
     assert!(adopt.contains("returns:     what `arg0` holds"), "{adopt}");
     let consume = summary("fp_borrowed_objects::consume");
@@ -1019,11 +1023,7 @@ fn borrowed_objects_summaries() {
 fn guarded_container_summaries() {
     let out = extract(&[CrateSpec::lib("ui/guarded_container.rs")]);
     let dir = out.dir.path();
-    let summary = |f: &str| -> String {
-        let o = kanalyze_in(dir, &["summary", "kmir", f]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+    let summary = |f: &str| summary_in(dir, f);
     let get = summary("guarded_container::Inner::get_existing");
     assert!(
         get.contains("returns:     a sharing clone of what `arg0` points to (below `(*arg0).0.0`)"),
@@ -1053,11 +1053,7 @@ fn guarded_container_summaries() {
 fn last_field_summaries() {
     let out = extract(&[CrateSpec::lib("ui/identity.rs")]);
     let dir = out.dir.path();
-    let summary = |f: &str| -> String {
-        let o = kanalyze_in(dir, &["summary", "kmir", f]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+    let summary = |f: &str| summary_in(dir, f);
     let field = "and only from its field";
     let devref = summary("drop_glue::<identity::DevRef>");
     assert!(
@@ -1072,21 +1068,13 @@ fn last_field_summaries() {
 
     let out = extract(&[CrateSpec::lib("ui/fp_identity.rs")]);
     let dir = out.dir.path();
-    let o = kanalyze_in(
-        dir,
-        &["summary", "kmir", "drop_glue::<fp_identity::DevRef>"],
-    );
-    let devref = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(devref.contains("and only from its field `.0`"), "{devref}");
-    let o = kanalyze_in(
-        dir,
-        &["summary", "kmir", "mem::drop::<fp_identity::DevRef>"],
-    );
-    let dropped = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        dropped.contains("and only from its field `.0`"),
-        "{dropped}"
-    );
+    for f in [
+        "drop_glue::<fp_identity::DevRef>",
+        "mem::drop::<fp_identity::DevRef>",
+    ] {
+        let s = summary_in(dir, f);
+        assert!(s.contains("and only from its field `.0`"), "{f}: {s}");
+    }
 }
 
 /// A `[rust]` spec fact, `points_into_object`: a write into the object an
