@@ -96,6 +96,8 @@ ui!(
     guarded_container,
     fp_guard_data_facts,
     guard_data_facts,
+    fp_guarded_iteration,
+    guarded_iteration,
     callbacks,
     dyn_drop,
     limits_heap_fields,
@@ -1044,6 +1046,45 @@ fn guarded_container_summaries() {
         lookup.contains("points to:   below `(*arg0).0`"),
         "{lookup}"
     );
+}
+
+/// The summaries iterating a guarded container needs (docs/preemption.md,
+/// "Iterating a container under a held lock"): an rbtree iterator's `next`
+/// stores into the iterator only what its cursor reaches and returns a
+/// reference through the cursor, not into the iterator; a function that
+/// stores a pointer to memory none of its arguments reach (a new buffer, a
+/// static, what C returned) does not say so.
+#[test]
+fn guarded_iteration_summaries() {
+    let out = extract(&[CrateSpec::lib("ui/guarded_iteration.rs")]);
+    let dir = out.dir.path();
+    let summary = |f: &str| summary_in(dir, f);
+    let stores = "stores:      into what `arg0` points to, only pointers reached from there";
+    let raw = summary(
+        "<guarded_iteration::rbtree::IterRaw<u64, guarded_iteration::arc::Arc<guarded_iteration::Node>> as std::iter::Iterator>::next",
+    );
+    assert!(raw.contains(stores), "{raw}");
+    assert!(
+        raw.contains("returns:     a borrow of what `arg0` borrows (below `(*arg0).0 (through a pointer stored there)`)"),
+        "{raw}"
+    );
+    let iter = summary(
+        "<guarded_iteration::rbtree::Iter<'_, u64, guarded_iteration::arc::Arc<guarded_iteration::Node>> as std::iter::Iterator>::next",
+    );
+    assert!(iter.contains(stores), "{iter}");
+    assert!(iter.contains("(through a pointer stored there)"), "{iter}");
+    for f in [
+        // `krealloc`'s buffer.
+        "guarded_iteration::kvec::KVec::<guarded_iteration::arc::Arc<guarded_iteration::Node>>::reserve",
+        // A static's pointer.
+        "guarded_iteration::Cursor::<'_>::advance",
+        // What a C function returned.
+        "guarded_iteration::Cursor::<'_>::advance_foreign",
+    ] {
+        let s = summary(f);
+        assert!(s.contains("writes:"), "{s}");
+        assert!(!s.contains("stores:"), "{s}");
+    }
 }
 
 /// A drop glue whose last-reference part comes from one field says so (and

@@ -125,9 +125,33 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         lines.push(SummaryLine::keyed("writes", places(w)));
     }
     if let Some(r) = &s.ret_points
-        && !r.is_empty()
+        && (!r.is_empty() || s.ret_fresh)
     {
-        lines.push(SummaryLine::keyed("points to", places(r)));
+        let mut parts = places(r);
+        if s.ret_fresh {
+            if !parts.is_empty() {
+                parts.push_str(", ");
+            }
+            parts.push_str("memory none of its arguments reach (a new allocation, a static)");
+        }
+        lines.push(SummaryLine::keyed("points to", parts));
+    }
+    // The written arguments whose memory receives only pointers reached
+    // from it (what lets a caller keep an iterator's origins across `next`).
+    let own: Vec<String> = s
+        .stores_own
+        .iter()
+        .filter(|k| s.writes.iter().flatten().any(|(w, _)| w == *k))
+        .map(|k| format!("`arg{k}`"))
+        .collect();
+    if !own.is_empty() {
+        lines.push(SummaryLine::keyed(
+            "stores",
+            format!(
+                "into what {} points to, only pointers reached from there",
+                own.join(", ")
+            ),
+        ));
     }
     if let Some((i, j)) = s.identity_test {
         lines.push(SummaryLine::plain(format!(

@@ -52,6 +52,8 @@ pub(crate) fn external_summary(
                         ret_points: s
                             .returns_into
                             .map(|k| vec![(k, crate::summary::FieldPath::BELOW)]),
+                        // It returns a pointer into what argument `k` reaches.
+                        ret_fresh: s.returns_into.is_none(),
                         ret_from: s.returns_into.map(|k| {
                             vec![crate::summary::Flow::Shared(
                                 k,

@@ -121,6 +121,8 @@ pub(crate) fn analyze_function(
     if let Some(o) = &origins {
         summary.writes = Some(o.writes.summary());
         summary.ret_points = o.writes.returned();
+        summary.stores_own = o.writes.stores_own(body.arg_count);
+        summary.ret_fresh = o.writes.returns_elsewhere();
     }
     summary.ret_from = origins.and_then(|o| o.returned());
     // The spec knows what the body cannot show: the list's pointer
@@ -364,6 +366,8 @@ impl Runs {
             identity_test: None,
             writes: None,
             ret_points: None,
+            ret_fresh: true,
+            stores_own: Vec::new(),
         };
         let events = Events {
             violations: self.violations,

@@ -40,6 +40,11 @@ pub struct FieldPath {
     /// object's own allocation, never in the memory of a lock's data that
     /// held the handle (that data is written only through its guard).
     handle: bool,
+    /// The way to the place goes through a pointer stored at (or below)
+    /// the path: the place is reached from that memory, never in it (an
+    /// iterator's `next` returns a reference to an element its cursor
+    /// points to, not into the iterator).
+    pointer: bool,
     steps: [u16; FieldPath::MAX],
 }
 
@@ -52,6 +57,7 @@ impl FieldPath {
         exact: true,
         interior: false,
         handle: false,
+        pointer: false,
         steps: [0; FieldPath::MAX],
     };
     /// Anywhere in what the argument reaches.
@@ -60,6 +66,7 @@ impl FieldPath {
         exact: false,
         interior: false,
         handle: false,
+        pointer: false,
         steps: [0; FieldPath::MAX],
     };
     /// A variant marker among the steps (a field of a variant is numbered
@@ -88,6 +95,18 @@ impl FieldPath {
     /// (what a sharing clone of it points to).
     pub fn handle(mut self) -> FieldPath {
         self.handle = true;
+        self.exact = false;
+        self
+    }
+
+    pub fn through_pointer(&self) -> bool {
+        self.pointer
+    }
+
+    /// Somewhere reached through a pointer stored at or below this place
+    /// (not in its own memory).
+    pub fn pointed(mut self) -> FieldPath {
+        self.pointer = true;
         self.exact = false;
         self
     }
@@ -137,6 +156,7 @@ impl FieldPath {
         let mut out = self;
         out.interior |= other.interior;
         out.handle |= other.handle;
+        out.pointer |= other.pointer;
         if !out.exact {
             return out;
         }
@@ -170,6 +190,9 @@ impl FieldPath {
         }
         if self.handle {
             s.push_str(" (in an object a handle there refers to)");
+        }
+        if self.pointer {
+            s.push_str(" (through a pointer stored there)");
         }
         s
     }
@@ -527,6 +550,15 @@ pub struct Summary {
     /// Where the pointers its result holds point, below what its arguments
     /// point to (sorted); `None`: anywhere its arguments reach.
     pub ret_points: Option<Vec<(u32, FieldPath)>>,
+    /// Its result may hold a pointer to memory none of its arguments
+    /// reach (a new allocation, a static, what C returned): `ret_points`
+    /// does not describe it. `true` without a body.
+    pub ret_fresh: bool,
+    /// The arguments (sorted) into whose memory the function stores only
+    /// pointers reached from that same argument, or none: an iterator's
+    /// `next` moves its cursor along the nodes its cursor reaches. Empty
+    /// for a function without a body.
+    pub stores_own: Vec<u32>,
 }
 
 impl Summary {
@@ -562,6 +594,8 @@ impl Summary {
             identity_test: None,
             writes: None,
             ret_points: None,
+            ret_fresh: true,
+            stores_own: Vec::new(),
         }
     }
 

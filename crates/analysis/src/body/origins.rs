@@ -47,15 +47,26 @@ use super::writes::{Guards, Root, Writes};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
     Arg(Flow),
-    /// Reached from the data guard local `g` gives access to (what its
-    /// `Deref` returns), at or below the path: backed while the guard holds
-    /// its lock and nothing writes there (`Origins::guard_backs`).
-    Guard(GuardFlow, u32, FieldPath),
+    /// Reached from the data a guard local gives access to (what its
+    /// `Deref` returns at one view), at or below the path: backed while
+    /// the guard holds its lock from that view on and nothing writes there
+    /// (`Origins::guard_backs`).
+    Guard(GuardFlow, ViewOf, FieldPath),
     /// A borrow of local `l` itself (`&l`, `&l.f`).
     Local(u32),
     /// A sharing clone of what local `l` holds: backed where `l` surely
     /// still holds it (`Origins::alive_at`).
     CloneLocal(u32),
+}
+
+/// Which guard's data, as one view call returned it: what is derived from
+/// it was made while the lock was held from that call on (a guard local
+/// released and locked again in a loop is a new acquisition).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ViewOf {
+    pub guard: u32,
+    /// The block whose terminator is the view call.
+    pub view: BlockId,
 }
 
 /// How a value reached from a guard's data relates to it (like [`Flow`]).
@@ -100,7 +111,18 @@ pub struct Origins {
     /// For each guard, the blocks whose terminator a point that may release
     /// it (a drop, a move, a mutable borrow for anything but viewing its
     /// data) reaches.
-    guard_kills: HashMap<u32, Vec<bool>>,
+    guard_kills: HashMap<u32, Vec<(BlockId, Vec<bool>)>>,
+    /// For each view call's block, the blocks a way from its terminator
+    /// reaches.
+    after: HashMap<BlockId, Vec<bool>>,
+    /// Mutable borrows of a local (the temporaries holding them) lent to a
+    /// single call that stores into the local only pointers reached from
+    /// what it holds (`Summary::stores_own`), and whose result holds no
+    /// mutable pointer: an iterator given to its `next`. The local keeps
+    /// its origins, widened to what they reach.
+    own_lends: BTreeSet<u32>,
+    /// The call blocks of those lends, with the argument lent.
+    own_lend_sites: HashMap<BlockId, Vec<usize>>,
     /// Where the body may write (mod/ref).
     pub writes: Writes,
 }
@@ -156,7 +178,24 @@ impl Origins {
     ) -> Origins {
         let guards = Guards::find(program, body, sites, summary_of);
         let writes = Writes::compute(dump, body, sites, summary_of, &guards);
-        let guard_kills = kill_reach(body, &guards.locals, false, &guards.view_borrows, true);
+        let guard_kills = guards
+            .locals
+            .iter()
+            .map(|&g| {
+                let kills = kill_points(body, g, false, &guards.view_borrows);
+                let at: Vec<_> = kills
+                    .killed_in
+                    .iter()
+                    .map(|&k| (k, reached_after(body, k)))
+                    .collect();
+                (g, at)
+            })
+            .collect();
+        let after = guards
+            .views
+            .keys()
+            .map(|&b| (b, reached_after(body, b)))
+            .collect();
         let mut o = Origins {
             locals: vec![empty(); body.locals.len()],
             written: empty(),
@@ -167,8 +206,12 @@ impl Origins {
             identity_tests: Vec::new(),
             guards,
             guard_kills,
+            after,
             writes,
+            own_lends: BTreeSet::new(),
+            own_lend_sites: HashMap::new(),
         };
+        o.find_own_lends(dump, body, sites, summary_of);
         for k in 1..=body.arg_count {
             let i = k as usize;
             let Some(l) = body.locals.get(i) else {
@@ -212,7 +255,7 @@ impl Origins {
                 _ => None,
             })
             .collect();
-        o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new(), false);
+        o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new());
         o.identity_tests = identity_tests(body, sites, summary_of);
         let compared: BTreeSet<u32> = o
             .identity_tests
@@ -225,7 +268,7 @@ impl Origins {
                 },
             )
             .collect();
-        o.unchanged_to = kill_reach(body, &compared, true, &BTreeSet::new(), false);
+        o.unchanged_to = kill_reach(body, &compared, true, &BTreeSet::new());
         o.forget_written_backers(dump, body);
         o
     }
@@ -323,6 +366,62 @@ impl Origins {
         }
     }
 
+    /// The mutable borrows of locals lent to a call that stores into them
+    /// only what they reach (see `own_lends`).
+    fn find_own_lends(
+        &mut self,
+        dump: &CrateDump,
+        body: &Body,
+        sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+    ) {
+        for b in &body.blocks {
+            for st in &b.statements {
+                let StatementKind::Assign {
+                    place: dest,
+                    rvalue,
+                } = &st.kind
+                else {
+                    continue;
+                };
+                let Rvalue::Ref {
+                    mutable: true,
+                    place,
+                } = &**rvalue
+                else {
+                    continue;
+                };
+                if !dest.projection.is_empty() || place.projection.contains(&Projection::Deref) {
+                    continue;
+                }
+                let Some((block, arg)) = lent_to_one_call(body, dest.local) else {
+                    continue;
+                };
+                let Some(TerminatorKind::Call { destination, .. }) =
+                    body.blocks.get(block as usize).map(|b| &b.terminator.kind)
+                else {
+                    continue;
+                };
+                let result_mut = body
+                    .local(destination.local)
+                    .and_then(|l| dump.ty(l.ty))
+                    .is_none_or(|t| t.display.contains("&mut") || t.display.contains("*mut"));
+                let own = !result_mut
+                    && sites.get(&block).is_some_and(|ts| {
+                        !ts.is_empty()
+                            && ts.iter().all(|t| {
+                                let s = summary_of.get(t.callee);
+                                s.writes.is_some() && s.stores_own.contains(&(arg as u32))
+                            })
+                    });
+                if own {
+                    self.own_lends.insert(dest.local);
+                    self.own_lend_sites.entry(block).or_default().push(arg);
+                }
+            }
+        }
+    }
+
     /// What the body writes through pointers by other means than an
     /// assignment: a `&mut` or `*mut` given to a call, a mutable borrow of
     /// memory behind a pointer, an intrinsic or inline assembly.
@@ -394,7 +493,22 @@ impl Origins {
                                     .is_some_and(|w| w.iter().all(|(_, p)| p.interior()))
                             })
                     });
-                    if lends_mut && !writes_nothing {
+                    // Or writes only into locals lent to it to be moved
+                    // along what they reach (their origins are widened).
+                    let own = self.own_lend_sites.get(&(bi as BlockId));
+                    let writes_own = own.is_some_and(|own| {
+                        sites.get(&(bi as BlockId)).is_some_and(|ts| {
+                            !ts.is_empty()
+                                && ts.iter().all(|t| {
+                                    summary_of.get(t.callee).writes.as_ref().is_some_and(|w| {
+                                        w.iter().all(|(k, p)| {
+                                            p.interior() || own.contains(&(*k as usize))
+                                        })
+                                    })
+                                })
+                        })
+                    });
+                    if lends_mut && !writes_nothing && !writes_own {
                         self.written = None;
                     }
                 }
@@ -416,8 +530,19 @@ impl Origins {
         for (bi, b) in body.blocks.iter().enumerate() {
             for s in &b.statements {
                 if let StatementKind::Assign { place, rvalue } = &s.kind {
-                    changed |= self.borrow_effects(dump, body, rvalue);
-                    let v = self.rvalue(dump, body, rvalue);
+                    changed |= self.borrow_effects(dump, body, place, rvalue);
+                    let v = match &**rvalue {
+                        // A borrow lent to a call that moves the local along
+                        // what it reaches: the local's place.
+                        Rvalue::Ref { place: q, .. }
+                            if place.projection.is_empty()
+                                && self.own_lends.contains(&place.local)
+                                && q.projection.is_empty() =>
+                        {
+                            one_origin(Origin::Local(q.local))
+                        }
+                        _ => self.rvalue(dump, body, rvalue),
+                    };
                     changed |= self.write(place, &v);
                 }
             }
@@ -427,7 +552,10 @@ impl Origins {
             {
                 let v = match sites.get(&(bi as kmir::BlockId)) {
                     _ if self.guards.views.contains_key(&(bi as BlockId)) => {
-                        let g = self.guards.views[&(bi as BlockId)];
+                        let g = ViewOf {
+                            guard: self.guards.views[&(bi as BlockId)],
+                            view: bi as BlockId,
+                        };
                         one_origin(Origin::Guard(GuardFlow::Shared, g, FieldPath::AT))
                     }
                     Some(ts) if !ts.is_empty() => {
@@ -448,12 +576,52 @@ impl Origins {
     /// Borrowing a local lets whoever gets the pointer change it: a
     /// mutable one, or a shared one of a type with interior mutability
     /// held in place.
-    fn borrow_effects(&mut self, dump: &CrateDump, body: &Body, rvalue: &Rvalue) -> bool {
+    fn borrow_effects(
+        &mut self,
+        dump: &CrateDump,
+        body: &Body,
+        dest: &Place,
+        rvalue: &Rvalue,
+    ) -> bool {
         let (Rvalue::Ref { mutable, place } | Rvalue::AddressOf { mutable, place }) = rvalue else {
             return false;
         };
         if place.projection.contains(&Projection::Deref) {
             return false;
+        }
+        // Lent to a call that moves it along what it already reaches.
+        if dest.projection.is_empty() && self.own_lends.contains(&dest.local) {
+            let widened = self.local(place.local).and_then(|s| {
+                let mut out = BTreeSet::new();
+                for o in &s {
+                    match *o {
+                        Origin::Arg(Flow::Shared(k, p) | Flow::Read(k, p) | Flow::Clone(k, p)) => {
+                            let p = p.below();
+                            out.insert(*o);
+                            out.insert(Origin::Arg(Flow::Shared(k, p)));
+                            out.insert(Origin::Arg(Flow::Read(k, p)));
+                            out.insert(Origin::Arg(Flow::Clone(k, p)));
+                        }
+                        Origin::Guard(_, g, p) => {
+                            let p = p.below();
+                            out.insert(*o);
+                            out.insert(Origin::Guard(GuardFlow::Shared, g, p));
+                            out.insert(Origin::Guard(GuardFlow::Read, g, p));
+                            out.insert(Origin::Guard(GuardFlow::Clone, g, p));
+                        }
+                        // What a local or an owned argument reaches is not
+                        // described by a path.
+                        Origin::Arg(Flow::Own(_)) | Origin::Local(_) | Origin::CloneLocal(_) => {
+                            return None;
+                        }
+                    }
+                }
+                Some(out)
+            });
+            let l = &mut self.locals[place.local as usize];
+            let before = l.clone();
+            *l = widened;
+            return *l != before;
         }
         let changes = *mutable
             || dump
@@ -519,10 +687,10 @@ impl Origins {
                 self.with_written(Origin::Arg(Flow::Read(k, p)))
             }
             Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) if self.is_mutref(k) => {
-                self.with_written(Origin::Arg(Flow::Read(k, p.below())))
+                self.with_written(Origin::Arg(Flow::Read(k, p.pointed())))
             }
             Origin::Arg(Flow::Shared(k, p)) => one(Flow::Read(k, p)),
-            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Read(k, p.below())),
+            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Read(k, p.pointed())),
             Origin::Arg(Flow::Own(_)) => self.with_written(o),
             Origin::Guard(GuardFlow::Shared, g, p) => {
                 one_origin(Origin::Guard(GuardFlow::Read, g, p))
@@ -541,12 +709,27 @@ impl Origins {
     fn address_through(&self, v: &Set, path: FieldPath) -> Set {
         map(v, |o| match o {
             Origin::Arg(Flow::Shared(k, p)) => one(Flow::Shared(k, p.then(path))),
-            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Shared(k, p.below())),
+            // The pointer was read out of memory (or is a handle held
+            // there): what it points to is reached through it.
+            Origin::Arg(Flow::Read(k, p) | Flow::Clone(k, p)) => one(Flow::Shared(k, p.pointed())),
             Origin::Arg(Flow::Own(_)) => self.with_written(o),
             Origin::Guard(GuardFlow::Shared, g, p) => {
                 one_origin(Origin::Guard(GuardFlow::Shared, g, p.then(path)))
             }
             Origin::Guard(_, g, p) => one_origin(Origin::Guard(GuardFlow::Shared, g, p.below())),
+            // Through a pointer the local holds, not into the local: where
+            // its pointers lead, when they lead into what arguments or
+            // guards' data reach (a path below one covers any depth).
+            Origin::Local(l) if path.through_pointer() => {
+                let held = self.local(l)?;
+                if !held
+                    .iter()
+                    .all(|o| matches!(o, Origin::Arg(_) | Origin::Guard(..)))
+                {
+                    return None;
+                }
+                self.address_through(&Some(held), FieldPath::BELOW)
+            }
             Origin::Local(_) => one_origin(o),
             Origin::CloneLocal(l) => {
                 self.address_through(&self.deref(&self.local(l)), FieldPath::BELOW)
@@ -646,6 +829,11 @@ impl Origins {
                 }
                 let mut v = empty();
                 for op in operands {
+                    // A number in the aggregate (a key beside the handle)
+                    // holds no reference.
+                    if scalar_operand(dump, body, op) {
+                        continue;
+                    }
                     union(&mut v, &inexact(&self.operand(dump, op)));
                 }
                 v
@@ -808,18 +996,21 @@ impl Origins {
                         GuardFlow::Read => "a bit copy of",
                         GuardFlow::Clone => "a sharing clone of",
                     };
-                    let held = if self.guards.locals.contains(g) {
+                    let v = *g;
+                    let g = v.guard;
+                    let held = if self.guards.locals.contains(&g) {
                         ""
                     } else {
                         " (not a guard)"
                     };
-                    let written = if self.writes.may_write(Root::Guard(*g), p) {
+                    let written = if self.writes.may_write(Root::Guard(g), p) {
                         ", written by the body"
                     } else {
                         ""
                     };
                     format!(
-                        "{how} what guard `_{g}`{held} gives access to (below `(*_{g}){}`{written})",
+                        "{how} what guard `_{g}`{held} gives access to at bb{} (below `(*_{g}){}`{written})",
+                        v.view,
                         p.describe()
                     )
                 }
@@ -942,13 +1133,30 @@ impl Origins {
     /// terminator, and nothing in the body, its callees included, writes at,
     /// below or above `path` in the data. The handle the clone was taken from
     /// is then still there, holding its own count.
-    fn guard_backs(&self, g: u32, path: &FieldPath, block: BlockId) -> bool {
-        self.guards.locals.contains(&g)
-            && self
-                .guard_kills
-                .get(&g)
-                .is_some_and(|r| r.get(block as usize).is_some_and(|reached| !reached))
-            && !self.writes.may_write_before(Root::Guard(g), path, block)
+    fn guard_backs(&self, v: ViewOf, path: &FieldPath, block: BlockId) -> bool {
+        self.guards.locals.contains(&v.guard)
+            && !self.released_between(v, block)
+            && !self
+                .writes
+                .may_write_before(Root::Guard(v.guard), path, block)
+    }
+
+    /// Whether a point that may release guard `v.guard` (a drop, a move, a
+    /// mutable borrow for anything but a view) lies on a way from the view
+    /// call to the terminator of `block`, that terminator included. If not,
+    /// the guard holds the lock it held at the view all the way, whatever
+    /// happens to it elsewhere (released and locked again in a loop).
+    fn released_between(&self, v: ViewOf, block: BlockId) -> bool {
+        let Some(kills) = self.guard_kills.get(&v.guard) else {
+            return true;
+        };
+        let Some(after_view) = self.after.get(&v.view) else {
+            return true;
+        };
+        kills.iter().any(|&(k, ref after_kill)| {
+            after_view.get(k as usize).copied().unwrap_or(true)
+                && (k == block || after_kill.get(block as usize).copied().unwrap_or(true))
+        })
     }
 }
 
@@ -959,79 +1167,17 @@ fn kill_reach(
     locals: &BTreeSet<u32>,
     own_drops_keep: bool,
     view_borrows: &BTreeSet<u32>,
-    redefined_after_release: bool,
 ) -> HashMap<u32, Vec<bool>> {
     let mut out = HashMap::new();
     let n = body.blocks.len();
     for &l in locals {
-        let mut defs = u32::from(l >= 1 && l <= body.arg_count);
-        // Blocks with a kill in a statement (it reaches the block's own
-        // terminator) and blocks whose terminator kills (it reaches only
-        // what follows).
-        let mut killed_in: Vec<BlockId> = Vec::new();
-        let mut killed_by_terminator: Vec<BlockId> = Vec::new();
-        let takes = |p: &Place| p.local == l && !p.projection.contains(&Projection::Deref);
-        // Where the site is a drop of the whole local (`own_drops_keep`), a
-        // move of the whole local does not change what that drop finds: if
-        // the drop drops anything, the local was not moved on the way
-        // (MIR's drop elaboration makes a drop after a move a no-op).
-        let moves = |op: &Operand| matches!(op, Operand::Move(p) if takes(p) && !(own_drops_keep && p.projection.is_empty()));
-        for (bi, b) in body.blocks.iter().enumerate() {
-            let bi = bi as BlockId;
-            for st in &b.statements {
-                let kills = match &st.kind {
-                    StatementKind::Assign { place, rvalue } => {
-                        if place.local == l && place.projection.is_empty() {
-                            defs += 1;
-                        }
-                        // A borrow given only to a view of a guard's data
-                        // (`Deref::deref_mut(&mut guard)`) changes nothing.
-                        let viewing =
-                            view_borrows.contains(&place.local) && place.projection.is_empty();
-                        (takes(place) && !place.projection.is_empty())
-                            || (!viewing && rvalue_takes(rvalue, &takes, &moves))
-                    }
-                    StatementKind::StorageDead(x) => *x == l,
-                    StatementKind::SetDiscriminant { place, .. } => takes(place),
-                    StatementKind::Intrinsic { operands, .. } => operands.iter().any(moves),
-                    StatementKind::StorageLive(_) => false,
-                };
-                if kills {
-                    killed_in.push(bi);
-                }
-            }
-            let kills = match &b.terminator.kind {
-                TerminatorKind::Drop { place, .. } => {
-                    takes(place)
-                        && !(own_drops_keep && place.local == l && place.projection.is_empty())
-                }
-                TerminatorKind::Call {
-                    args,
-                    destination,
-                    callee,
-                    ..
-                } => {
-                    if destination.local == l && destination.projection.is_empty() {
-                        defs += 1;
-                    }
-                    args.iter().any(moves)
-                        || (takes(destination) && !destination.projection.is_empty())
-                        || matches!(callee, kmir::Callee::Indirect { operand, .. } if moves(operand))
-                }
-                TerminatorKind::SwitchInt { discr, .. } => moves(discr),
-                TerminatorKind::InlineAsm { .. } => true,
-                _ => false,
-            };
-            if kills {
-                // The site itself may be the call that takes it.
-                killed_in.push(bi);
-                killed_by_terminator.push(bi);
-            }
-        }
+        let kills = kill_points(body, l, own_drops_keep, view_borrows);
+        let (killed_in, killed_by_terminator, defs) =
+            (kills.killed_in, kills.killed_by_terminator, kills.defs);
         // A local given several values holds the one it had where no
         // point that takes it away was passed since, only if each new value
         // comes after such a point (guards: `Guards::find`).
-        if defs > 1 && !redefined_after_release {
+        if defs > 1 {
             continue;
         }
         let mut reached = vec![false; n];
@@ -1061,6 +1207,131 @@ fn kill_reach(
         out.insert(l, reached);
     }
     out
+}
+
+/// Where a point that may take local `l`'s value away lies: blocks with
+/// such a point in a statement or the terminator (it reaches the block's
+/// own terminator), blocks whose terminator is one, and how many values
+/// the local is given.
+struct KillPoints {
+    killed_in: Vec<BlockId>,
+    killed_by_terminator: Vec<BlockId>,
+    defs: u32,
+}
+
+fn kill_points(
+    body: &Body,
+    l: u32,
+    own_drops_keep: bool,
+    view_borrows: &BTreeSet<u32>,
+) -> KillPoints {
+    let mut defs = u32::from(l >= 1 && l <= body.arg_count);
+    // Blocks with a kill in a statement (it reaches the block's own
+    // terminator) and blocks whose terminator kills (it reaches only
+    // what follows).
+    let mut killed_in: Vec<BlockId> = Vec::new();
+    let mut killed_by_terminator: Vec<BlockId> = Vec::new();
+    let takes = |p: &Place| p.local == l && !p.projection.contains(&Projection::Deref);
+    // Where the site is a drop of the whole local (`own_drops_keep`), a
+    // move of the whole local does not change what that drop finds: if
+    // the drop drops anything, the local was not moved on the way
+    // (MIR's drop elaboration makes a drop after a move a no-op).
+    let moves = |op: &Operand| matches!(op, Operand::Move(p) if takes(p) && !(own_drops_keep && p.projection.is_empty()));
+    for (bi, b) in body.blocks.iter().enumerate() {
+        let bi = bi as BlockId;
+        for st in &b.statements {
+            let kills = match &st.kind {
+                StatementKind::Assign { place, rvalue } => {
+                    if place.local == l && place.projection.is_empty() {
+                        defs += 1;
+                    }
+                    // A borrow given only to a view of a guard's data
+                    // (`Deref::deref_mut(&mut guard)`) changes nothing.
+                    let viewing =
+                        view_borrows.contains(&place.local) && place.projection.is_empty();
+                    (takes(place) && !place.projection.is_empty())
+                        || (!viewing && rvalue_takes(rvalue, &takes, &moves))
+                }
+                StatementKind::StorageDead(x) => *x == l,
+                StatementKind::SetDiscriminant { place, .. } => takes(place),
+                StatementKind::Intrinsic { operands, .. } => operands.iter().any(moves),
+                StatementKind::StorageLive(_) => false,
+            };
+            if kills {
+                killed_in.push(bi);
+            }
+        }
+        let kills = match &b.terminator.kind {
+            TerminatorKind::Drop { place, .. } => {
+                takes(place) && !(own_drops_keep && place.local == l && place.projection.is_empty())
+            }
+            TerminatorKind::Call {
+                args,
+                destination,
+                callee,
+                ..
+            } => {
+                if destination.local == l && destination.projection.is_empty() {
+                    defs += 1;
+                }
+                args.iter().any(moves)
+                    || (takes(destination) && !destination.projection.is_empty())
+                    || matches!(callee, kmir::Callee::Indirect { operand, .. } if moves(operand))
+            }
+            TerminatorKind::SwitchInt { discr, .. } => moves(discr),
+            TerminatorKind::InlineAsm { .. } => true,
+            _ => false,
+        };
+        if kills {
+            // The site itself may be the call that takes it.
+            killed_in.push(bi);
+            killed_by_terminator.push(bi);
+        }
+    }
+    KillPoints {
+        killed_in,
+        killed_by_terminator,
+        defs,
+    }
+}
+
+/// Whether `op` is a number, a `bool` or a `char`: a value that holds no
+/// reference.
+fn scalar_operand(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
+    let ty = match op {
+        Operand::Copy(p) | Operand::Move(p) => dump.place_ty(body, p),
+        Operand::Constant(c) => Some(c.ty),
+        Operand::RuntimeChecks(_) => return true,
+    };
+    ty.and_then(|t| dump.ty(t)).is_some_and(|t| {
+        matches!(
+            t.kind,
+            TyKind::Bool | TyKind::Char | TyKind::Int(_) | TyKind::Uint(_) | TyKind::Float(_)
+        )
+    })
+}
+
+/// The blocks a way from the terminator of `from` reaches.
+fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
+    let mut reached = vec![false; body.blocks.len()];
+    let mut stack: Vec<BlockId> = body
+        .blocks
+        .get(from as usize)
+        .map(|b| b.terminator.kind.successors())
+        .unwrap_or_default();
+    while let Some(b) = stack.pop() {
+        let Some(r) = reached.get_mut(b as usize) else {
+            continue;
+        };
+        if *r {
+            continue;
+        }
+        *r = true;
+        if let Some(blk) = body.blocks.get(b as usize) {
+            stack.extend(blk.terminator.kind.successors());
+        }
+    }
+    reached
 }
 
 /// Whether an rvalue moves out of, or mutably borrows, what `takes` says.
@@ -1473,6 +1744,62 @@ fn field_kept(body: &Body, l: u32, f: u32, block: BlockId) -> bool {
         }
     }
     defs == 1
+}
+
+/// The call (its block) and the argument a borrow held by `holder` is given
+/// to, when that is its only use: directly, or through one reborrow
+/// (`_95 = &mut (*_96)`) that is itself used only there.
+fn lent_to_one_call(body: &Body, holder: u32) -> Option<(BlockId, usize)> {
+    use kmir::visit::PlaceContext as C;
+    let mut current = holder;
+    for _ in 0..3 {
+        let mut uses: Vec<(Place, C, kmir::visit::Location)> = Vec::new();
+        kmir::visit::for_each_place(body, |p, cx, loc| {
+            let mentions = p.local == current
+                || p.projection
+                    .iter()
+                    .any(|q| matches!(q, Projection::Index(l) if *l == current));
+            let def = matches!(cx, C::Assign) && p.local == current && p.projection.is_empty();
+            if mentions && !def {
+                uses.push((p.clone(), cx, loc));
+            }
+        });
+        let [(p, cx, loc)] = uses.as_slice() else {
+            return None;
+        };
+        let b = body.blocks.get(loc.block as usize)?;
+        if loc.statement < b.statements.len() {
+            // A reborrow through it, `_95 = &mut (*_96)`.
+            let StatementKind::Assign { place, rvalue } = &b.statements[loc.statement].kind else {
+                return None;
+            };
+            match &**rvalue {
+                Rvalue::Ref {
+                    mutable: true,
+                    place: q,
+                } if *cx == C::Borrow { mutable: true }
+                    && q.local == current
+                    && *q.projection == [Projection::Deref]
+                    && place.projection.is_empty() =>
+                {
+                    current = place.local;
+                }
+                _ => return None,
+            }
+        } else {
+            let TerminatorKind::Call { args, .. } = &b.terminator.kind else {
+                return None;
+            };
+            if !p.projection.is_empty() {
+                return None;
+            }
+            let i = args.iter().position(
+                |a| matches!(a, Operand::Move(q) | Operand::Copy(q) if q.local == current && q.projection.is_empty()),
+            )?;
+            return Some((loc.block, i));
+        }
+    }
+    None
 }
 
 /// The place an operand holding a borrow borrows (`_5` given `_5 = &_2.0`,

@@ -52,7 +52,18 @@ pub enum Root {
     Guard(u32),
     /// Local `l` itself.
     Local(u32),
+    /// Memory none of those is: a new allocation, a static, what a C
+    /// function returned. Writes there are not tracked; a pointer there
+    /// matters only to say that a function stores into an argument, or
+    /// returns, something not reached from its arguments.
+    Elsewhere,
 }
+
+/// A pointer into memory the scan does not name.
+const ELSEWHERE: Target = Target {
+    root: Root::Elsewhere,
+    path: FieldPath::BELOW,
+};
 
 /// A place a pointer may point at (exact path) or below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -284,6 +295,10 @@ pub struct Writes {
     /// code given that memory later may write the data without this scan
     /// seeing it.
     data_escaped: BTreeSet<u32>,
+    /// Arguments into whose memory the body may store a pointer not reached
+    /// from that argument (another argument's, a guard's data, a local, or
+    /// one nothing says where it points).
+    foreign_stores: BTreeSet<u32>,
     /// The places in guards' data the body's places designate (by guard
     /// and path), and whether each lies inside an `UnsafeCell`.
     named_in_data: std::collections::BTreeMap<(u32, Vec<u16>), bool>,
@@ -349,6 +364,7 @@ impl Writes {
             targets: vec![Set::new(); body.locals.len()],
             written: Default::default(),
             data_escaped: BTreeSet::new(),
+            foreign_stores: BTreeSet::new(),
             named_in_data: Default::default(),
             preds: predecessors(body),
         };
@@ -478,14 +494,21 @@ impl Writes {
                         // operand points to itself (not behind it).
                         let storable: Vec<bool> =
                             args.iter().map(|a| !frozen_borrow(dump, body, a)).collect();
+                        // What a callee may store: any of the pointers it
+                        // is given, and, unless its summary says it stores
+                        // only what the argument reaches, pointers to
+                        // memory of its own (`Vec::reserve`'s new buffer).
+                        let mut any = all.clone();
+                        any.insert(ELSEWHERE);
                         let everywhere = |w: &mut Self, changed: &mut bool| {
                             for (o, &st) in ops.iter().zip(&storable) {
-                                *changed |= w.write_all_from(block, &below(o), &all, st);
+                                *changed |= w.write_all_from(block, &below(o), &any, st);
                             }
                         };
                         if summaries.is_empty() {
                             everywhere(self, &mut changed);
                             union(&mut result, &below(&all));
+                            result.insert(ELSEWHERE);
                         }
                         for s in summaries {
                             match &s.writes {
@@ -494,8 +517,13 @@ impl Writes {
                                         if let Some(o) = ops.get(k as usize) {
                                             let st =
                                                 storable.get(k as usize).copied().unwrap_or(true);
+                                            let stored = if s.stores_own.contains(&k) {
+                                                &all
+                                            } else {
+                                                &any
+                                            };
                                             changed |=
-                                                self.write_all_from(block, &then(o, p), &all, st);
+                                                self.write_all_from(block, &then(o, p), stored, st);
                                         }
                                     }
                                 }
@@ -522,6 +550,9 @@ impl Writes {
                                 None => {
                                     union(&mut points, &below(&all));
                                 }
+                            }
+                            if s.ret_fresh {
+                                points.insert(ELSEWHERE);
                             }
                             if clones {
                                 points = points
@@ -555,6 +586,9 @@ impl Writes {
                         });
                     }
                     changed |= self.write_all(block, &all, &Set::new());
+                    for k in 0..body.arg_count {
+                        changed |= self.foreign_stores.insert(k);
+                    }
                 }
                 _ => {}
             }
@@ -599,9 +633,14 @@ impl Writes {
                     if !t.path.exact()
                         && let Some(ts) = self.targets.get(l as usize)
                     {
+                        // What is reached from the object a handle refers
+                        // to stays in that object's world: the flag is kept
+                        // (a write there is not one in a lock's data).
                         let interior = t.path.interior();
+                        let handle = t.path.through_handle();
                         work.extend(below(ts).into_iter().map(|u| {
                             let path = if interior { u.path.cell() } else { u.path };
+                            let path = if handle { path.handle() } else { path };
                             (Target { root: u.root, path }, true)
                         }));
                     }
@@ -609,8 +648,19 @@ impl Writes {
                 // Through a counted handle the data of a held lock holds:
                 // the object it refers to, not the data.
                 Root::Guard(_) if t.path.through_handle() => {}
+                Root::Elsewhere => {}
                 Root::Arg(_) | Root::Guard(_) => {
                     changed |= self.written.entry(t).or_default().insert(block);
+                    // Not reached from the argument's contents: another
+                    // root, or the argument's own pointer (a store of a
+                    // pointer to itself).
+                    if let Root::Arg(k) = t.root
+                        && stored.iter().any(|s| {
+                            s.root != Root::Arg(k) || (s.path.exact() && s.path.steps().is_empty())
+                        })
+                    {
+                        changed |= self.foreign_stores.insert(k);
+                    }
                     // A pointer read back out of the guard's own data is
                     // taken to point into it again (`load`): only a store
                     // elsewhere loses track of it.
@@ -697,6 +747,9 @@ impl Writes {
                         path: t.path.below(),
                     });
                 }
+                Root::Elsewhere => {
+                    out.insert(ELSEWHERE);
+                }
             }
         }
         out
@@ -709,6 +762,7 @@ impl Writes {
     fn operand(&self, dump: &CrateDump, op: &Operand) -> Set {
         match op {
             Operand::Copy(p) | Operand::Move(p) => self.place(dump, p),
+            Operand::Constant(c) if constant_points(dump, c) => Set::from([ELSEWHERE]),
             _ => Set::new(),
         }
     }
@@ -725,6 +779,12 @@ impl Writes {
                     path: t.path.cell(),
                 })
                 .collect(),
+            // A pointer made from an integer points anywhere.
+            Rvalue::Cast {
+                operand: op, ty, ..
+            } if pointer_type(dump, *ty) && integer_operand(dump, body, op) => {
+                Set::from([ELSEWHERE])
+            }
             Rvalue::Use(op)
             | Rvalue::Repeat { operand: op, .. }
             | Rvalue::Cast { operand: op, .. } => self.operand(dump, op),
@@ -742,6 +802,7 @@ impl Writes {
                 lhs,
                 ..
             } => below(&self.operand(dump, lhs)),
+            Rvalue::ThreadLocalRef { .. } => Set::from([ELSEWHERE]),
             _ => Set::new(),
         }
     }
@@ -789,6 +850,17 @@ impl Writes {
                 .any(|t| t.root == Root::Local(l))
     }
 
+    /// The arguments into whose memory the body stores only pointers
+    /// reached from that same argument (`Summary::stores_own`).
+    pub fn stores_own(&self, arg_count: u32) -> Vec<u32> {
+        if self.gave_up {
+            return Vec::new();
+        }
+        (0..arg_count)
+            .filter(|k| !self.foreign_stores.contains(k))
+            .collect()
+    }
+
     /// Where each local's pointers may point, for `--trace`.
     pub fn describe_targets(&self) -> String {
         let mut out = Vec::new();
@@ -803,6 +875,7 @@ impl Writes {
                         Root::Arg(k) => format!("arg{k}"),
                         Root::Guard(g) => format!("guard _{g}"),
                         Root::Local(m) => format!("_{m}"),
+                        Root::Elsewhere => "memory of its own".to_string(),
                     };
                     let at = if t.path.exact() { "at" } else { "below" };
                     format!("{at} {root}{}", t.path.describe())
@@ -891,6 +964,16 @@ impl Writes {
         Some(out.into_iter().collect())
     }
 
+    /// The summary's `ret_fresh`: whether the result may hold a pointer
+    /// to memory none of the arguments reach.
+    pub fn returns_elsewhere(&self) -> bool {
+        self.gave_up
+            || self
+                .targets
+                .first()
+                .is_none_or(|ts| ts.iter().any(|t| t.root == Root::Elsewhere))
+    }
+
     fn in_arg_terms(&self, t: &Target, out: &mut BTreeSet<(u32, FieldPath)>) {
         match t.root {
             Root::Arg(k) => {
@@ -903,10 +986,43 @@ impl Writes {
                     }
                 }
             }
-            // A local of the body dies with it.
-            Root::Local(_) => {}
+            // A local of the body dies with it; other memory is not the
+            // arguments'.
+            Root::Local(_) | Root::Elsewhere => {}
         }
     }
+}
+
+/// Whether a constant may hold a pointer to memory that can change: one
+/// that refers to a static, or an address made from a number. Other
+/// constants hold no pointer (null is none), or pointers into immutable
+/// constant memory only (a promoted `&"…"`), where no counted handle can
+/// be.
+fn constant_points(dump: &CrateDump, c: &kmir::Constant) -> bool {
+    match &c.value {
+        kmir::ConstValue::Memory(m) => !m.statics.is_empty(),
+        kmir::ConstValue::Scalar(0) | kmir::ConstValue::ZeroSized => false,
+        kmir::ConstValue::Scalar(_) => pointer_type(dump, c.ty),
+        kmir::ConstValue::Unevaluated => true,
+    }
+}
+
+fn pointer_type(dump: &CrateDump, ty: kmir::TyId) -> bool {
+    matches!(
+        dump.ty(ty).map(|t| &t.kind),
+        Some(TyKind::Ref { .. } | TyKind::RawPtr { .. })
+    )
+}
+
+/// Whether `op` is an integer (cast to a pointer: its provenance is lost).
+fn integer_operand(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
+    let ty = match op {
+        Operand::Copy(p) | Operand::Move(p) => dump.place_ty(body, p),
+        Operand::Constant(c) => Some(c.ty),
+        Operand::RuntimeChecks(_) => None,
+    };
+    ty.and_then(|t| dump.ty(t))
+        .is_some_and(|t| matches!(t.kind, TyKind::Int(_) | TyKind::Uint(_)))
 }
 
 /// Whether `op` is a pointer to an `UnsafeCell`.
