@@ -402,18 +402,24 @@ impl Origins {
                 else {
                     continue;
                 };
+                // A mutable pointer the call returns must not lead into the
+                // local itself (through it the caller could change what
+                // the local holds): its summary says it goes through a
+                // pointer the local holds (`IterMut::next`).
                 let result_mut = body
                     .local(destination.local)
                     .and_then(|l| dump.ty(l.ty))
                     .is_none_or(|t| t.display.contains("&mut") || t.display.contains("*mut"));
-                let own = !result_mut
-                    && sites.get(&block).is_some_and(|ts| {
-                        !ts.is_empty()
-                            && ts.iter().all(|t| {
-                                let s = summary_of.get(t.callee);
-                                s.writes.is_some() && s.stores_own.contains(&(arg as u32))
-                            })
-                    });
+                let k = arg as u32;
+                let own = sites.get(&block).is_some_and(|ts| {
+                    !ts.is_empty()
+                        && ts.iter().all(|t| {
+                            let s = summary_of.get(t.callee);
+                            s.writes.is_some()
+                                && s.stores_own.contains(&k)
+                                && (!result_mut || returns_through_pointer(s, k))
+                        })
+                });
                 if own {
                     self.own_lends.insert(dest.local);
                     self.own_lend_sites.entry(block).or_default().push(arg);
@@ -1293,6 +1299,21 @@ fn kill_points(
         killed_by_terminator,
         defs,
     }
+}
+
+/// Whether everything a function returns that comes from argument `k`
+/// is reached through a pointer stored in what `k` points to, never in
+/// that memory itself (an iterator's `next` returns a reference to an
+/// element, not into the iterator).
+fn returns_through_pointer(s: &crate::summary::Summary, k: u32) -> bool {
+    s.ret_from.as_ref().is_some_and(|from| {
+        from.iter().all(|f| match *f {
+            Flow::Own(j) => j != k,
+            Flow::Shared(j, p) | Flow::Read(j, p) | Flow::Clone(j, p) => {
+                j != k || p.through_pointer()
+            }
+        })
+    })
 }
 
 /// Whether `op` is a number, a `bool` or a `char`: a value that holds no

@@ -517,8 +517,19 @@ impl Writes {
                                         if let Some(o) = ops.get(k as usize) {
                                             let st =
                                                 storable.get(k as usize).copied().unwrap_or(true);
+                                            // A callee that stores into the
+                                            // argument only what the argument
+                                            // reaches through its pointers.
+                                            let own: Set;
                                             let stored = if s.stores_own.contains(&k) {
-                                                &all
+                                                own = o
+                                                    .iter()
+                                                    .map(|t| Target {
+                                                        root: t.root,
+                                                        path: t.path.pointed(),
+                                                    })
+                                                    .collect();
+                                                &own
                                             } else {
                                                 &any
                                             };
@@ -652,12 +663,13 @@ impl Writes {
                 Root::Arg(_) | Root::Guard(_) => {
                     changed |= self.written.entry(t).or_default().insert(block);
                     // Not reached from the argument's contents: another
-                    // root, or the argument's own pointer (a store of a
-                    // pointer to itself).
+                    // root, or a pointer that may lead into the argument's
+                    // own memory rather than through a pointer it holds
+                    // (an iterator made to point into itself).
                     if let Root::Arg(k) = t.root
-                        && stored.iter().any(|s| {
-                            s.root != Root::Arg(k) || (s.path.exact() && s.path.steps().is_empty())
-                        })
+                        && stored
+                            .iter()
+                            .any(|s| s.root != Root::Arg(k) || !s.path.through_pointer())
                     {
                         changed |= self.foreign_stores.insert(k);
                     }
@@ -741,10 +753,12 @@ impl Writes {
                         union(&mut out, ts);
                     }
                 }
+                // A pointer read out of an argument's memory or a guard's
+                // data points to what is reached through it.
                 Root::Arg(_) | Root::Guard(_) => {
                     out.insert(Target {
                         root: t.root,
-                        path: t.path.below(),
+                        path: t.path.pointed(),
                     });
                 }
                 Root::Elsewhere => {
