@@ -98,6 +98,7 @@ ui!(
     guard_data_facts,
     fp_guarded_iteration,
     guarded_iteration,
+    exclusive_fields,
     callbacks,
     dyn_drop,
     limits_heap_fields,
@@ -1085,6 +1086,65 @@ fn guarded_iteration_summaries() {
         assert!(s.contains("writes:"), "{s}");
         assert!(!s.contains("stores:"), "{s}");
     }
+}
+
+/// A `[rust]` spec fact, `exclusive_to_handle`: without it every function
+/// of `exclusive_fields.rs` is reported; with it (the fixture's
+/// `ListArcField::assert_mut`/`assert_ref`, as the built-in spec says of
+/// the kernel's) the `clean_*` ones are clean, and the `kept_*` ones, where
+/// the handle is lent, captured, or another entry's, stay reported. The
+/// getters inherit the fact.
+#[test]
+fn exclusive_fields_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/exclusive_fields.rs")]);
+    let dir = out.dir.path();
+    let functions = |text: &str| {
+        let mut f: Vec<String> = instances_in(text);
+        f.sort();
+        f.dedup();
+        f
+    };
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    let all = functions(&without);
+    assert!(
+        all.iter().any(|f| f.contains("clean_request"))
+            && all.iter().any(|f| f.contains("clean_clear"))
+            && all.iter().any(|f| f.contains("clean_through_helper")),
+        "{without}"
+    );
+    std::fs::write(
+        dir.join("fields.toml"),
+        "[rust]\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_mut\" = { exclusive_to_handle = true }\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_ref\" = { exclusive_to_handle = true }\n",
+    )
+    .unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "fields.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        functions(&with),
+        [
+            "`exclusive_fields::kept_closure`",
+            "`exclusive_fields::kept_handle_lent`",
+            "`exclusive_fields::kept_handle_moved`",
+            "`exclusive_fields::kept_other_entry`",
+        ],
+        "{with}"
+    );
+    let o = kanalyze_in(
+        dir,
+        &[
+            "summary",
+            "kmir",
+            "exclusive_fields::death_of",
+            "--spec",
+            "fields.toml",
+        ],
+    );
+    let death_of = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        death_of.contains("only the holder of the handle it is given reaches"),
+        "{death_of}"
+    );
 }
 
 /// A drop glue whose last-reference part comes from one field says so (and

@@ -100,6 +100,12 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "and only from its field `.{f}` (of what `arg0` holds or points to: the other fields and the `Drop` impl release no last reference)"
         )));
     }
+    if s.ret_exclusive {
+        lines.push(SummaryLine::keyed(
+            "returns",
+            "a reference to contents only the holder of the handle it is given reaches (`exclusive_to_handle`)",
+        ));
+    }
     if let Some(from) = &s.ret_from
         && !from.is_empty()
     {

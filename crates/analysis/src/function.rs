@@ -88,9 +88,13 @@ pub(crate) fn analyze_function(
     let unwritten_args = kmir::visit::unwritten_args(body);
     let mut runs = Runs::default();
     let mut origins = None;
+    let mut ret_exclusive = false;
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
+        if origins.is_none() {
+            ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
+        }
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).
         for block in input.invariants.elided_in(f) {
@@ -137,6 +141,11 @@ pub(crate) fn analyze_function(
             summary.ret_points = Some(vec![(k, FieldPath::BELOW.handle())]);
         }
     }
+    summary.ret_exclusive = input
+        .spec
+        .rust_item(&inst.item_path)
+        .is_some_and(|r| r.exclusive_to_handle)
+        || ret_exclusive;
     summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
         && summary.ret_from.as_ref().is_some_and(|from| {
             from.iter()
@@ -367,6 +376,7 @@ impl Runs {
             writes: None,
             ret_points: None,
             ret_fresh: true,
+            ret_exclusive: false,
             stores_own: Vec::new(),
         };
         let events = Events {

@@ -554,6 +554,11 @@ pub struct Summary {
     /// reach (a new allocation, a static, what C returned): `ret_points`
     /// does not describe it. `true` without a body.
     pub ret_fresh: bool,
+    /// Its result is a reference to contents only the holder of a unique
+    /// handle may reach (`ListArcField::assert_mut`, by the spec's
+    /// `exclusive_to_handle`, and the getters returning what it returns):
+    /// `body::accessors`.
+    pub ret_exclusive: bool,
     /// The arguments (sorted) into whose memory the function stores only
     /// pointers reached from that same argument, or none: an iterator's
     /// `next` moves its cursor along the nodes its cursor reaches. Empty
@@ -595,6 +600,7 @@ impl Summary {
             writes: None,
             ret_points: None,
             ret_fresh: true,
+            ret_exclusive: false,
             stores_own: Vec::new(),
         }
     }

@@ -45,6 +45,11 @@ pub enum ProjKey {
     Deref,
     Field(u32),
     Downcast(u32),
+    /// The place the function with this id (an accessor: it writes
+    /// nothing) returns a reference to, given a reference to the place
+    /// before it: two calls of it on one place return one place
+    /// (`body::accessors`).
+    Via(u32),
 }
 
 /// The first pseudo-local that names a guard's data (see [`guard_data`]).
@@ -92,8 +97,24 @@ impl PlaceKey {
         })
     }
 
+    /// Behind a pointer: a dereference, or what an accessor returned.
     fn has_deref(&self) -> bool {
-        self.proj.contains(&ProjKey::Deref)
+        self.proj
+            .iter()
+            .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_)))
+    }
+
+    /// The place an accessor was given, for a place it returned (the
+    /// projections before the first `Via`).
+    fn via_base(&self) -> Option<PlaceKey> {
+        let i = self
+            .proj
+            .iter()
+            .position(|p| matches!(p, ProjKey::Via(_)))?;
+        Some(PlaceKey {
+            local: self.local,
+            proj: self.proj[..i].to_vec(),
+        })
     }
 
     /// Memory that calls and writes through pointers may change: behind a
@@ -444,7 +465,17 @@ impl Facts {
                         Val::Copy(k)
                         | Val::Discr(k)
                         | Val::Variant(k)
-                        | Val::Cmp { key: k, .. } => k.starts_with(place) || place.starts_with(k),
+                        // Memory behind a pointer the aliased value holds
+                        // is not part of that value.
+                        | Val::Cmp { key: k, .. } => {
+                            k.starts_with(place)
+                                || (place.starts_with(k)
+                                    && !PlaceKey {
+                                        local: place.local,
+                                        proj: place.proj[k.proj.len()..].to_vec(),
+                                    }
+                                    .has_deref())
+                        }
                         Val::Const(_) | Val::Ref(_) => false,
                     }
             })
@@ -501,6 +532,15 @@ impl Facts {
                 Val::Const(_) | Val::Ref(_) => {}
             }
         }
+        // A pointer to what an accessor returned for the old value of the
+        // place (or of something containing it) is not one to what it
+        // would return now.
+        self.vals.retain(|_, v| match v {
+            Val::Ref(k) => k
+                .via_base()
+                .is_none_or(|b| !b.starts_with(place) && !place.starts_with(&b)),
+            _ => true,
+        });
         self.known.retain(|(k, _), _| !k.starts_with(place));
         self.holds.retain(|k, source| {
             !k.starts_with(place) && !place.starts_with(k) && *source != place.local
@@ -518,6 +558,12 @@ impl Facts {
     pub fn forget_memory(&mut self, escaped: &[LocalId]) {
         // Facts about memory behind pointers, and aliases that read it.
         self.forget_matching(PlaceKey::is_memory);
+        // Pointers to what accessors returned for memory that may have
+        // changed.
+        self.vals.retain(|_, v| match v {
+            Val::Ref(k) => k.via_base().is_none_or(|b| !b.is_memory()),
+            _ => true,
+        });
         // A local whose address escaped keeps the pointers stored in it: a
         // guard lent out by `&mut` (`guard.get()`, `CondVar::wait(&mut g)`)
         // still points to its lock afterwards. Code that changes which lock
@@ -559,6 +605,33 @@ impl Facts {
     pub fn set_view(&mut self, local: LocalId, g: LocalId) {
         self.vals
             .insert(local, Val::Ref(PlaceKey::local(guard_data(g))));
+    }
+
+    /// Local `local` (just written) points at `key`: what an accessor
+    /// returned for the place before its last projection.
+    pub fn set_points_at(&mut self, local: LocalId, key: PlaceKey) {
+        self.vals.insert(local, Val::Ref(key));
+    }
+
+    /// The places with facts (values or pointers) that end a `Via`
+    /// projection, once each: `(*_5).Via(n)` for a fact at `(*_5).Via(n).1`.
+    pub fn via_places(&self) -> Vec<PlaceKey> {
+        let mut out: Vec<PlaceKey> = self
+            .known
+            .keys()
+            .map(|(k, _)| k)
+            .chain(self.addrs.keys())
+            .filter_map(|k| {
+                let end = k.proj.iter().rposition(|p| matches!(p, ProjKey::Via(_)))?;
+                Some(PlaceKey {
+                    local: k.local,
+                    proj: k.proj[..=end].to_vec(),
+                })
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The guard local `g` no longer holds its lock as it did (released,

@@ -377,6 +377,12 @@ pub struct RustSpec {
     /// memory that holds the handle (a lock's data, a container), so what
     /// is written through the result does not change that memory.
     pub points_into_object: Option<u32>,
+    /// The returned reference points to contents that only the holder of
+    /// one unique handle may reach: `ListArcField::assert_mut` (the field
+    /// of the `ListArc` with the field's ID, which the caller must hold).
+    /// While the caller holds that handle by `&mut` and lends it to no
+    /// call that writes through it, no other code writes there.
+    pub exclusive_to_handle: bool,
     pub note: Option<String>,
 }
 

@@ -27,11 +27,12 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ returns_object_of = N, note = \"…\" }` or `{ points_into_object = N, note = \"…\" }`"
+    expecting = "a table `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N, note = \"…\" }` or `{ exclusive_to_handle = true, note = \"…\" }`"
 )]
 struct RawRust {
     returns_object_of: Option<Spanned<u32>>,
     points_into_object: Option<Spanned<u32>>,
+    exclusive_to_handle: Option<bool>,
     note: Option<String>,
 }
 
@@ -291,10 +292,15 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         validate_item_path(&path).map_err(|why| ctx.error(Some(path_span.clone()), why))?;
         let raw_span = raw.span();
         let raw = raw.into_inner();
-        if raw.returns_object_of.is_none() && raw.points_into_object.is_none() {
+        if raw.returns_object_of.is_none()
+            && raw.points_into_object.is_none()
+            && raw.exclusive_to_handle != Some(true)
+        {
             return Err(ctx.error(
                 Some(raw_span),
-                format!("Rust item `{path}`: says nothing: give `returns_object_of` or `points_into_object`"),
+                format!(
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object` or `exclusive_to_handle = true`"
+                ),
             ));
         }
         let mut sites = Vec::new();
@@ -309,6 +315,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             crate::RustSpec {
                 returns_object_of: raw.returns_object_of.map(|n| *n.get_ref()),
                 points_into_object: raw.points_into_object.map(|n| *n.get_ref()),
+                exclusive_to_handle: raw.exclusive_to_handle == Some(true),
                 note: raw.note,
             },
             sites,

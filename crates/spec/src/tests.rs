@@ -1175,6 +1175,30 @@ fn builtin_kernel_spec_parses() {
         .expect("Arc::deref");
     assert_eq!(arc.points_into_object, Some(0));
     assert_eq!(arc.returns_object_of, None);
+    let field = k
+        .rust_item("kernel::list::arc_field::ListArcField::<T, ID>::assert_mut")
+        .expect("ListArcField::assert_mut");
+    assert!(field.exclusive_to_handle);
+}
+
+/// `exclusive_to_handle`: set, a `false` alone says nothing, and a value of
+/// the wrong type.
+#[test]
+fn rust_item_exclusive_to_handle() {
+    let spec = Spec::parse(
+        "[rust]\n\"a::Field::<T>::get\" = { exclusive_to_handle = true }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = spec.rust_item("a::Field::<T>::get").unwrap();
+    assert!(r.exclusive_to_handle);
+    assert_eq!((r.points_into_object, r.returns_object_of), (None, None));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Field::<T>::get\" = { exclusive_to_handle = false }\n"
+    ));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Field::<T>::get\" = { exclusive_to_handle = 1 }\n"
+    ));
 }
 
 /// `[rust]` entries: a trait method's item path, `points_into_object`, an

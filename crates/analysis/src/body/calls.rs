@@ -162,7 +162,10 @@ impl BodyAnalysis<'_> {
         keys.retain(|k| !covered.contains(k));
         keys.into_iter()
             .map(|key| {
-                let shallow = |s: &Vec<ProjKey>| !s.contains(&ProjKey::Deref);
+                let shallow = |s: &Vec<ProjKey>| {
+                    !s.iter()
+                        .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_)))
+                };
                 let known = facts
                     .known_under(&key)
                     .into_iter()
@@ -271,9 +274,18 @@ impl BodyAnalysis<'_> {
                     .chain(dropped.and_then(PlaceKey::of))
                     .map(|k| facts.normalize_fully(&k))
                     .collect();
-                // What the call cannot change in the data of locks held.
+                // What the call cannot change in the data of locks held,
+                // and in contents only a handle this body holds reaches.
                 let kept_data = self.guard_data_kept(&facts, block, terminator);
+                let kept_exclusive = self.accessor_facts_kept(&facts, terminator, targets);
+                // The place an accessor returns, named before the call
+                // forgets where its argument points.
+                let accessed = self.accessor_place(&facts, terminator, t, summary);
                 facts.forget_memory(&self.escaped);
+                for (key, known, addrs) in kept_exclusive {
+                    facts.set_known_under_key(&key, known);
+                    facts.set_addrs_under(&key, addrs);
+                }
                 if self.trace {
                     eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
                 }
@@ -305,6 +317,12 @@ impl BodyAnalysis<'_> {
                             && !self.address_taken.contains(&destination.local)
                         {
                             facts.set_view(destination.local, g);
+                        }
+                        // (A view's result is named by its guard.)
+                        if let Some(key) = accessed.clone()
+                            && self.view_of(block).is_none()
+                        {
+                            facts.set_points_at(destination.local, key);
                         }
                         if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
                             match ret {

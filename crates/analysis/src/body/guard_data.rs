@@ -173,7 +173,9 @@ impl BodyAnalysis<'_> {
             // A write inside a cell changes only a place inside that cell.
             let keep = |suffix: &[ProjKey]| {
                 let at = field_path(suffix);
-                !suffix.contains(&ProjKey::Deref)
+                !suffix
+                    .iter()
+                    .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_)))
                     && !written.iter().any(|w| {
                         w.overlaps(&at) && (!w.interior() || self.origins.writes.in_cell(g, &at))
                     })
@@ -204,7 +206,7 @@ fn field_path(suffix: &[ProjKey]) -> FieldPath {
         p = match s {
             ProjKey::Field(i) => p.field(*i),
             ProjKey::Downcast(v) => p.variant(*v),
-            ProjKey::Deref => p.below(),
+            ProjKey::Deref | ProjKey::Via(_) => p.below(),
         };
     }
     p

@@ -24,6 +24,7 @@ use domains::{Adj, PcState};
 use memory::Places;
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 
+pub mod accessors;
 mod calls;
 mod guard_data;
 mod observations;
@@ -106,6 +107,8 @@ pub struct BodyAnalysis<'a> {
     /// Where what each local holds comes from (object liveness): the
     /// same for every run of one body, so shared between them.
     pub origins: std::sync::Arc<origins::Origins>,
+    /// `derived_from`'s answers, by local.
+    derived: std::sync::Mutex<HashMap<LocalId, Option<Vec<LocalId>>>>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -153,7 +156,25 @@ impl<'a> BodyAnalysis<'a> {
             not_last: Vec::new(),
             drop_flags: prescan::drop_flags(dump, body),
             origins,
+            derived: Default::default(),
         }
+    }
+
+    /// The locals that may hold a pointer derived from `&mut` local `l`
+    /// (sorted), or `None` when such a pointer may reach anything
+    /// (`prescan`), computed once per local.
+    pub(super) fn derived_from(&self, l: LocalId) -> Option<Vec<LocalId>> {
+        let mut cache = self.derived.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(l)
+            .or_insert_with(|| {
+                prescan::derived_from(self.dump, self.body, l).map(|mut d| {
+                    d.sort_unstable();
+                    d.dedup();
+                    d
+                })
+            })
+            .clone()
     }
 
     /// What a call or drop releases, if it releases a last reference: the

@@ -495,7 +495,7 @@ pub(super) fn read_only_operand(dump: &CrateDump, body: &Body, operand: &kmir::O
 /// The locals that may hold a pointer derived from the `&mut` argument
 /// `arg`, or `None` when one may escape where no call-by-call check can
 /// follow it (a raw pointer, a write through another pointer).
-fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<LocalId>> {
+pub(super) fn derived_from(dump: &CrateDump, body: &Body, arg: LocalId) -> Option<Vec<LocalId>> {
     // Whether the type of `local` shows one of `markers` (an unknown type
     // counts as one that may).
     let shows = |local: LocalId, markers: &[&str]| {

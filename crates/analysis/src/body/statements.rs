@@ -40,7 +40,19 @@ impl BodyAnalysis<'_> {
                 // `!b` of a known boolean is known (`if !caller_holds`).
                 let negated = self.negated_bool(facts, place, rvalue);
                 let rvalue = negated.as_ref().unwrap_or(rvalue);
+                // A write through a pointer forgets memory; what only a
+                // handle this body holds reaches is kept unless the write
+                // may land there.
+                let kept = if place.projection.contains(&kmir::Projection::Deref) {
+                    self.accessor_facts_kept_at(facts, place)
+                } else {
+                    Vec::new()
+                };
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                for (key, known, addrs) in kept {
+                    facts.set_known_under_key(&key, known);
+                    facts.set_addrs_under(&key, addrs);
+                }
                 if !carried.is_empty() {
                     facts.set_known_under(place, carried);
                 }
