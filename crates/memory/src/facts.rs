@@ -1286,3 +1286,104 @@ mod guard_data_tests {
         assert_ne!(guard_data(1), guard_data(2));
     }
 }
+
+#[cfg(test)]
+mod accessor_tests {
+    use super::*;
+
+    fn place(local: LocalId, proj: Vec<Projection>) -> Place {
+        Place {
+            local,
+            projection: proj.into_boxed_slice(),
+        }
+    }
+
+    fn key(local: LocalId, proj: Vec<ProjKey>) -> PlaceKey {
+        PlaceKey { local, proj }
+    }
+
+    /// Two results of one accessor on one place are one place: a fact
+    /// learnt through the first is read through the second. The place is
+    /// memory: a call forgets it.
+    #[test]
+    fn results_of_one_accessor_share_their_facts() {
+        let at = key(12, vec![ProjKey::Deref, ProjKey::Via(36)]);
+        let mut f = Facts::default();
+        f.set_points_at(15, at.clone());
+        let first = f.resolve(
+            &PlaceKey::of(&place(15, vec![Projection::Deref])).unwrap(),
+            Aspect::Discr,
+        );
+        assert_eq!(first, Resolved::Key(at.clone(), Aspect::Discr));
+        assert!(f.assume(&first, Some(0), &[]));
+        f.write_unknown(&place(15, vec![]), &[]);
+        f.set_points_at(22, at.clone());
+        let second = f.resolve(
+            &PlaceKey::of(&place(22, vec![Projection::Deref])).unwrap(),
+            Aspect::Discr,
+        );
+        assert_eq!(f.value_of(&second), Some(Known::Is(0)));
+        assert_eq!(f.via_places(), vec![at.clone()]);
+        // Another accessor's place on the same place is another place.
+        let other = key(12, vec![ProjKey::Deref, ProjKey::Via(78)]);
+        assert_eq!(f.known(&other, Aspect::Discr), None);
+        f.forget_memory(&[]);
+        assert_eq!(f.known(&at, Aspect::Discr), None);
+    }
+
+    /// A new value of the place an accessor was given ends what is known
+    /// through the pointers to what it returned for the old one.
+    #[test]
+    fn a_new_value_of_the_accessed_place_ends_the_pointers() {
+        let at = key(12, vec![ProjKey::Deref, ProjKey::Via(36)]);
+        let mut f = Facts::default();
+        f.set_points_at(15, at);
+        f.write_unknown(&place(12, vec![]), &[]);
+        let through = f.resolve(
+            &PlaceKey::of(&place(15, vec![Projection::Deref])).unwrap(),
+            Aspect::Discr,
+        );
+        assert_eq!(
+            through,
+            Resolved::Key(key(15, vec![ProjKey::Deref]), Aspect::Discr)
+        );
+    }
+
+    /// An alias of a value that holds a pointer survives a write to the
+    /// memory behind that pointer (it is not part of the value), and still
+    /// names the same place afterwards.
+    #[test]
+    fn an_alias_survives_a_write_behind_its_pointer() {
+        let mut f = Facts::default();
+        let payload = place(
+            6,
+            vec![
+                Projection::Downcast { variant: 1 },
+                Projection::Field {
+                    index: 0,
+                    ty: 0 as kmir::TyId,
+                },
+            ],
+        );
+        f.assign(
+            &place(12, vec![]),
+            &Rvalue::Use(Operand::Move(payload)),
+            |_| None,
+            &[],
+        );
+        let behind = key(
+            6,
+            vec![ProjKey::Downcast(1), ProjKey::Field(0), ProjKey::Deref],
+        );
+        f.set_known(behind.clone(), Aspect::Discr, 1);
+        f.forget_place(&key(
+            6,
+            vec![ProjKey::Downcast(1), ProjKey::Field(0), ProjKey::Deref],
+        ));
+        let through_alias = f.resolve(
+            &PlaceKey::of(&place(12, vec![Projection::Deref])).unwrap(),
+            Aspect::Discr,
+        );
+        assert_eq!(through_alias, Resolved::Key(behind, Aspect::Discr));
+    }
+}
