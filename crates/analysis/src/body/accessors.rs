@@ -18,7 +18,12 @@
 //!   reference to a place; its result points at a place of its own below
 //!   that one, `(*info).Via(death)` (`memory::ProjKey::Via`, by callee).
 //!   Two calls given the same place return the same place: the getter reads
-//!   the handle's pointer and takes a field's address, nothing else.
+//!   the handle's pointer and takes a field's address, nothing else. A
+//!   function that only computes where its one argument leads (it writes
+//!   nothing, and returns a pointer reached from it: `Arc::deref`) is
+//!   named the same way when given a place below such a place, so that a
+//!   pointer derived from another exclusive field (`info.node_ref2()
+//!   .node.owner`) is told from the checked one.
 //! * **Facts that outlive calls.** The place is reached through a counted
 //!   handle, so calls forget facts about it like any memory behind a
 //!   pointer. But `ListArcField`'s contract says only the holder of the
@@ -170,6 +175,11 @@ impl BodyAnalysis<'_> {
         }
         if summary.ret_exclusive {
             self.exclusive_root(&base)?;
+        } else if !base.proj.iter().any(|p| matches!(p, ProjKey::Via(_))) {
+            // Only what is derived from an exclusive place needs naming
+            // (to be told from that place); elsewhere the result stays as
+            // unknown as before.
+            return None;
         }
         Some(base.with(ProjKey::Via(t.callee.0)))
     }
