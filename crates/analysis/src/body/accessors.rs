@@ -48,15 +48,8 @@ use kmir::{BlockId, Body, LocalId, Operand, Rvalue, StatementKind, TerminatorKin
 use memory::{Facts, PlaceKey, ProjKey};
 
 use super::prescan::read_only_operand;
-use super::{BodyAnalysis, Target};
+use super::{BodyAnalysis, PlaceFacts, Target};
 use crate::summary::{Summaries, Summary};
-
-/// Facts at and below a place: values, and pointers stored there.
-pub(super) type PlaceFacts = (
-    PlaceKey,
-    Vec<(Vec<ProjKey>, memory::Aspect, memory::Known)>,
-    Vec<(Vec<ProjKey>, memory::Location)>,
-);
 
 /// Whether every value a body returns is the result of a call to
 /// functions whose results are exclusive to a handle, moved or reborrowed

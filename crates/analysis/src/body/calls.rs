@@ -10,14 +10,7 @@ use domains::{Path, PcState};
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
 use super::prescan::read_only_operand;
-use super::{BodyAnalysis, Target};
-
-/// The facts at a place and below it: values, and pointers stored there.
-type PointeeFacts = (
-    PlaceKey,
-    Vec<(Vec<ProjKey>, Aspect, Known)>,
-    Vec<(Vec<ProjKey>, memory::Location)>,
-);
+use super::{BodyAnalysis, PlaceFacts, Target, restore_facts};
 
 impl BodyAnalysis<'_> {
     /// The place a callee's first argument points to (a drop's place).
@@ -112,7 +105,7 @@ impl BodyAnalysis<'_> {
 
     /// What is known about the pointees of the private `&mut` arguments,
     /// one dereference deep.
-    fn private_facts(&self, facts: &Facts, block: BlockId) -> Vec<PointeeFacts> {
+    fn private_facts(&self, facts: &Facts, block: BlockId) -> Vec<PlaceFacts> {
         // The argument's pointee, and what the references derived from it
         // point to (an element `iter_mut().find(..)` returned): a `&mut`
         // is unique, and memory behind a `&` without interior mutability
@@ -282,17 +275,11 @@ impl BodyAnalysis<'_> {
                 // forgets where its argument points.
                 let accessed = self.accessor_place(&facts, terminator, t, summary);
                 facts.forget_memory(&self.escaped);
-                for (key, known, addrs) in kept_exclusive {
-                    facts.set_known_under_key(&key, known);
-                    facts.set_addrs_under(&key, addrs);
-                }
+                restore_facts(&mut facts, kept_exclusive);
                 if self.trace {
                     eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
                 }
-                for (key, known, addrs) in kept_data {
-                    facts.set_known_under_key(&key, known);
-                    facts.set_addrs_under(&key, addrs);
-                }
+                restore_facts(&mut facts, kept_data);
                 for (key, known, addrs) in private {
                     let kept = |suffix: &Vec<ProjKey>| {
                         let full = PlaceKey {

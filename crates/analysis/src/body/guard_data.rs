@@ -42,13 +42,6 @@ use super::BodyAnalysis;
 use super::writes::Root;
 use crate::summary::FieldPath;
 
-/// Facts under a guard's data to put back after a call forgot them.
-pub(super) type KeptData = Vec<(
-    PlaceKey,
-    Vec<(Vec<ProjKey>, memory::Aspect, memory::Known)>,
-    Vec<(Vec<ProjKey>, memory::Location)>,
-)>;
-
 impl BodyAnalysis<'_> {
     /// The guard local a call ending `block` views (its destination points
     /// at that guard's data).
@@ -144,7 +137,7 @@ impl BodyAnalysis<'_> {
         facts: &Facts,
         block: BlockId,
         terminator: &TerminatorKind,
-    ) -> KeptData {
+    ) -> Vec<super::PlaceFacts> {
         let guards = self.origins.guards();
         if guards.locals.is_empty() {
             return Vec::new();

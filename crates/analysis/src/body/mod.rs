@@ -50,6 +50,23 @@ pub use run::{BodyOutcome, analyze, cases_at_return, failure};
 /// summary can depend on the variant it had on entry.
 pub use memory::ENTRY_ARG0;
 
+/// What is known at a place and below it (values, and pointers stored
+/// there), read before a call or a write forgets it, to put back what that
+/// call or write cannot change.
+type PlaceFacts = (
+    memory::PlaceKey,
+    Vec<(Vec<memory::ProjKey>, memory::Aspect, memory::Known)>,
+    Vec<(Vec<memory::ProjKey>, memory::Location)>,
+);
+
+/// Puts back facts read with [`PlaceFacts`].
+fn restore_facts(facts: &mut memory::Facts, kept: Vec<PlaceFacts>) {
+    for (key, known, addrs) in kept {
+        facts.set_known_under_key(&key, known);
+        facts.set_addrs_under(&key, addrs);
+    }
+}
+
 /// A call or drop target at one site.
 #[derive(Clone, Copy, Debug, bincode::Encode, bincode::Decode)]
 pub struct Target {

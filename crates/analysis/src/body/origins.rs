@@ -118,8 +118,8 @@ pub struct Origins {
     /// Mutable borrows of a local (the temporaries holding them) lent to a
     /// single call that stores into the local only pointers reached from
     /// what it holds (`Summary::stores_own`), and whose result holds no
-    /// mutable pointer: an iterator given to its `next`. The local keeps
-    /// its origins, widened to what they reach.
+    /// mutable pointer into the local itself: an iterator given to its
+    /// `next`. The local keeps its origins, widened to what they reach.
     own_lends: BTreeSet<u32>,
     /// The call blocks of those lends, with the argument lent.
     own_lend_sites: HashMap<BlockId, Vec<usize>>,

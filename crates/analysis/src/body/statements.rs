@@ -49,10 +49,7 @@ impl BodyAnalysis<'_> {
                     Vec::new()
                 };
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
-                for (key, known, addrs) in kept {
-                    facts.set_known_under_key(&key, known);
-                    facts.set_addrs_under(&key, addrs);
-                }
+                super::restore_facts(facts, kept);
                 if !carried.is_empty() {
                     facts.set_known_under(place, carried);
                 }
