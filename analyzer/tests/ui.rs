@@ -99,6 +99,7 @@ ui!(
     fp_guarded_iteration,
     guarded_iteration,
     exclusive_fields,
+    kept_by_container,
     callbacks,
     dyn_drop,
     limits_heap_fields,
@@ -1144,6 +1145,50 @@ fn exclusive_fields_with_spec() {
     assert!(
         death_of.contains("only the holder of the handle it is given reaches"),
         "{death_of}"
+    );
+}
+
+/// `[rust]` spec facts `returns_argument` and `keeps_argument`: without
+/// them every function of `kept_by_container.rs` is reported; with them
+/// (the fixture's `RBTreeNode::new` and `RBTree::insert`, as the built-in
+/// spec says of the kernel's) the `clean_*` ones are clean, and the
+/// `kept_*` ones, where the entry is removed again, inserted on one branch
+/// only, the lock released in between, or a clone of another object
+/// inserted, stay reported.
+#[test]
+fn kept_by_container_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/kept_by_container.rs")]);
+    let dir = out.dir.path();
+    let functions = |text: &str| {
+        let mut f: Vec<String> = instances_in(text);
+        f.sort();
+        f.dedup();
+        f
+    };
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    let all = functions(&without);
+    assert!(
+        all.iter().any(|f| f.contains("clean_insert_then_adopt"))
+            && all.iter().any(|f| f.contains("clean_insert_then_drop")),
+        "{without}"
+    );
+    std::fs::write(
+        dir.join("tree.toml"),
+        "[rust]\n\"kept_by_container::rbtree::RBTreeNode::<K, V>::new\" = { returns_argument = 1 }\n\"kept_by_container::rbtree::RBTree::<K, V>::insert\" = { keeps_argument = 1 }\n",
+    )
+    .unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "tree.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        functions(&with),
+        [
+            "`kept_by_container::kept_one_branch`",
+            "`kept_by_container::kept_other_object`",
+            "`kept_by_container::kept_relocked`",
+            "`kept_by_container::kept_removed_before`",
+        ],
+        "{with}"
     );
 }
 

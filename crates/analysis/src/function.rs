@@ -140,6 +140,11 @@ pub(crate) fn analyze_function(
         if let Some(k) = r.points_into_object.filter(|&k| k < body.arg_count) {
             summary.ret_points = Some(vec![(k, FieldPath::BELOW.handle())]);
         }
+        // `RBTreeNode::new(key, value)`: the value moved into the node.
+        if let Some(k) = r.returns_argument.filter(|&k| k < body.arg_count) {
+            summary.ret_from = Some(vec![Flow::Own(k)]);
+        }
+        summary.keeps_arg = r.keeps_argument.filter(|&k| k < body.arg_count);
     }
     summary.ret_exclusive = input
         .spec
@@ -377,6 +382,7 @@ impl Runs {
             ret_points: None,
             ret_fresh: true,
             ret_exclusive: false,
+            keeps_arg: None,
             stores_own: Vec::new(),
         };
         let events = Events {

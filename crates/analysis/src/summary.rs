@@ -559,6 +559,10 @@ pub struct Summary {
     /// `exclusive_to_handle`, and the getters returning what it returns):
     /// `body::accessors`.
     pub ret_exclusive: bool,
+    /// When it returns, what this argument held is kept in the memory
+    /// argument 0 points to (the spec's `keeps_argument`: `RBTree::insert`
+    /// links the node it is given into the tree).
+    pub keeps_arg: Option<u32>,
     /// The arguments (sorted) into whose memory the function stores only
     /// pointers reached from that same argument, or none: an iterator's
     /// `next` moves its cursor along the nodes its cursor reaches. Empty
@@ -601,6 +605,7 @@ impl Summary {
             ret_points: None,
             ret_fresh: true,
             ret_exclusive: false,
+            keeps_arg: None,
             stores_own: Vec::new(),
         }
     }

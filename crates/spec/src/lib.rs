@@ -383,6 +383,14 @@ pub struct RustSpec {
     /// While the caller holds that handle by `&mut` and lends it to no
     /// call that writes through it, no other code writes there.
     pub exclusive_to_handle: bool,
+    /// The returned value holds what argument N (0-based, by value) held,
+    /// moved into memory the function allocates: `RBTreeNode::new(key,
+    /// value)`.
+    pub returns_argument: Option<u32>,
+    /// When the function returns, what argument N (0-based, by value) held
+    /// is kept in the memory argument 0 points to: `RBTree::insert(&mut
+    /// self, node)` links the node into the tree.
+    pub keeps_argument: Option<u32>,
     pub note: Option<String>,
 }
 

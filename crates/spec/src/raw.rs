@@ -27,12 +27,14 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N, note = \"…\" }` or `{ exclusive_to_handle = true, note = \"…\" }`"
+    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }` or `{ keeps_argument = N }`"
 )]
 struct RawRust {
     returns_object_of: Option<Spanned<u32>>,
     points_into_object: Option<Spanned<u32>>,
     exclusive_to_handle: Option<bool>,
+    returns_argument: Option<Spanned<u32>>,
+    keeps_argument: Option<Spanned<u32>>,
     note: Option<String>,
 }
 
@@ -295,11 +297,23 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         if raw.returns_object_of.is_none()
             && raw.points_into_object.is_none()
             && raw.exclusive_to_handle != Some(true)
+            && raw.returns_argument.is_none()
+            && raw.keeps_argument.is_none()
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object` or `exclusive_to_handle = true`"
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument` or `keeps_argument`"
+                ),
+            ));
+        }
+        if let Some(n) = &raw.keeps_argument
+            && *n.get_ref() == 0
+        {
+            return Err(ctx.error(
+                Some(n.span()),
+                format!(
+                    "Rust item `{path}`: `keeps_argument = 0`: argument 0 is where the value is kept; give the index of the argument kept"
                 ),
             ));
         }
@@ -310,12 +324,20 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         if let Some(n) = &raw.points_into_object {
             sites.push(ctx.site("points_into_object", n));
         }
+        if let Some(n) = &raw.returns_argument {
+            sites.push(ctx.site("returns_argument", n));
+        }
+        if let Some(n) = &raw.keeps_argument {
+            sites.push(ctx.site("keeps_argument", n));
+        }
         rust.push((
             path,
             crate::RustSpec {
                 returns_object_of: raw.returns_object_of.map(|n| *n.get_ref()),
                 points_into_object: raw.points_into_object.map(|n| *n.get_ref()),
                 exclusive_to_handle: raw.exclusive_to_handle == Some(true),
+                returns_argument: raw.returns_argument.map(|n| *n.get_ref()),
+                keeps_argument: raw.keeps_argument.map(|n| *n.get_ref()),
                 note: raw.note,
             },
             sites,

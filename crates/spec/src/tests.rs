@@ -1179,6 +1179,10 @@ fn builtin_kernel_spec_parses() {
         .rust_item("kernel::list::arc_field::ListArcField::<T, ID>::assert_mut")
         .expect("ListArcField::assert_mut");
     assert!(field.exclusive_to_handle);
+    let insert = k
+        .rust_item("kernel::rbtree::RBTree::<K, V>::insert")
+        .expect("RBTree::insert");
+    assert_eq!(insert.keeps_argument, Some(1));
 }
 
 /// `exclusive_to_handle`: set, a `false` alone says nothing, and a value of
@@ -1199,6 +1203,39 @@ fn rust_item_exclusive_to_handle() {
     insta::assert_snapshot!(parse_err(
         "[rust]\n\"a::Field::<T>::get\" = { exclusive_to_handle = 1 }\n"
     ));
+}
+
+/// `returns_argument` and `keeps_argument`: set, `keeps_argument = 0`
+/// (argument 0 is the container), and an index past the last argument.
+#[test]
+fn rust_item_kept_arguments() {
+    let spec = Spec::parse(
+        "[rust]\n\"a::Node::<V>::new\" = { returns_argument = 1 }\n\"a::Tree::<V>::insert\" = { keeps_argument = 1 }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        spec.rust_item("a::Node::<V>::new")
+            .unwrap()
+            .returns_argument,
+        Some(1)
+    );
+    assert_eq!(
+        spec.rust_item("a::Tree::<V>::insert")
+            .unwrap()
+            .keeps_argument,
+        Some(1)
+    );
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Tree::<V>::insert\" = { keeps_argument = 0 }\n"
+    ));
+    let errors: Vec<String> = spec
+        .check_rust_arity([("a::Node::<V>::new", 1), ("a::Tree::<V>::insert", 2)])
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("returns_argument = 1"), "{errors:?}");
 }
 
 /// `[rust]` entries: a trait method's item path, `points_into_object`, an

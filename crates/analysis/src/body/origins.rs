@@ -1147,6 +1147,116 @@ impl Origins {
                 .may_write_before(Root::Guard(v.guard), path, block)
     }
 
+    /// A value released at the terminator of `block` whose object a
+    /// sharing clone of it keeps alive there, the clone having been put into
+    /// a container in a held lock's data by a call the spec says keeps its
+    /// argument (`keeps_arg`: `inner.nodes.insert(RBTreeNode::new(key,
+    /// node.clone()))`, then `node` handed to a helper that may drop it).
+    /// Checked on the body: each released local holds, through moves only,
+    /// the value of a local given one value; the keeping call is given
+    /// sharing clones of that value only, and a pointer into the data of a
+    /// guard that holds its lock from its view to the release; every way to
+    /// the release passes the call; and nothing writes at, above or below
+    /// that place in the data once the call has run.
+    pub fn kept_clone_backs(
+        &self,
+        body: &Body,
+        sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+        block: BlockId,
+        terminator: &TerminatorKind,
+        last_from: Option<&[u32]>,
+    ) -> bool {
+        let released: Vec<u32> = match terminator {
+            TerminatorKind::Call { args, .. } => {
+                let Some(ks) = last_from else {
+                    return false;
+                };
+                let mut out = Vec::new();
+                for &k in ks {
+                    match args.get(k as usize) {
+                        Some(Operand::Move(p) | Operand::Copy(p)) if p.projection.is_empty() => {
+                            out.push(p.local)
+                        }
+                        _ => return false,
+                    }
+                }
+                out
+            }
+            TerminatorKind::Drop { place, .. } if place.projection.is_empty() => vec![place.local],
+            _ => return false,
+        };
+        !released.is_empty()
+            && released.iter().all(|&r| {
+                let Some(x) = moved_from(body, r) else {
+                    return false;
+                };
+                self.kept_by_a_container(body, sites, summary_of, block, x)
+            })
+    }
+
+    /// Whether a call that keeps its argument in a held lock's data was
+    /// given sharing clones of what local `x` holds, and keeps them there
+    /// up to the terminator of `block` (see `kept_clone_backs`).
+    fn kept_by_a_container(
+        &self,
+        body: &Body,
+        sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+        summary_of: &dyn Summaries,
+        block: BlockId,
+        x: u32,
+    ) -> bool {
+        body.blocks.iter().enumerate().any(|(c, b)| {
+            let c = c as BlockId;
+            let TerminatorKind::Call { args, .. } = &b.terminator.kind else {
+                return false;
+            };
+            let ts = sites.get(&c).map_or(&[][..], Vec::as_slice);
+            let Some(j) = ts.first().and_then(|t| summary_of.get(t.callee).keeps_arg) else {
+                return false;
+            };
+            if !ts
+                .iter()
+                .all(|t| summary_of.get(t.callee).keeps_arg == Some(j))
+            {
+                return false;
+            }
+            let clones_of_x = args
+                .get(j as usize)
+                .and_then(|a| self.operand_set(a))
+                .is_some_and(|s| !s.is_empty() && s.iter().all(|o| *o == Origin::CloneLocal(x)));
+            let into = args.first().and_then(|a| self.operand_set(a));
+            clones_of_x
+                && into.is_some_and(|s| {
+                    !s.is_empty()
+                        && s.iter().all(|o| match *o {
+                            Origin::Guard(GuardFlow::Shared, v, p) => {
+                                self.guards.locals.contains(&v.guard)
+                                    && !self.released_between(v, block)
+                                    && !self.writes.may_write_between(
+                                        Root::Guard(v.guard),
+                                        &p,
+                                        c,
+                                        block,
+                                    )
+                            }
+                            _ => false,
+                        })
+                })
+                && dominates(body, c, block)
+        })
+    }
+
+    /// What an operand holds, when the scan knows (`None`: anything).
+    fn operand_set(&self, op: &Operand) -> Option<BTreeSet<Origin>> {
+        match op {
+            Operand::Copy(p) | Operand::Move(p) if p.projection.is_empty() => {
+                self.locals.get(p.local as usize).cloned().flatten()
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a point that may release guard `v.guard` (a drop, a move, a
     /// mutable borrow for anything but a view) lies on a way from the view
     /// call to the terminator of `block`, that terminator included. If not,
@@ -1330,6 +1440,61 @@ fn scalar_operand(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
             TyKind::Bool | TyKind::Char | TyKind::Int(_) | TyKind::Uint(_) | TyKind::Float(_)
         )
     })
+}
+
+/// The local whose value `r` holds through moves and copies only (`_102 =
+/// move _37`), each local on the way given one value, the last one too.
+fn moved_from(body: &Body, r: u32) -> Option<u32> {
+    let mut cur = r;
+    for _ in 0..8 {
+        if kill_points(body, cur, false, &BTreeSet::new()).defs != 1 {
+            return None;
+        }
+        let mut source = None;
+        for b in &body.blocks {
+            for st in &b.statements {
+                if let StatementKind::Assign { place, rvalue } = &st.kind
+                    && place.local == cur
+                    && place.projection.is_empty()
+                    && let Rvalue::Use(Operand::Move(p) | Operand::Copy(p)) = &**rvalue
+                    && p.projection.is_empty()
+                {
+                    source = Some(p.local);
+                }
+            }
+        }
+        match source {
+            Some(s) => cur = s,
+            None => return Some(cur),
+        }
+    }
+    None
+}
+
+/// Whether every way from the entry to the terminator of `to` passes the
+/// terminator of `via` (or `to` is `via`).
+fn dominates(body: &Body, via: BlockId, to: BlockId) -> bool {
+    if via == to {
+        return true;
+    }
+    let mut seen = vec![false; body.blocks.len()];
+    let mut stack: Vec<BlockId> = vec![0];
+    while let Some(b) = stack.pop() {
+        if b == to {
+            return false;
+        }
+        match seen.get_mut(b as usize) {
+            Some(s) if !*s => *s = true,
+            _ => continue,
+        }
+        if b == via {
+            continue;
+        }
+        if let Some(blk) = body.blocks.get(b as usize) {
+            stack.extend(blk.terminator.kind.successors());
+        }
+    }
+    true
 }
 
 /// The blocks a way from the terminator of `from` reaches.

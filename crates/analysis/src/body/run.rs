@@ -181,6 +181,14 @@ impl<'r, 'a> Reader<'r, 'a> {
         // outlives this function, none of it can be a last reference.
         let released = analysis.released(&terminator.kind, summary);
         let backed = analysis.origins.backed(&released, block)
+            || analysis.origins.kept_clone_backs(
+                analysis.body,
+                &analysis.sites,
+                analysis.summary_of,
+                block,
+                &terminator.kind,
+                summary.last_from.as_deref(),
+            )
             || analysis.origins.identity_backed(
                 analysis.dump,
                 analysis.body,

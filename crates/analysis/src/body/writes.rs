@@ -928,6 +928,45 @@ impl Writes {
         })
     }
 
+    /// Like [`Writes::may_write_before`], counting only writes in blocks
+    /// a way from the terminator of `after` reaches (`after` itself only
+    /// on a loop): what may be written once that terminator has run.
+    pub fn may_write_between(
+        &self,
+        root: Root,
+        path: &FieldPath,
+        after: BlockId,
+        block: BlockId,
+    ) -> bool {
+        let reaching = reaching_blocks(&self.preds, block);
+        let mut later = vec![false; self.preds.len()];
+        let mut stack: Vec<BlockId> = (0..self.preds.len())
+            .filter(|&b| self.preds[b].contains(&after))
+            .map(|b| b as BlockId)
+            .collect();
+        while let Some(b) = stack.pop() {
+            match later.get_mut(b as usize) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            stack.extend(
+                (0..self.preds.len())
+                    .filter(|&n| self.preds[n].contains(&b))
+                    .map(|n| n as BlockId),
+            );
+        }
+        self.written.iter().any(|(w, blocks)| {
+            w.root == root
+                && !w.path.interior()
+                && w.path.overlaps(path)
+                && blocks.iter().any(|&b| {
+                    b == ANYWHERE
+                        || (later.get(b as usize).copied().unwrap_or(true)
+                            && reaching.get(b as usize).copied().unwrap_or(true))
+                })
+        })
+    }
+
     /// The writes below `root`, with their blocks, for `--trace`.
     pub fn describe(&self, root: Root) -> String {
         let parts: Vec<String> = self
