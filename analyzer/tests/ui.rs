@@ -1111,7 +1111,8 @@ fn exclusive_fields_with_spec() {
     assert!(
         all.iter().any(|f| f.contains("clean_request"))
             && all.iter().any(|f| f.contains("clean_clear"))
-            && all.iter().any(|f| f.contains("clean_through_helper")),
+            && all.iter().any(|f| f.contains("clean_through_helper"))
+            && all.iter().any(|f| f.contains("clean_store_then_consume")),
         "{without}"
     );
     std::fs::write(
@@ -1128,6 +1129,8 @@ fn exclusive_fields_with_spec() {
             "`exclusive_fields::kept_handle_lent`",
             "`exclusive_fields::kept_handle_moved`",
             "`exclusive_fields::kept_other_entry`",
+            "`exclusive_fields::kept_store_other`",
+            "`exclusive_fields::kept_store_then_take`",
         ],
         "{with}"
     );

@@ -613,7 +613,7 @@ impl Facts {
         self.vals.insert(local, Val::Ref(key));
     }
 
-    /// The places with facts (values or pointers) that end a `Via`
+    /// The places with facts (values, pointers, what a store put there) that end a `Via`
     /// projection, once each: `(*_5).Via(n)` for a fact at `(*_5).Via(n).1`.
     pub fn via_places(&self) -> Vec<PlaceKey> {
         let mut out: Vec<PlaceKey> = self
@@ -621,6 +621,7 @@ impl Facts {
             .keys()
             .map(|(k, _)| k)
             .chain(self.addrs.keys())
+            .chain(self.holds.keys())
             .filter_map(|k| {
                 let end = k.proj.iter().rposition(|p| matches!(p, ProjKey::Via(_)))?;
                 Some(PlaceKey {
@@ -632,6 +633,18 @@ impl Facts {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// The locals pointing at what an accessor returned (`Val::Ref` to a
+    /// place with a `Via`), with that place.
+    pub fn via_refs(&self) -> Vec<(LocalId, PlaceKey)> {
+        self.vals
+            .iter()
+            .filter_map(|(l, v)| match v {
+                Val::Ref(k) if k.via_base().is_some() => Some((*l, k.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The guard local `g` no longer holds its lock as it did (released,
@@ -821,6 +834,30 @@ impl Facts {
     /// last written with, while neither has been written since.
     pub fn holds(&self, key: &PlaceKey) -> Option<LocalId> {
         self.holds.get(&self.normalize(key)).copied()
+    }
+
+    /// The storage of local `l` ends (or starts): nothing is known about
+    /// it any more, but a place a store filled from it still holds what it
+    /// held then (a later write to `l` ends that too).
+    pub fn end_storage(&mut self, l: LocalId) {
+        let filled: Vec<PlaceKey> = self
+            .holds
+            .iter()
+            .filter(|(_, s)| **s == l)
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.forget(&PlaceKey::local(l));
+        for k in filled {
+            self.holds.insert(k, l);
+        }
+    }
+
+    /// `key` (a place, not a local) holds what `local` held when it was
+    /// written there: put back after a call that could not change either.
+    pub fn set_holds(&mut self, key: PlaceKey, local: LocalId) {
+        if !key.proj.is_empty() {
+            self.holds.insert(key, local);
+        }
     }
 
     /// Where the pointer stored at `key` points, if known.

@@ -233,9 +233,17 @@ impl BodyAnalysis<'_> {
         terminator: &TerminatorKind,
         targets: &[Target],
     ) -> Vec<PlaceFacts> {
-        self.exclusive_facts(facts, |root, handle, place| {
-            self.call_keeps(facts, terminator, targets, root, handle, place)
-        })
+        let kept = self.exclusive_facts(facts, |root, handle, place| {
+            self.call_keeps(facts, terminator, targets, root, handle, Some(place))
+        });
+        if self.trace && !facts.via_places().is_empty() {
+            eprintln!(
+                "[kanalyze trace] exclusive places {:?}, kept {:?}",
+                facts.via_places(),
+                kept.iter().map(|k| (&k.0, k.3)).collect::<Vec<_>>()
+            );
+        }
+        kept
     }
 
     /// The facts about exclusive accessor places that an assignment to
@@ -251,13 +259,158 @@ impl BodyAnalysis<'_> {
             return Vec::new();
         };
         self.exclusive_facts(facts, |root, handle, place| {
-            match relation(&w, root, handle, place) {
+            match relation(&w, root, handle, Some(place)) {
                 Some(reaches) => !reaches,
                 None => self
                     .derived_from(root)
                     .is_some_and(|d| !d.contains(&written.local)),
             }
         })
+    }
+
+    /// The locals pointing at exclusive places (or at places an accessor
+    /// returned below one) whose handle the call or drop ending a block
+    /// cannot change: they still point at what the accessor would return.
+    pub(super) fn accessor_refs_kept(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        targets: &[Target],
+    ) -> Vec<(LocalId, PlaceKey)> {
+        // A local the terminator gives a new value (not one it writes
+        // through).
+        let written = match terminator {
+            TerminatorKind::Call { destination: p, .. } | TerminatorKind::Drop { place: p, .. }
+                if !p.projection.contains(&kmir::Projection::Deref) =>
+            {
+                Some(p.local)
+            }
+            _ => None,
+        };
+        facts
+            .via_refs()
+            .into_iter()
+            .filter(|(l, _)| Some(*l) != written)
+            .filter(|(_, k)| {
+                self.first_exclusive(k).is_some_and(|(root, handle)| {
+                    self.call_keeps(facts, terminator, targets, root, &handle, None)
+                })
+            })
+            .collect()
+    }
+
+    /// [`Self::accessor_refs_kept`] for an assignment to `written` through
+    /// a pointer.
+    pub(super) fn accessor_refs_kept_at(
+        &self,
+        facts: &Facts,
+        written: &kmir::Place,
+    ) -> Vec<(LocalId, PlaceKey)> {
+        let Some(w) = PlaceKey::of(written).map(|k| facts.normalize_fully(&k)) else {
+            return Vec::new();
+        };
+        facts
+            .via_refs()
+            .into_iter()
+            .filter(|(_, k)| {
+                self.first_exclusive(k).is_some_and(|(root, handle)| {
+                    match relation(&w, root, &handle, None) {
+                        Some(reaches) => !reaches,
+                        None => self
+                            .derived_from(root)
+                            .is_some_and(|d| !d.contains(&written.local)),
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// The `&mut` local and the handle of the exclusive place a place is
+    /// at or below (its first `Via` is an exclusive accessor's).
+    fn first_exclusive(&self, k: &PlaceKey) -> Option<(LocalId, PlaceKey)> {
+        let at = k.proj.iter().position(|p| matches!(p, ProjKey::Via(_)))?;
+        self.exclusive_place(&PlaceKey {
+            local: k.local,
+            proj: k.proj[..=at].to_vec(),
+        })
+    }
+
+    /// Whether, on a path with `facts`, what the call or drop ending a block
+    /// releases is kept alive by a sharing clone of it stored in an
+    /// exclusive place the release cannot reach: `*info.death() =
+    /// Some(death.clone())`, then `death` handed to `set_dead` (Binder's
+    /// `request_death`, process.rs:1312-1314). Each released local holds,
+    /// through moves only, the value of a local given one value; the place
+    /// holds what a store put there from a local whose every value is a
+    /// sharing clone of that value, and the facts kept it since.
+    pub(super) fn stored_clone_backs(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        targets: &[Target],
+        last_from: Option<&[u32]>,
+    ) -> bool {
+        let released: Vec<LocalId> = match terminator {
+            TerminatorKind::Call { args, .. } => {
+                let Some(ks) = last_from else {
+                    return false;
+                };
+                let mut out = Vec::new();
+                for &k in ks {
+                    match args.get(k as usize) {
+                        Some(Operand::Move(p) | Operand::Copy(p)) if p.projection.is_empty() => {
+                            out.push(p.local)
+                        }
+                        _ => return false,
+                    }
+                }
+                out
+            }
+            TerminatorKind::Drop { place, .. } if place.projection.is_empty() => vec![place.local],
+            _ => return false,
+        };
+        let places = facts.via_places();
+        !released.is_empty()
+            && released.iter().all(|&r| {
+                let Some(x) = super::origins::moved_from(self.body, r) else {
+                    return false;
+                };
+                places.iter().any(|place| {
+                    let Some((root, handle)) = self.exclusive_place(place) else {
+                        return false;
+                    };
+                    facts
+                        .holds(place)
+                        .is_some_and(|y| self.origins.holds_only_clones_of(y, x))
+                        && self.call_keeps(facts, terminator, targets, root, &handle, Some(place))
+                })
+            })
+    }
+
+    /// The `&mut` local and the handle an exclusive place (what an exclusive
+    /// accessor returned, one step below the handle) is under.
+    fn exclusive_place(&self, place: &PlaceKey) -> Option<(LocalId, PlaceKey)> {
+        let vias: Vec<usize> = place
+            .proj
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, ProjKey::Via(_)))
+            .map(|(i, _)| i)
+            .collect();
+        let [at] = vias[..] else {
+            return None;
+        };
+        let Some(ProjKey::Via(id)) = place.proj.get(at) else {
+            return None;
+        };
+        if at + 1 != place.proj.len() || !self.summary_of.get(program::FnId(*id)).ret_exclusive {
+            return None;
+        }
+        let handle = PlaceKey {
+            local: place.local,
+            proj: place.proj[..at].to_vec(),
+        };
+        Some((self.exclusive_root(&handle)?, handle))
     }
 
     /// The facts under each exclusive accessor place (one step from a handle
@@ -273,31 +426,7 @@ impl BodyAnalysis<'_> {
         }
         let mut out = Vec::new();
         for place in places {
-            // One step from the handle: what an exclusive accessor returned
-            // for it.
-            let vias: Vec<usize> = place
-                .proj
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| matches!(p, ProjKey::Via(_)))
-                .map(|(i, _)| i)
-                .collect();
-            let [first_via] = vias[..] else {
-                continue;
-            };
-            let Some(ProjKey::Via(id)) = place.proj.get(first_via) else {
-                continue;
-            };
-            if first_via + 1 != place.proj.len()
-                || !self.summary_of.get(program::FnId(*id)).ret_exclusive
-            {
-                continue;
-            }
-            let handle = PlaceKey {
-                local: place.local,
-                proj: place.proj[..first_via].to_vec(),
-            };
-            let Some(root) = self.exclusive_root(&handle) else {
+            let Some((root, handle)) = self.exclusive_place(&place) else {
                 continue;
             };
             if !keep(root, &handle, &place) {
@@ -316,8 +445,12 @@ impl BodyAnalysis<'_> {
                 .into_iter()
                 .filter(|(s, _)| shallow(s))
                 .collect();
-            if !known.is_empty() || !addrs.is_empty() {
-                out.push((place, known, addrs));
+            // What a store put there, unless a call may change that local.
+            let holds = facts
+                .holds(&place)
+                .filter(|l| !self.escaped.contains(l) && !self.address_taken.contains(l));
+            if !known.is_empty() || !addrs.is_empty() || holds.is_some() {
+                out.push((place, known, addrs, holds));
             }
         }
         out
@@ -333,7 +466,7 @@ impl BodyAnalysis<'_> {
         targets: &[Target],
         root: LocalId,
         handle: &PlaceKey,
-        place: &PlaceKey,
+        place: Option<&PlaceKey>,
     ) -> bool {
         let derived = self.derived_from(root);
         let Some(derived) = derived.as_deref() else {
@@ -370,6 +503,14 @@ impl BodyAnalysis<'_> {
                 if destination.local == root {
                     return false;
                 }
+                // A result written through a pointer.
+                if destination.projection.contains(&kmir::Projection::Deref)
+                    && PlaceKey::of(destination)
+                        .and_then(|k| relation(&facts.normalize_fully(&k), root, handle, place))
+                        .unwrap_or(true)
+                {
+                    return false;
+                }
                 if let kmir::Callee::Indirect { operand, .. } = callee
                     && reaches(operand)
                 {
@@ -391,10 +532,11 @@ impl BodyAnalysis<'_> {
                 let Some(k) = PlaceKey::of(dropped).map(|k| facts.normalize_fully(&k)) else {
                     return false;
                 };
-                !(k.local == root
-                    || derived.contains(&k.local)
-                    || k.starts_with(handle)
-                    || handle.starts_with(&k))
+                // The `&mut` itself, a local derived from it, or the handle,
+                // the place, or what contains them.
+                !((k.local == root && k.proj.is_empty())
+                    || (derived.contains(&k.local) && !k.starts_with(handle))
+                    || relation(&k, root, handle, place).unwrap_or(false))
             }
             _ => false,
         }
@@ -407,8 +549,21 @@ impl BodyAnalysis<'_> {
 /// part of the handle, or the local itself do; another exclusive field of
 /// the handle (`Via` another accessor) does not. `None`: `k` is not placed
 /// relative to the handle.
-fn relation(k: &PlaceKey, root: LocalId, handle: &PlaceKey, place: &PlaceKey) -> Option<bool> {
-    if k.starts_with(place) || place.starts_with(k) {
+///
+/// Without a place: whether it reaches the handle's own memory (what makes
+/// the places below it other places).
+fn relation(
+    k: &PlaceKey,
+    root: LocalId,
+    handle: &PlaceKey,
+    place: Option<&PlaceKey>,
+) -> Option<bool> {
+    if let Some(place) = place
+        && (k.starts_with(place) || place.starts_with(k))
+    {
+        return Some(true);
+    }
+    if handle.starts_with(k) {
         return Some(true);
     }
     if k.starts_with(handle) {

@@ -169,7 +169,7 @@ impl BodyAnalysis<'_> {
                     .into_iter()
                     .filter(|(s, _)| shallow(s))
                     .collect();
-                (key, known, addrs)
+                (key, known, addrs, None)
             })
             .collect()
     }
@@ -271,16 +271,16 @@ impl BodyAnalysis<'_> {
                 // and in contents only a handle this body holds reaches.
                 let kept_data = self.guard_data_kept(&facts, block, terminator);
                 let kept_exclusive = self.accessor_facts_kept(&facts, terminator, targets);
+                let kept_refs = self.accessor_refs_kept(&facts, terminator, targets);
                 // The place an accessor returns, named before the call
                 // forgets where its argument points.
                 let accessed = self.accessor_place(&facts, terminator, t, summary);
                 facts.forget_memory(&self.escaped);
-                restore_facts(&mut facts, kept_exclusive);
                 if self.trace {
                     eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
                 }
                 restore_facts(&mut facts, kept_data);
-                for (key, known, addrs) in private {
+                for (key, known, addrs, _) in private {
                     let kept = |suffix: &Vec<ProjKey>| {
                         let full = PlaceKey {
                             local: key.local,
@@ -358,6 +358,12 @@ impl BodyAnalysis<'_> {
                         _ => facts.write_unknown(place, &self.escaped),
                     },
                     _ => {}
+                }
+                // What only a handle this body holds reaches, and the
+                // pointers to it, as they were before the call or drop.
+                restore_facts(&mut facts, kept_exclusive);
+                for (l, key) in kept_refs {
+                    facts.set_points_at(l, key);
                 }
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()

@@ -184,7 +184,7 @@ impl BodyAnalysis<'_> {
                 .filter(|(s, _)| keep(s))
                 .collect();
             if !known.is_empty() || !addrs.is_empty() {
-                out.push((root, known, addrs));
+                out.push((root, known, addrs, None));
             }
         }
         out

@@ -57,13 +57,18 @@ type PlaceFacts = (
     memory::PlaceKey,
     Vec<(Vec<memory::ProjKey>, memory::Aspect, memory::Known)>,
     Vec<(Vec<memory::ProjKey>, memory::Location)>,
+    // The local whose value a store put at the place, if kept.
+    Option<LocalId>,
 );
 
 /// Puts back facts read with [`PlaceFacts`].
 fn restore_facts(facts: &mut memory::Facts, kept: Vec<PlaceFacts>) {
-    for (key, known, addrs) in kept {
+    for (key, known, addrs, holds) in kept {
         facts.set_known_under_key(&key, known);
         facts.set_addrs_under(&key, addrs);
+        if let Some(l) = holds {
+            facts.set_holds(key, l);
+        }
     }
 }
 

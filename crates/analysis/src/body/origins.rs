@@ -1247,6 +1247,16 @@ impl Origins {
         })
     }
 
+    /// Whether every value local `y` may hold is a sharing clone of what
+    /// local `x` holds.
+    pub fn holds_only_clones_of(&self, y: u32, x: u32) -> bool {
+        self.locals
+            .get(y as usize)
+            .cloned()
+            .flatten()
+            .is_some_and(|s| !s.is_empty() && s.iter().all(|o| *o == Origin::CloneLocal(x)))
+    }
+
     /// What an operand holds, when the scan knows (`None`: anything).
     fn operand_set(&self, op: &Operand) -> Option<BTreeSet<Origin>> {
         match op {
@@ -1444,7 +1454,7 @@ fn scalar_operand(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
 
 /// The local whose value `r` holds through moves and copies only (`_102 =
 /// move _37`), each local on the way given one value, the last one too.
-fn moved_from(body: &Body, r: u32) -> Option<u32> {
+pub(super) fn moved_from(body: &Body, r: u32) -> Option<u32> {
     let mut cur = r;
     for _ in 0..8 {
         if kill_points(body, cur, false, &BTreeSet::new()).defs != 1 {

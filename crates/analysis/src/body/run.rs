@@ -212,7 +212,14 @@ impl<'r, 'a> Reader<'r, 'a> {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // On a teardown path everything the callee needs is
             // needed only because a reference was the last.
-            let last = if analysis.not_last.contains(&block) || backed {
+            let last = if analysis.not_last.contains(&block)
+                || backed
+                || analysis.stored_clone_backs(
+                    &p.facts,
+                    &terminator.kind,
+                    analysis.sites.get(&block).map_or(&[][..], Vec::as_slice),
+                    summary.last_from.as_deref(),
+                ) {
                 ExpectRange::TOP
             } else {
                 analysis.variant_expect_last(summary, &terminator.kind, &p.facts)

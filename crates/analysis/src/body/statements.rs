@@ -43,13 +43,20 @@ impl BodyAnalysis<'_> {
                 // A write through a pointer forgets memory; what only a
                 // handle this body holds reaches is kept unless the write
                 // may land there.
-                let kept = if place.projection.contains(&kmir::Projection::Deref) {
-                    self.accessor_facts_kept_at(facts, place)
+                let (kept, kept_refs) = if place.projection.contains(&kmir::Projection::Deref) {
+                    (
+                        self.accessor_facts_kept_at(facts, place),
+                        self.accessor_refs_kept_at(facts, place),
+                    )
                 } else {
-                    Vec::new()
+                    (Vec::new(), Vec::new())
                 };
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
                 super::restore_facts(facts, kept);
+                // (The pointer written through keeps its value.)
+                for (l, key) in kept_refs {
+                    facts.set_points_at(l, key);
+                }
                 if !carried.is_empty() {
                     facts.set_known_under(place, carried);
                 }
@@ -62,13 +69,7 @@ impl BodyAnalysis<'_> {
                 facts.set_discriminant(place, discr, &self.escaped);
             }
             StatementKind::StorageLive(l) | StatementKind::StorageDead(l) => {
-                facts.write_unknown(
-                    &Place {
-                        local: *l,
-                        projection: Box::new([]),
-                    },
-                    &self.escaped,
-                );
+                facts.end_storage(*l);
             }
             StatementKind::Intrinsic { name, operands } => {
                 // `copy_nonoverlapping` writes through its destination pointer.
