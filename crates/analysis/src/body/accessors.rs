@@ -350,41 +350,24 @@ impl BodyAnalysis<'_> {
         targets: &[Target],
         last_from: Option<&[u32]>,
     ) -> bool {
-        let released: Vec<LocalId> = match terminator {
-            TerminatorKind::Call { args, .. } => {
-                let Some(ks) = last_from else {
-                    return false;
-                };
-                let mut out = Vec::new();
-                for &k in ks {
-                    match args.get(k as usize) {
-                        Some(Operand::Move(p) | Operand::Copy(p)) if p.projection.is_empty() => {
-                            out.push(p.local)
-                        }
-                        _ => return false,
-                    }
-                }
-                out
-            }
-            TerminatorKind::Drop { place, .. } if place.projection.is_empty() => vec![place.local],
-            _ => return false,
+        let Some(released) = super::origins::released_locals(terminator, last_from) else {
+            return false;
         };
         let places = facts.via_places();
-        !released.is_empty()
-            && released.iter().all(|&r| {
-                let Some(x) = super::origins::moved_from(self.body, r) else {
+        released.iter().all(|&r| {
+            let Some(x) = super::origins::moved_from(self.body, r) else {
+                return false;
+            };
+            places.iter().any(|place| {
+                let Some((root, handle)) = self.exclusive_place(place) else {
                     return false;
                 };
-                places.iter().any(|place| {
-                    let Some((root, handle)) = self.exclusive_place(place) else {
-                        return false;
-                    };
-                    facts
-                        .holds(place)
-                        .is_some_and(|y| self.origins.holds_only_clones_of(y, x))
-                        && self.call_keeps(facts, terminator, targets, root, &handle, Some(place))
-                })
+                facts
+                    .holds(place)
+                    .is_some_and(|y| self.origins.holds_only_clones_of(y, x))
+                    && self.call_keeps(facts, terminator, targets, root, &handle, Some(place))
             })
+        })
     }
 
     /// The `&mut` local and the handle an exclusive place (what an exclusive

@@ -1167,32 +1167,15 @@ impl Origins {
         terminator: &TerminatorKind,
         last_from: Option<&[u32]>,
     ) -> bool {
-        let released: Vec<u32> = match terminator {
-            TerminatorKind::Call { args, .. } => {
-                let Some(ks) = last_from else {
-                    return false;
-                };
-                let mut out = Vec::new();
-                for &k in ks {
-                    match args.get(k as usize) {
-                        Some(Operand::Move(p) | Operand::Copy(p)) if p.projection.is_empty() => {
-                            out.push(p.local)
-                        }
-                        _ => return false,
-                    }
-                }
-                out
-            }
-            TerminatorKind::Drop { place, .. } if place.projection.is_empty() => vec![place.local],
-            _ => return false,
+        let Some(released) = released_locals(terminator, last_from) else {
+            return false;
         };
-        !released.is_empty()
-            && released.iter().all(|&r| {
-                let Some(x) = moved_from(body, r) else {
-                    return false;
-                };
-                self.kept_by_a_container(body, sites, summary_of, block, x)
-            })
+        released.iter().all(|&r| {
+            let Some(x) = moved_from(body, r) else {
+                return false;
+            };
+            self.kept_by_a_container(body, sites, summary_of, block, x)
+        })
     }
 
     /// Whether a call that keeps its argument in a held lock's data was
@@ -1318,18 +1301,7 @@ fn kill_reach(
                 stack.extend(blk.terminator.kind.successors());
             }
         }
-        while let Some(b) = stack.pop() {
-            let Some(r) = reached.get_mut(b as usize) else {
-                continue;
-            };
-            if *r {
-                continue;
-            }
-            *r = true;
-            if let Some(blk) = body.blocks.get(b as usize) {
-                stack.extend(blk.terminator.kind.successors());
-            }
-        }
+        mark_reached(body, &mut reached, stack);
         out.insert(l, reached);
     }
     out
@@ -1452,6 +1424,29 @@ fn scalar_operand(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
     })
 }
 
+/// The locals whose values the call or drop `terminator` releases, when
+/// they are whole locals: the arguments its summary's `last_from` names, or
+/// the local dropped. `None` when something else is released.
+pub(super) fn released_locals(
+    terminator: &TerminatorKind,
+    last_from: Option<&[u32]>,
+) -> Option<Vec<u32>> {
+    let out: Vec<u32> = match terminator {
+        TerminatorKind::Call { args, .. } => last_from?
+            .iter()
+            .map(|&k| match args.get(k as usize) {
+                Some(Operand::Move(p) | Operand::Copy(p)) if p.projection.is_empty() => {
+                    Some(p.local)
+                }
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+        TerminatorKind::Drop { place, .. } if place.projection.is_empty() => vec![place.local],
+        _ => return None,
+    };
+    (!out.is_empty()).then_some(out)
+}
+
 /// The local whose value `r` holds through moves and copies only (`_102 =
 /// move _37`), each local on the way given one value, the last one too.
 pub(super) fn moved_from(body: &Body, r: u32) -> Option<u32> {
@@ -1510,11 +1505,18 @@ fn dominates(body: &Body, via: BlockId, to: BlockId) -> bool {
 /// The blocks a way from the terminator of `from` reaches.
 fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
     let mut reached = vec![false; body.blocks.len()];
-    let mut stack: Vec<BlockId> = body
+    let start = body
         .blocks
         .get(from as usize)
         .map(|b| b.terminator.kind.successors())
         .unwrap_or_default();
+    mark_reached(body, &mut reached, start);
+    reached
+}
+
+/// Marks in `reached` every block a way from the blocks in `stack`
+/// reaches (those included).
+fn mark_reached(body: &Body, reached: &mut [bool], mut stack: Vec<BlockId>) {
     while let Some(b) = stack.pop() {
         let Some(r) = reached.get_mut(b as usize) else {
             continue;
@@ -1527,7 +1529,6 @@ fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
             stack.extend(blk.terminator.kind.successors());
         }
     }
-    reached
 }
 
 /// Whether an rvalue moves out of, or mutably borrows, what `takes` says.
