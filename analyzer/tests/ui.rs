@@ -171,6 +171,14 @@ fn instances_in(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The functions findings of a run are inside, sorted, once each.
+fn reported_functions(text: &str) -> Vec<String> {
+    let mut f = instances_in(text);
+    f.sort();
+    f.dedup();
+    f
+}
+
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
 /// in an invariants file. Without the file the teardown of a `Proc` under
 /// a spinlock is a warning (through `log`); with it, clean; the audit says
@@ -1099,15 +1107,9 @@ fn guarded_iteration_summaries() {
 fn exclusive_fields_with_spec() {
     let out = extract(&[CrateSpec::lib("ui/exclusive_fields.rs")]);
     let dir = out.dir.path();
-    let functions = |text: &str| {
-        let mut f: Vec<String> = instances_in(text);
-        f.sort();
-        f.dedup();
-        f
-    };
     let (code, without, stderr) = check_in(dir, &["--no-cache"]);
     assert_eq!(code, 0, "{stderr}");
-    let all = functions(&without);
+    let all = reported_functions(&without);
     assert!(
         all.iter().any(|f| f.contains("clean_request"))
             && all.iter().any(|f| f.contains("clean_clear"))
@@ -1123,7 +1125,7 @@ fn exclusive_fields_with_spec() {
     let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "fields.toml"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        functions(&with),
+        reported_functions(&with),
         [
             "`exclusive_fields::kept_closure`",
             "`exclusive_fields::kept_handle_lent`",
@@ -1162,15 +1164,9 @@ fn exclusive_fields_with_spec() {
 fn kept_by_container_with_spec() {
     let out = extract(&[CrateSpec::lib("ui/kept_by_container.rs")]);
     let dir = out.dir.path();
-    let functions = |text: &str| {
-        let mut f: Vec<String> = instances_in(text);
-        f.sort();
-        f.dedup();
-        f
-    };
     let (code, without, stderr) = check_in(dir, &["--no-cache"]);
     assert_eq!(code, 0, "{stderr}");
-    let all = functions(&without);
+    let all = reported_functions(&without);
     assert!(
         all.iter().any(|f| f.contains("clean_insert_then_adopt"))
             && all.iter().any(|f| f.contains("clean_insert_then_drop")),
@@ -1184,7 +1180,7 @@ fn kept_by_container_with_spec() {
     let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "tree.toml"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        functions(&with),
+        reported_functions(&with),
         [
             "`kept_by_container::kept_one_branch`",
             "`kept_by_container::kept_other_object`",
