@@ -92,6 +92,8 @@ ui!(
     borrowed_objects,
     fp_identity,
     identity,
+    fp_same_or_none,
+    same_or_none,
     fp_guarded_container,
     guarded_container,
     fp_guard_data_facts,
@@ -1219,6 +1221,47 @@ fn last_field_summaries() {
     ] {
         let s = summary_in(dir, f);
         assert!(s.contains("and only from its field `.0`"), "{f}: {s}");
+    }
+}
+
+/// "Both empty or one object" tests (`Summary::same_or_none`) against a
+/// handle in the object a local handle counts: only the spec's
+/// `points_into_object` on the handle's `Deref` says the reference points
+/// into that object (fixture `same_or_none_objects.rs`). The summary names
+/// the two places.
+#[test]
+fn same_or_none_objects_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/same_or_none_objects.rs")]);
+    let dir = out.dir.path();
+    let test = summary_in(dir, "same_or_none_objects::Transaction::is_stacked_on");
+    assert!(
+        test.contains("returns non-zero only if `(*arg0).1` and `(*arg1)` both hold no handle, or handles holding one pointer"),
+        "{test}"
+    );
+    let (_, without, _) = check_in(dir, &["--no-cache"]);
+    let traps = [
+        "`same_or_none_objects::start_dropped`",
+        "`same_or_none_objects::start_given_away`",
+    ];
+    // Sorted: `start_…` comes before `start`.
+    assert_eq!(
+        reported_functions(&without),
+        [&traps[..], &["`same_or_none_objects::start`"][..]].concat(),
+        "{without}"
+    );
+    std::fs::write(
+        dir.join("handles.toml"),
+        "[rust]\n\"<same_or_none_objects::handle::Handle<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0, note = \"a reference into the counted object\" }\n",
+    )
+    .unwrap();
+    let (_, with, _) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
+    assert_eq!(reported_functions(&with), traps, "{with}");
+    // Each trap: the store after the handle went, not only the drop of it.
+    for line in [
+        "same_or_none_objects.rs:67:9",
+        "same_or_none_objects.rs:78:9",
+    ] {
+        assert!(with.contains(line), "{line}: {with}");
     }
 }
 

@@ -164,6 +164,13 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "an identity test: returns non-zero only if the handles behind `arg{i}` and `arg{j}` hold one pointer"
         )));
     }
+    if let Some((a, b)) = &s.same_or_none {
+        lines.push(SummaryLine::plain(format!(
+            "a test that both are empty or one object: returns non-zero only if `{}` and `{}` both hold no handle, or handles holding one pointer",
+            a.describe(),
+            b.describe()
+        )));
+    }
     if s.sharing_clone {
         lines.push(SummaryLine::plain(
             "a sharing clone: the copy holds counts on the objects its argument holds",

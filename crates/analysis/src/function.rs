@@ -89,11 +89,14 @@ pub(crate) fn analyze_function(
     let mut runs = Runs::default();
     let mut origins = None;
     let mut ret_exclusive = false;
+    let mut same_or_none = None;
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
+            same_or_none =
+                body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
         }
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).
@@ -157,6 +160,7 @@ pub(crate) fn analyze_function(
                 .all(|f| matches!(f, Flow::Read(0, _) | Flow::Clone(0, _)))
         });
     summary.identity_test = body::origins::identity_test(&krate.dump, body);
+    summary.same_or_none = same_or_none;
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);
@@ -378,6 +382,7 @@ impl Runs {
             },
             sharing_clone: false,
             identity_test: None,
+            same_or_none: None,
             writes: None,
             ret_points: None,
             ret_fresh: true,

@@ -467,6 +467,25 @@ pub struct Reason {
     pub via_last: bool,
 }
 
+/// A place below what an argument points to: `(*argN).f.g`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, bincode::Encode, bincode::Decode)]
+pub struct ArgPlace {
+    /// The argument (0-based), a shared reference.
+    pub arg: u32,
+    /// The fields from what it points to.
+    pub fields: Vec<u32>,
+}
+
+impl ArgPlace {
+    pub fn describe(&self) -> String {
+        let mut out = format!("(*arg{})", self.arg);
+        for f in &self.fields {
+            out.push_str(&format!(".{f}"));
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct Summary {
     /// Never empty; one `Always` case for ordinary functions.
@@ -544,6 +563,11 @@ pub struct Summary {
     /// hold the same pointer: `Arc::ptr_eq`. On a path where it did, a
     /// handle compared with one a borrow keeps alive is not the last.
     pub identity_test: Option<(u32, u32)>,
+    /// The function returns non-zero only if the two places hold no handle
+    /// (both the variant without fields), or handles holding the same
+    /// pointer (`body::same_or_none`): Binder's `is_stacked_on`, for an
+    /// `Option<DArc<_>>` field and an `&Option<DArc<_>>` argument.
+    pub same_or_none: Option<(ArgPlace, ArgPlace)>,
     /// Where the function may write, below what its arguments point to
     /// (`body::writes`, sorted); `None`: anywhere its arguments reach.
     pub writes: Option<Vec<(u32, FieldPath)>>,
@@ -601,6 +625,7 @@ impl Summary {
             last_field: None,
             sharing_clone: false,
             identity_test: None,
+            same_or_none: None,
             writes: None,
             ret_points: None,
             ret_fresh: true,

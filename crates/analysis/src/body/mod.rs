@@ -31,6 +31,7 @@ mod observations;
 pub mod origins;
 mod prescan;
 mod run;
+pub mod same_or_none;
 mod statements;
 pub mod writes;
 

@@ -106,12 +106,15 @@ pub struct Origins {
     unchanged_to: HashMap<u32, Vec<bool>>,
     /// The identity tests (`Arc::ptr_eq`) the body calls.
     identity_tests: Vec<IdentityTest>,
+    /// The "both empty or one object" tests the body calls
+    /// (`is_stacked_on`).
+    pub(super) same_or_none_tests: Vec<super::same_or_none::Test>,
     /// The guards of locks the body holds, and the calls viewing their data.
-    guards: Guards,
+    pub(super) guards: Guards,
     /// For each guard, the blocks whose terminator a point that may release
     /// it (a drop, a move, a mutable borrow for anything but viewing its
     /// data) reaches.
-    guard_kills: HashMap<u32, Vec<(BlockId, Vec<bool>)>>,
+    pub(super) guard_kills: HashMap<u32, Vec<(BlockId, Vec<bool>)>>,
     /// For each view call's block, the blocks a way from its terminator
     /// reaches.
     after: HashMap<BlockId, Vec<bool>>,
@@ -126,6 +129,10 @@ pub struct Origins {
     /// Where the body may write (mod/ref).
     pub writes: Writes,
 }
+
+/// How many locals' pointers `Origins::deref` and
+/// `Origins::address_through` follow before taking the value as anything.
+const MAX_POINTER_DEPTH: u32 = 16;
 
 /// Rounds of the flow-insensitive scan before giving up (every local
 /// `Top`): each round only grows the sets, so loops settle in a few.
@@ -204,6 +211,7 @@ impl Origins {
             reached_by_kill: HashMap::new(),
             unchanged_to: HashMap::new(),
             identity_tests: Vec::new(),
+            same_or_none_tests: Vec::new(),
             guards,
             guard_kills,
             after,
@@ -257,6 +265,7 @@ impl Origins {
             .collect();
         o.reached_by_kill = kill_reach(body, &cloned, false, &BTreeSet::new());
         o.identity_tests = identity_tests(body, sites, summary_of);
+        o.same_or_none_tests = super::same_or_none::find(body, sites, summary_of);
         let compared: BTreeSet<u32> = o
             .identity_tests
             .iter()
@@ -687,6 +696,16 @@ impl Origins {
 
     /// What reading through a pointer holding `v` yields.
     fn deref(&self, v: &Set) -> Set {
+        self.deref_at(v, 0)
+    }
+
+    /// [`Origins::deref`], `depth` locals' pointers deep: a local may hold
+    /// a clone of what it holds itself (a loop), so the walk is bounded,
+    /// and past the bound the value is anything.
+    fn deref_at(&self, v: &Set, depth: u32) -> Set {
+        if depth > MAX_POINTER_DEPTH {
+            return None;
+        }
         map(v, |o| match o {
             // The value stored at the place the pointer designates.
             Origin::Arg(Flow::Shared(k, p)) if self.is_mutref(k) => {
@@ -706,13 +725,21 @@ impl Origins {
             Origin::Local(l) => self.local(l),
             // Through a clone of what a local holds: what the local's
             // pointers reach.
-            Origin::CloneLocal(l) => self.deref(&self.local(l)),
+            Origin::CloneLocal(l) => self.deref_at(&self.local(l), depth + 1),
         })
     }
 
     /// A pointer to data reached through a pointer holding `v`, at `path`
     /// below what it points to.
     fn address_through(&self, v: &Set, path: FieldPath) -> Set {
+        self.address_through_at(v, path, 0)
+    }
+
+    /// [`Origins::address_through`], bounded like [`Origins::deref_at`].
+    fn address_through_at(&self, v: &Set, path: FieldPath, depth: u32) -> Set {
+        if depth > MAX_POINTER_DEPTH {
+            return None;
+        }
         map(v, |o| match o {
             Origin::Arg(Flow::Shared(k, p)) => one(Flow::Shared(k, p.then(path))),
             // The pointer was read out of memory (or is a handle held
@@ -734,11 +761,12 @@ impl Origins {
                 {
                     return None;
                 }
-                self.address_through(&Some(held), FieldPath::BELOW)
+                self.address_through_at(&Some(held), FieldPath::BELOW, depth + 1)
             }
             Origin::Local(_) => one_origin(o),
             Origin::CloneLocal(l) => {
-                self.address_through(&self.deref(&self.local(l)), FieldPath::BELOW)
+                let held = self.deref_at(&self.local(l), depth + 1);
+                self.address_through_at(&held, FieldPath::BELOW, depth + 1)
             }
         })
     }
@@ -1060,11 +1088,11 @@ impl Origins {
         self.local(l)
     }
 
-    fn is_mutref(&self, k: u32) -> bool {
+    pub(super) fn is_mutref(&self, k: u32) -> bool {
         self.mutref.get(k as usize).copied().unwrap_or(false)
     }
 
-    fn is_shared(&self, k: u32) -> bool {
+    pub(super) fn is_shared(&self, k: u32) -> bool {
         self.shared.get(k as usize).copied().unwrap_or(false)
     }
 
@@ -1250,6 +1278,25 @@ impl Origins {
         }
     }
 
+    /// Like [`Origins::released_between`], from the terminator of block
+    /// `from` rather than a view call.
+    pub(super) fn guard_released_between(
+        &self,
+        body: &Body,
+        g: u32,
+        from: BlockId,
+        block: BlockId,
+    ) -> bool {
+        let Some(kills) = self.guard_kills.get(&g) else {
+            return true;
+        };
+        let after_from = reached_after(body, from);
+        kills.iter().any(|&(k, ref after_kill)| {
+            after_from.get(k as usize).copied().unwrap_or(true)
+                && (k == block || after_kill.get(block as usize).copied().unwrap_or(true))
+        })
+    }
+
     /// Whether a point that may release guard `v.guard` (a drop, a move, a
     /// mutable borrow for anything but a view) lies on a way from the view
     /// call to the terminator of `block`, that terminator included. If not,
@@ -1271,7 +1318,7 @@ impl Origins {
 
 /// For each local given at most one value, the blocks whose terminator a
 /// point that may take the value away reaches (`Origins::alive_at`).
-fn kill_reach(
+pub(super) fn kill_reach(
     body: &Body,
     locals: &BTreeSet<u32>,
     own_drops_keep: bool,
@@ -2075,7 +2122,7 @@ pub fn identity_tests(
 /// The blocks every path to which takes a branch of a `switchInt` on local
 /// `t` for a non-zero value: not reachable from the entry once those edges
 /// are removed.
-fn true_branch_only(body: &Body, t: u32) -> Vec<bool> {
+pub(super) fn true_branch_only(body: &Body, t: u32) -> Vec<bool> {
     let n = body.blocks.len();
     // Edges (from, to) taken only when `t` is non-zero.
     let mut true_edges: Vec<(BlockId, BlockId)> = Vec::new();

@@ -196,6 +196,12 @@ impl<'r, 'a> Reader<'r, 'a> {
                 &terminator.kind,
                 summary.last_from.as_deref(),
                 summary.last_field,
+            )
+            || analysis.origins.same_or_none_backed(
+                analysis.dump,
+                analysis.body,
+                block,
+                &terminator.kind,
             );
         if analysis.trace && released.as_ref().is_none_or(|r| !r.is_empty()) {
             eprintln!(

@@ -638,6 +638,10 @@ impl Writes {
                     {
                         changed |= union(ts, stored);
                     }
+                    // Recorded too: what the body writes through a pointer
+                    // into a local, or into the object a handle it holds
+                    // counts, is what may change there.
+                    changed |= self.written.entry(t).or_default().insert(block);
                     // Somewhere below the local: also through the pointers
                     // it holds (a closure's captured `&mut`, a struct of
                     // borrows lent to a callee that writes through them).
@@ -838,6 +842,33 @@ impl Writes {
                 .map(|(t, _)| t.path)
                 .collect(),
         )
+    }
+
+    /// Whether the scan settled: where pointers point is known.
+    pub fn settled(&self) -> bool {
+        !self.gave_up
+    }
+
+    /// Whether a pointer into the data of guard `g` was stored where the
+    /// scan does not follow it: code given that memory may write the data.
+    pub fn data_escaped(&self, g: u32) -> bool {
+        self.data_escaped.contains(&g)
+    }
+
+    /// The memory `place` designates.
+    pub fn place_memory(&self, dump: &CrateDump, place: &Place) -> Vec<Target> {
+        self.memory(dump, place).into_iter().collect()
+    }
+
+    /// Where the pointer `op` holds may point, then `fields` below that.
+    pub fn pointee_fields(&self, dump: &CrateDump, op: &Operand, fields: &[u32]) -> Vec<Target> {
+        self.operand(dump, op)
+            .into_iter()
+            .map(|t| Target {
+                root: t.root,
+                path: fields.iter().fold(t.path, |p, &f| p.field(f)),
+            })
+            .collect()
     }
 
     /// Whether the place at `path` in the data of guard `g` may lie inside
@@ -1107,7 +1138,7 @@ fn frozen_borrow(dump: &CrateDump, body: &Body, op: &Operand) -> bool {
         })
 }
 
-fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
+pub(super) fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
     match dump.ty(ty).map(|t| &t.kind) {
         Some(TyKind::Adt { path, .. }) => kmir::UNSAFE_CELLS.contains(&path.as_str()),
         _ => false,
