@@ -1265,6 +1265,69 @@ fn same_or_none_objects_with_spec() {
     }
 }
 
+/// A container that drops only what its predicate rejects (the spec's
+/// `drops_rejected_by`), given a closure rejecting only the object a
+/// reference its caller borrows points to (fixture `rejecting.rs`). The
+/// summaries say each step.
+#[test]
+fn rejecting_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/rejecting.rs")]);
+    let dir = out.dir.path();
+    let keep = [
+        "`rejecting::keep_by_id`",
+        "`rejecting::keep_local`",
+        "`rejecting::keep_only`",
+        "`rejecting::keep_owned`",
+    ];
+    let (_, without, _) = check_in(dir, &["--no-cache"]);
+    assert_eq!(
+        reported_functions(&without),
+        [
+            &keep[..],
+            &["`rejecting::remove_listener`", "`rejecting::remove_owner`"][..]
+        ]
+        .concat(),
+        "{without}"
+    );
+    std::fs::write(
+        dir.join("rejecting.toml"),
+        concat!(
+            "[rust]\n",
+            "\"<rejecting::arc::Arc<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0, note = \"a reference into the counted object\" }\n",
+            "\"rejecting::kvec::KVec::<T>::retain\" = { drops_rejected_by = 1, note = \"drops only the elements the predicate rejects\" }\n",
+        ),
+    )
+    .unwrap();
+    let (_, with, _) = check_in(dir, &["--no-cache", "--spec", "rejecting.toml"]);
+    assert_eq!(reported_functions(&with), keep, "{with}");
+    // Each at its `retain`.
+    for line in [61, 67, 75, 84] {
+        assert!(
+            with.contains(&format!("rejecting.rs:{line}:5")),
+            "{line}: {with}"
+        );
+    }
+    let summary = |f: &str| {
+        let o = kanalyze_in(dir, &["summary", "kmir", f, "--spec", "rejecting.toml"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let eq = summary("ptr::eq::<rejecting::Process>");
+    assert!(eq.contains("an address test"), "{eq}");
+    let closure = summary("rejecting::remove_listener::{closure#0}");
+    assert!(
+        closure.contains("returns zero only if the object `arg1`'s handle counts is where field `.0` of `*arg0` points"),
+        "{closure}"
+    );
+    let kept = summary("rejecting::keep_only::{closure#0}");
+    assert!(!kept.contains("a predicate rejecting one object"), "{kept}");
+    let retain = summary("rejecting.rs:46:");
+    assert!(
+        retain.contains("drops only what its predicate `arg1` rejects"),
+        "{retain}"
+    );
+}
+
 /// A `[rust]` spec fact, `points_into_object`: a write into the object an
 /// entry counts, made through the entry, is not a write of the container
 /// holding the entry (fixture `handle_objects.rs`).

@@ -90,6 +90,8 @@ pub(crate) fn analyze_function(
     let mut origins = None;
     let mut ret_exclusive = false;
     let mut same_or_none = None;
+    let mut rejects_only_object_at = None;
+    let mut last_only_at = None;
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
@@ -97,6 +99,19 @@ pub(crate) fn analyze_function(
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
+            rejects_only_object_at = body::rejecting::rejects_only_object_at(
+                &krate.dump,
+                body,
+                &analysis.sites,
+                summaries,
+            );
+            // `Vec::retain`: drops only what its predicate rejects.
+            last_only_at = input
+                .spec
+                .rust_item(&inst.item_path)
+                .and_then(|r| r.drops_rejected_by)
+                .filter(|&k| k < body.arg_count)
+                .and_then(|k| body::rejecting::last_only_at(body, k, &analysis.sites, summaries));
         }
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).
@@ -161,6 +176,9 @@ pub(crate) fn analyze_function(
         });
     summary.identity_test = body::origins::identity_test(&krate.dump, body);
     summary.same_or_none = same_or_none;
+    summary.address_test = body::rejecting::address_test(&krate.dump, body);
+    summary.rejects_only_object_at = rejects_only_object_at;
+    summary.last_only_at = last_only_at;
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);
@@ -383,6 +401,9 @@ impl Runs {
             sharing_clone: false,
             identity_test: None,
             same_or_none: None,
+            address_test: None,
+            rejects_only_object_at: None,
+            last_only_at: None,
             writes: None,
             ret_points: None,
             ret_fresh: true,

@@ -391,6 +391,12 @@ pub struct RustSpec {
     /// is kept in the memory argument 0 points to: `RBTree::insert(&mut
     /// self, node)` links the node into the tree.
     pub keeps_argument: Option<u32>,
+    /// The function drops, of the elements of the container argument 0
+    /// points to, only those for which the predicate given as argument N
+    /// (0-based, by value, not 0) returned false: `Vec::retain(&mut self,
+    /// f)`. A predicate that rejects only the object a live reference it
+    /// captured points to makes every such drop one that is not the last.
+    pub drops_rejected_by: Option<u32>,
     pub note: Option<String>,
 }
 

@@ -27,7 +27,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }` or `{ keeps_argument = N }`"
+    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }` or `{ drops_rejected_by = N }`"
 )]
 struct RawRust {
     returns_object_of: Option<Spanned<u32>>,
@@ -35,6 +35,7 @@ struct RawRust {
     exclusive_to_handle: Option<bool>,
     returns_argument: Option<Spanned<u32>>,
     keeps_argument: Option<Spanned<u32>>,
+    drops_rejected_by: Option<Spanned<u32>>,
     note: Option<String>,
 }
 
@@ -299,11 +300,12 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             && raw.exclusive_to_handle != Some(true)
             && raw.returns_argument.is_none()
             && raw.keeps_argument.is_none()
+            && raw.drops_rejected_by.is_none()
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument` or `keeps_argument`"
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument` or `drops_rejected_by`"
                 ),
             ));
         }
@@ -314,6 +316,16 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 Some(n.span()),
                 format!(
                     "Rust item `{path}`: `keeps_argument = 0`: argument 0 is where the value is kept; give the index of the argument kept"
+                ),
+            ));
+        }
+        if let Some(n) = &raw.drops_rejected_by
+            && *n.get_ref() == 0
+        {
+            return Err(ctx.error(
+                Some(n.span()),
+                format!(
+                    "Rust item `{path}`: `drops_rejected_by = 0`: argument 0 is the container; give the index of the predicate"
                 ),
             ));
         }
@@ -330,6 +342,9 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         if let Some(n) = &raw.keeps_argument {
             sites.push(ctx.site("keeps_argument", n));
         }
+        if let Some(n) = &raw.drops_rejected_by {
+            sites.push(ctx.site("drops_rejected_by", n));
+        }
         rust.push((
             path,
             crate::RustSpec {
@@ -338,6 +353,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 exclusive_to_handle: raw.exclusive_to_handle == Some(true),
                 returns_argument: raw.returns_argument.map(|n| *n.get_ref()),
                 keeps_argument: raw.keeps_argument.map(|n| *n.get_ref()),
+                drops_rejected_by: raw.drops_rejected_by.map(|n| *n.get_ref()),
                 note: raw.note,
             },
             sites,

@@ -1183,6 +1183,10 @@ fn builtin_kernel_spec_parses() {
         .rust_item("kernel::rbtree::RBTree::<K, V>::insert")
         .expect("RBTree::insert");
     assert_eq!(insert.keeps_argument, Some(1));
+    let retain = k
+        .rust_item("kernel::alloc::kvec::Vec::<T, A>::retain")
+        .expect("Vec::retain");
+    assert_eq!(retain.drops_rejected_by, Some(1));
 }
 
 /// `exclusive_to_handle`: set, a `false` alone says nothing, and a value of
@@ -1236,6 +1240,33 @@ fn rust_item_kept_arguments() {
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("returns_argument = 1"), "{errors:?}");
+}
+
+/// `[rust]` `drops_rejected_by`: set, 0 (the container) is an error, an
+/// index past the last argument is an error once arities are known.
+#[test]
+fn rust_item_drops_rejected_by() {
+    let spec = Spec::parse(
+        "[rust]\n\"a::Vec::<T>::retain\" = { drops_rejected_by = 1 }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        spec.rust_item("a::Vec::<T>::retain")
+            .unwrap()
+            .drops_rejected_by,
+        Some(1)
+    );
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Vec::<T>::retain\" = { drops_rejected_by = 0 }\n"
+    ));
+    let errors: Vec<String> = spec
+        .check_rust_arity([("a::Vec::<T>::retain", 1)])
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("drops_rejected_by = 1"), "{errors:?}");
 }
 
 /// `[rust]` entries: a trait method's item path, `points_into_object`, an

@@ -30,6 +30,7 @@ mod guard_data;
 mod observations;
 pub mod origins;
 mod prescan;
+pub mod rejecting;
 mod run;
 pub mod same_or_none;
 mod statements;

@@ -820,7 +820,7 @@ impl Origins {
         })
     }
 
-    fn operand(&self, dump: &CrateDump, op: &Operand) -> Set {
+    pub(super) fn operand(&self, dump: &CrateDump, op: &Operand) -> Set {
         match op {
             Operand::Copy(p) | Operand::Move(p) => self.place(dump, p),
             // A raw pointer constant may be a `static mut`'s address.

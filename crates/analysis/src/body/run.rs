@@ -202,6 +202,12 @@ impl<'r, 'a> Reader<'r, 'a> {
                 analysis.body,
                 block,
                 &terminator.kind,
+            )
+            || analysis.origins.rejected_only_backed(
+                analysis.dump,
+                analysis.body,
+                &terminator.kind,
+                summary.last_only_at,
             );
         if analysis.trace && released.as_ref().is_none_or(|r| !r.is_empty()) {
             eprintln!(
