@@ -94,6 +94,8 @@ ui!(
     identity,
     fp_same_or_none,
     same_or_none,
+    fp_variant_payload,
+    variant_payload,
     fp_guarded_container,
     guarded_container,
     fp_guard_data_facts,

@@ -100,6 +100,15 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "and only from its field `.{f}` (of what `arg0` holds or points to: the other fields and the `Drop` impl release no last reference)"
         )));
     }
+    if s.expect_last != annotations::ExpectRange::TOP
+        && let Some(p) = &s.last_place
+        && (p.variants.is_some() || !p.steps.is_empty())
+    {
+        lines.push(SummaryLine::detail(format!(
+            "from dropping what `arg0` holds or points to at {}",
+            p.describe()
+        )));
+    }
     if s.ret_exclusive {
         lines.push(SummaryLine::keyed(
             "returns",

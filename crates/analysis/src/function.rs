@@ -248,6 +248,8 @@ struct Runs {
     last_from: Option<std::collections::BTreeSet<u32>>,
     /// The field of `*arg0` the runs' `expect_last` comes from.
     last_field: crate::summary::LastField,
+    /// The place below `*arg0` it comes from.
+    last_place: crate::summary::LastPlaces,
     /// The body tests whether it dropped a last reference and returns it.
     last_reference_test: bool,
     violations: Vec<Violation>,
@@ -271,6 +273,7 @@ impl Default for Runs {
             reason_last: None,
             last_from: Some(std::collections::BTreeSet::new()),
             last_field: crate::summary::LastField::Nothing,
+            last_place: crate::summary::LastPlaces::Nothing,
             last_reference_test: false,
             violations: Vec::new(),
             cases: Vec::new(),
@@ -307,6 +310,7 @@ impl Runs {
             (from, _) => *from = None,
         }
         self.last_field = self.last_field.join(run.last_field);
+        self.last_place = std::mem::take(&mut self.last_place).join(run.last_place.clone());
         let next = self.expect_last.intersect(&run.expect_last);
         if next != self.expect_last {
             self.expect_last = next;
@@ -397,6 +401,11 @@ impl Runs {
                 None
             } else {
                 self.last_field.field()
+            },
+            last_place: if self.expect_last == ExpectRange::TOP {
+                None
+            } else {
+                self.last_place.place()
             },
             sharing_clone: false,
             identity_test: None,

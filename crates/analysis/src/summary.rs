@@ -212,6 +212,97 @@ pub enum LastField {
     Any,
 }
 
+/// A step below a place: a field, or a variant's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub enum PlaceStep {
+    Field(u32),
+    /// The payload of the variant with this index, whose discriminant is
+    /// `discr`.
+    Variant {
+        index: u32,
+        discr: u128,
+    },
+}
+
+/// Where a function's last-reference expectation comes from, below what its
+/// first argument holds or points to: only from dropping the place at
+/// `steps`, and (`variants`) only while that place holds one of these
+/// variants. `Allocation`'s glue: `.1` (its `Option<T>` field), only when
+/// it is `Some`. A caller that knows the place holds another variant (the
+/// field was `take()`n) drops no last reference there.
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub struct LastPlace {
+    pub steps: Vec<PlaceStep>,
+    /// The discriminants for which the expectation holds; `None`: any.
+    pub variants: Option<Vec<u128>>,
+}
+
+impl LastPlace {
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for s in &self.steps {
+            match s {
+                PlaceStep::Field(f) => out.push_str(&format!(".{f}")),
+                PlaceStep::Variant { index, .. } => out.push_str(&format!(" as variant {index}")),
+            }
+        }
+        if out.is_empty() {
+            out.push_str("itself");
+        }
+        match &self.variants {
+            Some(vs) => format!(
+                "{out}, only while it has discriminant {}",
+                vs.iter()
+                    .map(u128::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+            None => out,
+        }
+    }
+}
+
+/// The places the sites of a body that carry a last-reference expectation
+/// drop, joined (like [`LastField`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum LastPlaces {
+    #[default]
+    Nothing,
+    One(LastPlace),
+    Any,
+}
+
+impl LastPlaces {
+    pub fn join(self, other: LastPlaces) -> LastPlaces {
+        match (self, other) {
+            (LastPlaces::Nothing, x) | (x, LastPlaces::Nothing) => x,
+            (LastPlaces::One(a), LastPlaces::One(b)) if a.steps == b.steps => {
+                let variants = match (a.variants, b.variants) {
+                    (Some(mut x), Some(y)) => {
+                        x.extend(y);
+                        x.sort_unstable();
+                        x.dedup();
+                        Some(x)
+                    }
+                    _ => None,
+                };
+                LastPlaces::One(LastPlace {
+                    steps: a.steps,
+                    variants,
+                })
+            }
+            _ => LastPlaces::Any,
+        }
+    }
+
+    pub fn place(self) -> Option<LastPlace> {
+        match self {
+            LastPlaces::One(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 impl LastField {
     pub fn join(self, other: LastField) -> LastField {
         match (self, other) {
@@ -552,6 +643,9 @@ pub struct Summary {
     /// whose only counted field is `node`. A drop of a value whose field
     /// `F` is shown to be kept alive is then backed.
     pub last_field: Option<u32>,
+    /// The place (and variants) `expect_last` comes from, below what the
+    /// first argument holds or points to ([`LastPlace`]).
+    pub last_place: Option<LastPlace>,
     /// A `Clone::clone` whose result holds only bit copies of what its
     /// argument points to, and sharing clones of it: the clone shares the
     /// objects and holds counts of the same kind (`Arc`, `ARef`, a derived
@@ -640,6 +734,7 @@ impl Summary {
             sharing_clone: false,
             identity_test: None,
             same_or_none: None,
+            last_place: None,
             address_test: None,
             rejects_only_object_at: None,
             last_only_at: None,

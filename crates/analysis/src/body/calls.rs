@@ -281,16 +281,38 @@ impl BodyAnalysis<'_> {
                 }
                 restore_facts(&mut facts, kept_data);
                 for (key, known, addrs, _) in private {
+                    let full = |suffix: &Vec<ProjKey>| PlaceKey {
+                        local: key.local,
+                        proj: key.proj.iter().chain(suffix).copied().collect(),
+                    };
                     let kept = |suffix: &Vec<ProjKey>| {
-                        let full = PlaceKey {
-                            local: key.local,
-                            proj: key.proj.iter().chain(suffix).copied().collect(),
-                        };
+                        let full = full(suffix);
                         !lent
                             .iter()
                             .any(|l| full.starts_with(l) || l.starts_with(&full))
                     };
-                    let known = known.into_iter().filter(|(s, _, _)| kept(s)).collect();
+                    // A call lent only memory strictly inside an enum (the
+                    // payload of one of its variants: the only way below
+                    // an enum place) cannot change its variant: the values
+                    // it may write are valid ones, never a niche.
+                    let variant_kept = |suffix: &Vec<ProjKey>| {
+                        let full = full(suffix);
+                        !lent.iter().any(|l| {
+                            full.starts_with(l)
+                                || (l.starts_with(&full)
+                                    && !matches!(
+                                        l.proj.get(full.proj.len()),
+                                        Some(ProjKey::Downcast(_))
+                                    ))
+                        })
+                    };
+                    let known = known
+                        .into_iter()
+                        .filter(|(s, aspect, _)| match aspect {
+                            Aspect::Discr => variant_kept(s),
+                            Aspect::Value => kept(s),
+                        })
+                        .collect();
                     let addrs = addrs.into_iter().filter(|(s, _)| kept(s)).collect();
                     facts.set_known_under_key(&key, known);
                     facts.set_addrs_under(&key, addrs);
@@ -525,6 +547,57 @@ impl BodyAnalysis<'_> {
             }
         }
         if any { e } else { whole }
+    }
+
+    /// Whether the facts say the place a callee's last-reference
+    /// expectation comes from (`Summary::last_place`, below what its first
+    /// argument holds or points to) holds none of the variants that carry
+    /// it here: `allocation.take()` left `None` in the field whose drop
+    /// would release a reference.
+    pub(super) fn last_place_inactive(
+        &self,
+        summary: &Summary,
+        terminator: &TerminatorKind,
+        facts: &Facts,
+    ) -> bool {
+        let place = super::run::callee_last_place(summary);
+        if place.variants.is_none()
+            && !place
+                .steps
+                .iter()
+                .any(|s| matches!(s, crate::summary::PlaceStep::Variant { .. }))
+        {
+            return false;
+        }
+        let Some(mut key) = self
+            .arg0_pointee(facts, terminator)
+            .or_else(|| Self::arg0_place(terminator))
+        else {
+            return false;
+        };
+        // Whether the place at `key` may hold variant `d`.
+        let may_be = |key: &PlaceKey, d: u128| {
+            facts
+                .clone()
+                .assume(&facts.resolve(key, Aspect::Discr), Some(d), &[])
+        };
+        for s in &place.steps {
+            match *s {
+                crate::summary::PlaceStep::Field(f) => key = key.with(ProjKey::Field(f)),
+                crate::summary::PlaceStep::Variant { index, discr } => {
+                    // The payload of a variant the place cannot hold: the
+                    // drop that carries the expectation does not happen.
+                    if !may_be(&key, discr) {
+                        return true;
+                    }
+                    key = key.with(ProjKey::Downcast(index));
+                }
+            }
+        }
+        place
+            .variants
+            .as_ref()
+            .is_some_and(|vs| !vs.iter().any(|&d| may_be(&key, d)))
     }
 
     pub fn effective_expect(

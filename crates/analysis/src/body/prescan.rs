@@ -448,8 +448,19 @@ pub(super) fn private_pointees(dump: &CrateDump, body: &Body) -> PrivatePointees
         let Rvalue::Ref { place: p, .. } = rvalue else {
             return;
         };
+        // Behind the argument, or behind a `&mut` derived from it (an
+        // element `iter_mut().find(..)` returned, a variant's payload
+        // borrowed out of it): a unique pointer, so the call is lent only
+        // the place borrowed.
+        let unique = |l: LocalId| {
+            body.local(l)
+                .and_then(|d| dump.ty(d.ty))
+                .is_some_and(|t| matches!(t.kind, kmir::TyKind::Ref { mutable: true, .. }))
+        };
         let behind_arg = p.projection.first() == Some(&kmir::Projection::Deref)
-            && out.args.iter().any(|(a, _)| *a == p.local);
+            && out.args.iter().any(|(a, derived)| {
+                *a == p.local || (derived.binary_search(&p.local).is_ok() && unique(p.local))
+            });
         if !behind_arg || !place.projection.is_empty() {
             return;
         }

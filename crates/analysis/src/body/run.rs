@@ -31,6 +31,8 @@ pub struct BodyOutcome {
     /// The field of `*arg0` every site with a last-reference expectation
     /// drops (see `Summary::last_field`).
     pub last_field: crate::summary::LastField,
+    /// The place below `*arg0` those sites drop (`Summary::last_place`).
+    pub last_place: crate::summary::LastPlaces,
     pub violations: Vec<Violation>,
     /// The paths reaching a return, with the return's span.
     pub returns: Vec<(Path, kmir::Span)>,
@@ -111,6 +113,7 @@ struct Reader<'r, 'a> {
     reason_last: Option<Reason>,
     last_from: Option<std::collections::BTreeSet<u32>>,
     last_field: crate::summary::LastField,
+    last_place: crate::summary::LastPlaces,
     violations: Vec<Violation>,
     returns: Vec<(Path, kmir::Span)>,
     changes: Vec<CountChange>,
@@ -128,6 +131,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             reason_last: None,
             last_from: Some(std::collections::BTreeSet::new()),
             last_field: crate::summary::LastField::Nothing,
+            last_place: crate::summary::LastPlaces::Nothing,
             violations: Vec::new(),
             returns: Vec::new(),
             changes: Vec::new(),
@@ -226,6 +230,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             // needed only because a reference was the last.
             let last = if analysis.not_last.contains(&block)
                 || backed
+                || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
                 || analysis.stored_clone_backs(
                     &p.facts,
                     &terminator.kind,
@@ -259,6 +264,12 @@ impl<'r, 'a> Reader<'r, 'a> {
                 self.last_field = self
                     .last_field
                     .join(dropped_field(&terminator.kind, summary));
+                self.last_place = std::mem::take(&mut self.last_place).join(dropped_place(
+                    analysis.dump,
+                    analysis.body,
+                    &terminator.kind,
+                    summary,
+                ));
             }
             if analysis.trace {
                 eprintln!(
@@ -380,6 +391,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             reason_last: self.reason_last,
             last_from: self.last_from,
             last_field: self.last_field,
+            last_place: self.last_place,
             violations: self.violations,
             returns: self.returns,
             changes: self.changes,
@@ -700,6 +712,117 @@ pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<CountChange>) -> Adj
     AdjustFailure {
         returns: shown,
         changes,
+    }
+}
+
+/// The place below what the first argument holds or points to that a
+/// site's last-reference expectation is about (`Summary::last_place`):
+/// `drop((*_1).f)` in a drop glue, `drop(((*_1) as V).0)` in one split on
+/// the variant, followed by the place the callee's expectation is about;
+/// a release of the whole first argument, the callee's place.
+fn dropped_place(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    terminator: &kmir::TerminatorKind,
+    summary: &crate::summary::Summary,
+) -> crate::summary::LastPlaces {
+    use crate::summary::{LastPlace, LastPlaces, PlaceStep};
+    use kmir::Projection;
+    let callee = || LastPlaces::One(callee_last_place(summary));
+    match terminator {
+        kmir::TerminatorKind::Drop { place, .. } if place.local == 1 => {
+            let steps: &[Projection] = match &*place.projection {
+                [Projection::Deref, rest @ ..] => rest,
+                [] => &[],
+                _ => return LastPlaces::Any,
+            };
+            let mut out = Vec::new();
+            let mut at = kmir::Place {
+                local: place.local,
+                projection: place.projection[..place.projection.len() - steps.len()].into(),
+            };
+            for p in steps {
+                match p {
+                    Projection::Field { index, .. } => out.push(PlaceStep::Field(*index)),
+                    Projection::Downcast { variant } => {
+                        // The discriminant of the variant, from the enum's
+                        // definition.
+                        let discr = dump
+                            .place_ty(body, &at)
+                            .and_then(|t| match dump.ty(t).map(|t| &t.kind) {
+                                Some(kmir::TyKind::Adt { path, .. }) => dump.adt(path),
+                                _ => None,
+                            })
+                            .and_then(|a| a.variants.get(*variant as usize))
+                            .map(|v| v.discr);
+                        let Some(discr) = discr else {
+                            return LastPlaces::Any;
+                        };
+                        out.push(PlaceStep::Variant {
+                            index: *variant,
+                            discr,
+                        });
+                    }
+                    _ => return LastPlaces::Any,
+                }
+                let mut proj = at.projection.to_vec();
+                proj.push(p.clone());
+                at.projection = proj.into();
+            }
+            let below = callee_last_place(summary);
+            out.extend(below.steps);
+            LastPlaces::One(LastPlace {
+                steps: out,
+                variants: below.variants,
+            })
+        }
+        kmir::TerminatorKind::Call { args, .. } => {
+            match (summary.last_from.as_deref(), args.first()) {
+                (Some([0]), Some(kmir::Operand::Move(p)))
+                    if p.local == 1 && p.projection.is_empty() =>
+                {
+                    callee()
+                }
+                _ => LastPlaces::Any,
+            }
+        }
+        _ => LastPlaces::Any,
+    }
+}
+
+/// The place below what a callee's first argument holds or points to that
+/// its last-reference expectation is about: its own `last_place`, or, for
+/// a function analysed per variant of that argument (`Option`'s glue), the
+/// variants whose run has the expectation.
+pub(super) fn callee_last_place(summary: &crate::summary::Summary) -> crate::summary::LastPlace {
+    use crate::summary::{ArgCond, LastPlace, PlaceStep};
+    if let Some(p) = &summary.last_place {
+        return p.clone();
+    }
+    let steps: Vec<PlaceStep> = summary
+        .split_field
+        .map(PlaceStep::Field)
+        .into_iter()
+        .collect();
+    if summary.expect_last_when.is_empty() {
+        return LastPlace {
+            steps: Vec::new(),
+            variants: None,
+        };
+    }
+    let mut variants: Vec<u128> = summary
+        .expect_last_when
+        .iter()
+        .filter(|(_, e)| *e != annotations::ExpectRange::TOP)
+        .map(|(c, _)| match c {
+            ArgCond::Pointee(d) | ArgCond::Value(d) => *d,
+        })
+        .collect();
+    variants.sort_unstable();
+    variants.dedup();
+    LastPlace {
+        steps,
+        variants: Some(variants),
     }
 }
 
