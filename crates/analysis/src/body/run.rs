@@ -261,12 +261,12 @@ impl<'r, 'a> Reader<'r, 'a> {
                     (Some(from), Some(a)) => from.extend(a),
                     (from, _) => *from = None,
                 }
-                self.last_field = self
-                    .last_field
-                    .join(dropped_field(&terminator.kind, summary));
+                self.last_field =
+                    self.last_field
+                        .join(dropped_field(analysis, block, &terminator.kind, summary));
                 self.last_place = std::mem::take(&mut self.last_place).join(dropped_place(
-                    analysis.dump,
-                    analysis.body,
+                    analysis,
+                    block,
                     &terminator.kind,
                     summary,
                 ));
@@ -720,15 +720,27 @@ pub fn failure(returns: &[(Path, kmir::Span)], changes: Vec<CountChange>) -> Adj
 /// `drop((*_1).f)` in a drop glue, `drop(((*_1) as V).0)` in one split on
 /// the variant, followed by the place the callee's expectation is about;
 /// a release of the whole first argument, the callee's place.
+///
+/// The place must hold, where it is dropped, what it held on entry: no
+/// write at, above or below it (a `Drop` impl's, a store's) may come
+/// before. A caller's facts are about the value on entry.
 fn dropped_place(
-    dump: &kmir::CrateDump,
-    body: &kmir::Body,
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
     terminator: &kmir::TerminatorKind,
     summary: &crate::summary::Summary,
 ) -> crate::summary::LastPlaces {
     use crate::summary::{LastPlace, LastPlaces, PlaceStep};
     use kmir::Projection;
-    let callee = || LastPlaces::One(callee_last_place(summary));
+    let (dump, body) = (analysis.dump, analysis.body);
+    let fresh = |steps: &[PlaceStep]| unwritten_before(analysis, block, steps);
+    let callee = || {
+        if fresh(&[]) {
+            LastPlaces::One(callee_last_place(summary))
+        } else {
+            LastPlaces::Any
+        }
+    };
     match terminator {
         kmir::TerminatorKind::Drop { place, .. } if place.local == 1 => {
             let steps: &[Projection] = match &*place.projection {
@@ -769,6 +781,9 @@ fn dropped_place(
                 proj.push(p.clone());
                 at.projection = proj.into();
             }
+            if !fresh(&out) {
+                return LastPlaces::Any;
+            }
             let below = callee_last_place(summary);
             out.extend(below.steps);
             LastPlaces::One(LastPlace {
@@ -788,6 +803,68 @@ fn dropped_place(
         }
         _ => LastPlaces::Any,
     }
+}
+
+/// Whether nothing at, above or below the place `steps` below what the first
+/// argument holds or points to may be written before the terminator of
+/// `block` runs (by a statement of its own, or on a way to it).
+fn unwritten_before(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    steps: &[crate::summary::PlaceStep],
+) -> bool {
+    use crate::summary::{FieldPath, PlaceStep};
+    let writes = &analysis.origins.writes;
+    if !writes.settled() {
+        return false;
+    }
+    let path = steps.iter().fold(FieldPath::AT, |p, s| match *s {
+        PlaceStep::Field(f) => p.field(f),
+        PlaceStep::Variant { index, .. } => p.variant(index),
+    });
+    let root = super::writes::Root::Arg(0);
+    let body = analysis.body;
+    let Some(blk) = body.blocks.get(block as usize) else {
+        return false;
+    };
+    // The block's own statements: any store into the argument or through a
+    // pointer may be one.
+    let stores = blk.statements.iter().any(|st| match &st.kind {
+        kmir::StatementKind::Assign { place, .. }
+        | kmir::StatementKind::SetDiscriminant { place, .. } => {
+            place.local == 1 || place.projection.contains(&kmir::Projection::Deref)
+        }
+        kmir::StatementKind::Intrinsic { .. } => true,
+        _ => false,
+    });
+    if stores {
+        return false;
+    }
+    // A by-value argument written in place (`_1.f = …`, a mutable borrow of
+    // it) anywhere: the write scan records writes through pointers only.
+    let in_place =
+        |p: &kmir::Place| p.local == 1 && p.projection.first() != Some(&kmir::Projection::Deref);
+    let written_in_place = body.blocks.iter().any(|b| {
+        b.statements.iter().any(|st| match &st.kind {
+            kmir::StatementKind::Assign { place, rvalue } => {
+                in_place(place)
+                    || matches!(&**rvalue,
+                        kmir::Rvalue::Ref { mutable: true, place: q }
+                        | kmir::Rvalue::AddressOf { place: q, .. } if in_place(q))
+            }
+            kmir::StatementKind::SetDiscriminant { place, .. } => in_place(place),
+            _ => false,
+        }) || matches!(&b.terminator.kind,
+            kmir::TerminatorKind::Call { destination, .. } if in_place(destination))
+    });
+    if written_in_place {
+        return false;
+    }
+    body.blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.terminator.kind.successors().contains(&block))
+        .all(|(p, _)| !writes.may_change_before(root, &path, p as BlockId))
 }
 
 /// The place below what a callee's first argument holds or points to that
@@ -830,16 +907,31 @@ pub(super) fn callee_last_place(summary: &crate::summary::Summary) -> crate::sum
 /// site's last-reference expectation is about (`Summary::last_field`):
 /// `drop((*_1).f)` in a drop glue, or a release of the whole first argument
 /// (`drop(_1)`, `mem::drop(_1)`) whose own glue or callee is about one field.
+///
+/// Like [`dropped_place`], the field must hold there what it held on entry
+/// (no `Drop` impl or store changed it first).
 fn dropped_field(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
     terminator: &kmir::TerminatorKind,
     summary: &crate::summary::Summary,
 ) -> crate::summary::LastField {
-    use crate::summary::LastField;
+    use crate::summary::{LastField, PlaceStep};
     use kmir::Projection;
-    let callee_field = || summary.last_field.map_or(LastField::Any, LastField::Field);
+    let callee_field = || {
+        if unwritten_before(analysis, block, &[]) {
+            summary.last_field.map_or(LastField::Any, LastField::Field)
+        } else {
+            LastField::Any
+        }
+    };
     match terminator {
         kmir::TerminatorKind::Drop { place, .. } if place.local == 1 => match &*place.projection {
-            [Projection::Deref, Projection::Field { index, .. }, ..] => LastField::Field(*index),
+            [Projection::Deref, Projection::Field { index, .. }, ..]
+                if unwritten_before(analysis, block, &[PlaceStep::Field(*index)]) =>
+            {
+                LastField::Field(*index)
+            }
             [] | [Projection::Deref] => callee_field(),
             _ => LastField::Any,
         },

@@ -959,6 +959,27 @@ impl Writes {
         })
     }
 
+    /// Whether the body may change the bytes of the place `path` below
+    /// `root` (at, above or below it, inside a cell too) before the
+    /// terminator of `block` runs, or by it. A write through a pointer or a
+    /// counted handle stored there changes other memory, not the place.
+    pub fn may_change_before(&self, root: Root, path: &FieldPath, block: BlockId) -> bool {
+        let mut reaching: Option<Vec<bool>> = None;
+        self.written.iter().any(|(w, blocks)| {
+            if w.root != root
+                || w.path.through_pointer()
+                || w.path.through_handle()
+                || !w.path.overlaps(path)
+            {
+                return false;
+            }
+            let r = reaching.get_or_insert_with(|| reaching_blocks(&self.preds, block));
+            blocks
+                .iter()
+                .any(|&b| b == ANYWHERE || r.get(b as usize).copied().unwrap_or(true))
+        })
+    }
+
     /// Like [`Writes::may_write_before`], counting only writes in blocks
     /// a way from the terminator of `after` reaches (`after` itself only
     /// on a loop): what may be written once that terminator has run.
