@@ -535,20 +535,17 @@ impl super::origins::Origins {
                 return false;
             };
             !this_other.is_empty()
-                && this_other
-                    .iter()
-                    .all(|o| self.outlives(body, o, t.block, block))
+                && this_other.iter().all(|o| self.outlives(body, o, block))
                 && self.unchanged_between(dump, body, dropped, t.block, block)
         })
     }
 
-    /// Whether the handle at `o` holds its count from the test at `from` to
-    /// the drop at `to`: it lies, outside any cell, in the object a handle
+    /// Whether the handle at `o` holds its count up to the drop at `to`
+    /// (and so from the test on): it lies, outside any cell, in the object a handle
     /// held by a local counts (the local holds that handle up to the drop,
     /// and nothing in the body writes in the object), or in memory a
     /// shared-reference argument borrows.
-    fn outlives(&self, body: &Body, o: &Memory, from: BlockId, to: BlockId) -> bool {
-        let _ = from;
+    fn outlives(&self, body: &Body, o: &Memory, to: BlockId) -> bool {
         if o.path.interior() {
             return false;
         }
