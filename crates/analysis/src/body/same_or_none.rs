@@ -435,7 +435,7 @@ pub struct Test {
 }
 
 /// The calls of "same or none" tests a body makes, by the callees'
-/// summaries.
+/// summaries, and of plain identity tests (`Summary::identity_test`).
 pub fn find(
     body: &Body,
     sites: &HashMap<BlockId, Vec<Target>>,
@@ -452,8 +452,26 @@ pub fn find(
         let Some([t]) = sites.get(&(bi as BlockId)).map(Vec::as_slice) else {
             continue;
         };
-        let Some((a, c)) = &summary_of.get(t.callee).same_or_none else {
-            continue;
+        let summary = summary_of.get(t.callee);
+        // A plain identity test (`Arc::ptr_eq`) is one too: its places are
+        // the two handles themselves, never empty.
+        let identity;
+        let (a, c) = match (&summary.same_or_none, summary.identity_test) {
+            (Some((a, c)), _) => (a, c),
+            (None, Some((i, j))) => {
+                identity = (
+                    ArgPlace {
+                        arg: i,
+                        fields: Vec::new(),
+                    },
+                    ArgPlace {
+                        arg: j,
+                        fields: Vec::new(),
+                    },
+                );
+                (&identity.0, &identity.1)
+            }
+            (None, None) => continue,
         };
         if !destination.projection.is_empty() {
             continue;
