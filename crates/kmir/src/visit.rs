@@ -237,6 +237,68 @@ pub fn sole_assignment(body: &Body, local: LocalId) -> Option<&Rvalue> {
     if count == 1 { found } else { None }
 }
 
+/// The only definition of a local ([`single_definitions`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Definition<'b> {
+    /// `_l = rvalue`.
+    Statement(&'b Rvalue),
+    /// The destination of the call ending this block.
+    Call(BlockId),
+}
+
+/// For each local, its definition when it has exactly one (a whole
+/// assignment or a call's destination), is not an argument, and only ever
+/// holds what that definition put there ([`only_assigned_whole`], for every
+/// local in one pass).
+pub fn single_definitions(body: &Body) -> Vec<Option<Definition<'_>>> {
+    let n = body.locals.len();
+    let mut count = vec![0u32; n];
+    let mut defs: Vec<Option<Definition<'_>>> = vec![None; n];
+    for (bi, b) in body.blocks.iter().enumerate() {
+        for st in &b.statements {
+            if let StatementKind::Assign { place, rvalue } = &st.kind
+                && place.projection.is_empty()
+                && let Some(c) = count.get_mut(place.local as usize)
+            {
+                *c += 1;
+                defs[place.local as usize] = Some(Definition::Statement(rvalue));
+            }
+        }
+        if let crate::model::TerminatorKind::Call { destination, .. } = &b.terminator.kind
+            && destination.projection.is_empty()
+            && let Some(c) = count.get_mut(destination.local as usize)
+        {
+            *c += 1;
+            defs[destination.local as usize] = Some(Definition::Call(bi as BlockId));
+        }
+    }
+    // Written in part, borrowed mutably or by address: not what the one
+    // definition put there.
+    let mut whole = vec![true; n];
+    for_each_place(body, |place, context, _| {
+        if place.projection.first() == Some(&Projection::Deref) {
+            return;
+        }
+        let partial_write = context.is_write() && !place.projection.is_empty();
+        let escapes = matches!(
+            context,
+            PlaceContext::Borrow { mutable: true } | PlaceContext::AddressOf { .. }
+        );
+        if (partial_write || escapes)
+            && let Some(w) = whole.get_mut(place.local as usize)
+        {
+            *w = false;
+        }
+    });
+    for (l, d) in defs.iter_mut().enumerate() {
+        let arg = l >= 1 && l <= body.arg_count as usize;
+        if count[l] != 1 || arg || !whole[l] {
+            *d = None;
+        }
+    }
+    defs
+}
+
 /// Whether `local` only ever holds what whole assignments put there: no
 /// statement or call writes a part of it (`_5.0 = …`), and it is never
 /// borrowed mutably or has its address taken (which would let a write
@@ -680,5 +742,48 @@ mod tests {
         };
         assert_eq!(branch_conditions(&b, &[1]), vec![&Operand::Copy(place(3))]);
         assert!(branch_conditions(&b, &[0]).is_empty());
+    }
+
+    /// One definition each: `_2` by a statement, `_3` by a call; `_1` is
+    /// an argument; `_4` is assigned twice; `_5` once, but also borrowed
+    /// mutably; `_6` once, then written in part.
+    #[test]
+    fn single_definitions_need_one_whole_definition() {
+        let mut b = body();
+        b.locals.extend((0..3).map(|_| LocalDecl {
+            ty: 0,
+            span: Span::default(),
+            mutable: true,
+        }));
+        let unit = || Rvalue::Use(Operand::Copy(place(1)));
+        let part = Place {
+            local: 6,
+            projection: Box::new([Projection::Field { index: 0, ty: 0 }]),
+        };
+        b.blocks[1].statements = vec![
+            stmt(place(4), unit()),
+            stmt(place(4), unit()),
+            stmt(place(5), unit()),
+            stmt(
+                place(0),
+                Rvalue::Ref {
+                    mutable: true,
+                    place: place(5),
+                },
+            ),
+            stmt(place(6), unit()),
+            stmt(part, unit()),
+        ];
+        let defs = single_definitions(&b);
+        let kind = |l: usize| match defs[l] {
+            Some(Definition::Statement(_)) => "statement",
+            Some(Definition::Call(_)) => "call",
+            None => "none",
+        };
+        assert_eq!(
+            (1..=6).map(kind).collect::<Vec<_>>(),
+            ["none", "statement", "call", "none", "none", "none"]
+        );
+        assert!(matches!(defs[3], Some(Definition::Call(0))));
     }
 }

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 
+use kmir::visit::{Definition, single_definitions};
 use kmir::{
     AggregateKind, BinOp, BlockId, Body, CrateDump, Operand, Place, Projection, Rvalue,
     StatementKind, TerminatorKind, TyKind, UnOp,
@@ -33,48 +34,6 @@ use kmir::{
 use super::Target;
 use super::origins::Origin;
 use crate::summary::{Flow, Summaries};
-
-/// What the only definition of a local is.
-enum Def<'b> {
-    Statement(&'b Rvalue),
-    /// A call's destination: its block.
-    Call(BlockId),
-}
-
-/// The only definition of each local, if it has exactly one and is never
-/// written in part, borrowed mutably or through its address.
-fn single_defs(body: &Body) -> Vec<Option<Def<'_>>> {
-    let n = body.locals.len();
-    let mut count = vec![0u32; n];
-    let mut defs: Vec<Option<Def<'_>>> = (0..n).map(|_| None).collect();
-    for (bi, b) in body.blocks.iter().enumerate() {
-        for st in &b.statements {
-            if let StatementKind::Assign { place, rvalue } = &st.kind
-                && let Some(c) = count.get_mut(place.local as usize)
-            {
-                *c += if place.projection.is_empty() { 1 } else { 2 };
-                defs[place.local as usize] = Some(Def::Statement(rvalue));
-            }
-        }
-        if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
-            && let Some(c) = count.get_mut(destination.local as usize)
-        {
-            *c += if destination.projection.is_empty() {
-                1
-            } else {
-                2
-            };
-            defs[destination.local as usize] = Some(Def::Call(bi as BlockId));
-        }
-    }
-    for (l, d) in defs.iter_mut().enumerate() {
-        let args = l >= 1 && l <= body.arg_count as usize;
-        if count[l] != 1 || args || !kmir::visit::only_assigned_whole(body, l as u32) {
-            *d = None;
-        }
-    }
-    defs
-}
 
 /// The local `op` copies or moves as a whole.
 fn whole_local(op: &Operand) -> Option<u32> {
@@ -88,7 +47,9 @@ fn whole_local(op: &Operand) -> Option<u32> {
 /// write to its result is `_0 = Eq(a, b)`, `a` and `b` copies (through
 /// casts) of arguments `i` and `j`, both pointers (`core::ptr::eq`).
 pub fn address_test(dump: &CrateDump, body: &Body) -> Option<(u32, u32)> {
-    let defs = single_defs(body);
+    if body.arg_count != 2 {
+        return None;
+    }
     let mut found = None;
     for b in &body.blocks {
         for st in &b.statements {
@@ -116,6 +77,7 @@ pub fn address_test(dump: &CrateDump, body: &Body) -> Option<(u32, u32)> {
         }
     }
     let (lhs, rhs) = found?;
+    let defs = single_definitions(body);
     let arg_of = |op: &Operand| -> Option<u32> {
         let mut l = whole_local(op)?;
         for _ in 0..4 {
@@ -128,7 +90,7 @@ pub fn address_test(dump: &CrateDump, body: &Body) -> Option<(u32, u32)> {
                 return pointer.then_some(l - 1);
             }
             l = match defs.get(l as usize)?.as_ref()? {
-                Def::Statement(Rvalue::Use(op) | Rvalue::Cast { operand: op, .. }) => {
+                Definition::Statement(Rvalue::Use(op) | Rvalue::Cast { operand: op, .. }) => {
                     whole_local(op)?
                 }
                 _ => return None,
@@ -171,8 +133,7 @@ pub fn rejects_only_object_at(
     {
         return None;
     }
-    let defs = single_defs(body);
-    let Some(Def::Statement(Rvalue::UnaryOp {
+    let Some(Definition::Statement(Rvalue::UnaryOp {
         op: UnOp::Not,
         operand,
     })) = result_def(body)
@@ -180,13 +141,14 @@ pub fn rejects_only_object_at(
         return None;
     };
     let t = whole_local(operand)?;
+    let defs = single_definitions(body);
     let (a, b) = match defs.get(t as usize)?.as_ref()? {
-        Def::Statement(Rvalue::BinaryOp {
+        Definition::Statement(Rvalue::BinaryOp {
             op: BinOp::Eq,
             lhs,
             rhs,
         }) => (lhs.clone(), rhs.clone()),
-        Def::Call(block) => {
+        Definition::Call(block) => {
             let TerminatorKind::Call { args, .. } =
                 &body.blocks.get(*block as usize)?.terminator.kind
             else {
@@ -209,7 +171,7 @@ pub fn rejects_only_object_at(
 }
 
 /// The only write to `_0`, as a definition.
-fn result_def(body: &Body) -> Option<Def<'_>> {
+fn result_def(body: &Body) -> Option<Definition<'_>> {
     let mut found = None;
     for (bi, b) in body.blocks.iter().enumerate() {
         for st in &b.statements {
@@ -219,7 +181,7 @@ fn result_def(body: &Body) -> Option<Def<'_>> {
                 if found.is_some() || !place.projection.is_empty() {
                     return None;
                 }
-                found = Some(Def::Statement(rvalue));
+                found = Some(Definition::Statement(rvalue));
             }
         }
         if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
@@ -228,7 +190,7 @@ fn result_def(body: &Body) -> Option<Def<'_>> {
             if found.is_some() {
                 return None;
             }
-            found = Some(Def::Call(bi as BlockId));
+            found = Some(Definition::Call(bi as BlockId));
         }
     }
     found
@@ -241,7 +203,7 @@ fn result_def(body: &Body) -> Option<Def<'_>> {
 fn address_of(
     dump: &CrateDump,
     body: &Body,
-    defs: &[Option<Def<'_>>],
+    defs: &[Option<Definition<'_>>],
     sites: &HashMap<BlockId, Vec<Target>>,
     summary_of: &dyn Summaries,
     l: u32,
@@ -252,7 +214,7 @@ fn address_of(
     }
     let next = |m: u32| address_of(dump, body, defs, sites, summary_of, m, depth + 1);
     match defs.get(l as usize)?.as_ref()? {
-        Def::Statement(rv) => match rv {
+        Definition::Statement(rv) => match rv {
             Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. }
                 if *place.projection == [Projection::Deref] =>
             {
@@ -279,7 +241,7 @@ fn address_of(
             },
             _ => None,
         },
-        Def::Call(block) => {
+        Definition::Call(block) => {
             let TerminatorKind::Call { args, .. } =
                 &body.blocks.get(*block as usize)?.terminator.kind
             else {
@@ -300,12 +262,12 @@ fn address_of(
             // Given a pointer to the handle argument 1 points to.
             let given = whole_local(args.first()?)?;
             match defs.get(given as usize)?.as_ref()? {
-                Def::Statement(Rvalue::Ref { place, .. })
+                Definition::Statement(Rvalue::Ref { place, .. })
                     if place.local == 2 && *place.projection == [Projection::Deref] =>
                 {
                     Some(Address::InObjectOfElement)
                 }
-                Def::Statement(Rvalue::Use(Operand::Copy(p) | Operand::Move(p)))
+                Definition::Statement(Rvalue::Use(Operand::Copy(p) | Operand::Move(p)))
                     if p.local == 2 && p.projection.is_empty() =>
                 {
                     Some(Address::InObjectOfElement)
@@ -328,7 +290,7 @@ pub fn last_only_at(
     summary_of: &dyn Summaries,
 ) -> Option<(u32, u32)> {
     let predicate = k + 1;
-    let defs = single_defs(body);
+    let defs = single_definitions(body);
     let mut field = None;
     for (bi, b) in body.blocks.iter().enumerate() {
         match &b.terminator.kind {
@@ -343,7 +305,7 @@ pub fn last_only_at(
                 let lends = args.iter().any(|op| {
                     whole_local(op).is_some_and(|l| {
                         l == predicate
-                            || matches!(defs.get(l as usize), Some(Some(Def::Statement(Rvalue::Ref { place, .. })))
+                            || matches!(defs.get(l as usize), Some(Some(Definition::Statement(Rvalue::Ref { place, .. })))
                                 if place.local == predicate)
                     })
                 });

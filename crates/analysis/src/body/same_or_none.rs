@@ -63,8 +63,8 @@ impl Below {
 }
 
 /// Follows the temporaries of one body back to the arguments they borrow
-/// from. Only locals given one whole value, by one statement, are
-/// followed.
+/// from. Only locals given one whole value, by one statement
+/// (`kmir::visit::single_definitions`), are followed.
 struct Resolver<'b> {
     dump: &'b CrateDump,
     body: &'b Body,
@@ -73,33 +73,14 @@ struct Resolver<'b> {
 
 impl<'b> Resolver<'b> {
     fn new(dump: &'b CrateDump, body: &'b Body) -> Self {
-        let n = body.locals.len();
-        let mut count = vec![0u32; n];
-        let mut defs: Vec<Option<&Rvalue>> = vec![None; n];
-        for b in &body.blocks {
-            for st in &b.statements {
-                if let StatementKind::Assign { place, rvalue } = &st.kind
-                    && let Some(c) = count.get_mut(place.local as usize)
-                {
-                    *c += 1;
-                    if place.projection.is_empty() {
-                        defs[place.local as usize] = Some(&**rvalue);
-                    } else {
-                        *c += 1;
-                    }
-                }
-            }
-            if let TerminatorKind::Call { destination, .. } = &b.terminator.kind
-                && let Some(c) = count.get_mut(destination.local as usize)
-            {
-                *c += 2;
-            }
-        }
-        for (l, d) in defs.iter_mut().enumerate() {
-            if count[l] != 1 || !kmir::visit::only_assigned_whole(body, l as u32) {
-                *d = None;
-            }
-        }
+        // Only statements are followed: a call's result says nothing here.
+        let defs = kmir::visit::single_definitions(body)
+            .into_iter()
+            .map(|d| match d {
+                Some(kmir::visit::Definition::Statement(rv)) => Some(rv),
+                _ => None,
+            })
+            .collect();
         Resolver { dump, body, defs }
     }
 
