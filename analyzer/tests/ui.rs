@@ -1278,6 +1278,8 @@ fn rejecting_with_spec() {
     let keep = [
         "`rejecting::keep_by_id`",
         "`rejecting::keep_local`",
+        // Sorted: `…_handle` comes before the closing backtick.
+        "`rejecting::keep_only_handle`",
         "`rejecting::keep_only`",
         "`rejecting::keep_owned`",
     ];
@@ -1286,7 +1288,11 @@ fn rejecting_with_spec() {
         reported_functions(&without),
         [
             &keep[..],
-            &["`rejecting::remove_listener`", "`rejecting::remove_owner`"][..]
+            &[
+                "`rejecting::remove_by_handle`",
+                "`rejecting::remove_listener`",
+                "`rejecting::remove_owner`"
+            ][..]
         ]
         .concat(),
         "{without}"
@@ -1303,10 +1309,25 @@ fn rejecting_with_spec() {
     let (_, with, _) = check_in(dir, &["--no-cache", "--spec", "rejecting.toml"]);
     assert_eq!(reported_functions(&with), keep, "{with}");
     // Each at its `retain`.
-    for line in [61, 67, 75, 84] {
+    let source = std::fs::read_to_string(repo_root().join("fixtures/ui/rejecting.rs")).unwrap();
+    // The line of the `retain` call in function `name`.
+    let retain_line = |name: &str| {
+        let start = source
+            .find(&format!("pub fn {name}("))
+            .unwrap_or_else(|| panic!("{name}"));
+        source[..start].lines().count()
+            + source[start..]
+                .lines()
+                .position(|l| l.contains(".retain("))
+                .unwrap_or_else(|| panic!("{name}: no retain"))
+            + 1
+    };
+    for f in keep {
+        let name = f.trim_matches('`').trim_start_matches("rejecting::");
+        let line = retain_line(name);
         assert!(
-            with.contains(&format!("rejecting.rs:{line}:5")),
-            "{line}: {with}"
+            with.contains(&format!("rejecting.rs:{line}:")),
+            "{name} at {line}: {with}"
         );
     }
     let summary = |f: &str| {
@@ -1316,6 +1337,11 @@ fn rejecting_with_spec() {
     };
     let eq = summary("ptr::eq::<rejecting::Process>");
     assert!(eq.contains("an address test"), "{eq}");
+    let by_handle = summary("rejecting::remove_by_handle::{closure#0}");
+    assert!(
+        by_handle.contains("a predicate rejecting one object"),
+        "{by_handle}"
+    );
     let closure = summary("rejecting::remove_listener::{closure#0}");
     assert!(
         closure.contains("returns zero only if the object `arg1`'s handle counts is where field `.0` of `*arg0` points"),
@@ -1323,7 +1349,7 @@ fn rejecting_with_spec() {
     );
     let kept = summary("rejecting::keep_only::{closure#0}");
     assert!(!kept.contains("a predicate rejecting one object"), "{kept}");
-    let retain = summary("rejecting.rs:46:");
+    let retain = summary(&format!("rejecting.rs:{}:", retain_line("remove_listener")));
     assert!(
         retain.contains("drops only what its predicate `arg1` rejects"),
         "{retain}"

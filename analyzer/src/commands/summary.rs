@@ -187,7 +187,7 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
     }
     if let Some(f) = s.rejects_only_object_at {
         lines.push(SummaryLine::plain(format!(
-            "a predicate rejecting one object: returns zero only if the object `arg1`'s handle counts is where field `.{f}` of `*arg0` points"
+            "a predicate rejecting one object: returns zero only if the object `arg1`'s handle counts is where field `.{f}` of `*arg0` points (or what a handle there counts)"
         )));
     }
     if let Some((k, f)) = s.last_only_at {

@@ -668,7 +668,8 @@ pub struct Summary {
     /// A predicate `fn(&mut Env, &mut H) -> bool` returning zero only if
     /// the object the handle behind its argument 1 counts is where the
     /// reference in this field of its environment points
-    /// (`|proc| !ptr::eq(&**proc, p)`).
+    /// (`|proc| !ptr::eq(&**proc, p)`), or is the one the handle it points
+    /// to counts (`|proc| !Arc::ptr_eq(proc, p)`).
     pub rejects_only_object_at: Option<u32>,
     /// `(k, F)`: the function drops only elements its predicate argument
     /// `k` rejects, and that predicate rejects only the object field `F`

@@ -107,6 +107,9 @@ pub fn address_test(dump: &CrateDump, body: &Body) -> Option<(u32, u32)> {
 enum Address {
     /// A place in the object the handle argument 1 points to counts.
     InObjectOfElement,
+    /// The handle argument 1 points to, itself (what an identity test
+    /// compares).
+    ElementHandle,
     /// The reference field `F` of what argument 0 (the environment) points
     /// to holds.
     EnvironmentField(u32),
@@ -118,7 +121,9 @@ enum Address {
 /// write to its result is `_0 = Not(t)`, `t` an [`address_test`] (or
 /// `Eq`) of a pointer into that object (a call whose summary says its
 /// result points into the object its handle argument counts, `Arc::deref`,
-/// given argument 1) and a copy of that field.
+/// given argument 1) and a copy of that field; or an identity test
+/// (`Arc::ptr_eq`) of argument 1's handle and the handle that field
+/// points to.
 pub fn rejects_only_object_at(
     dump: &CrateDump,
     body: &Body,
@@ -157,8 +162,33 @@ pub fn rejects_only_object_at(
             let [target] = sites.get(block)?.as_slice() else {
                 return None;
             };
-            let (i, j) = summary_of.get(target.callee).address_test?;
-            (args.get(i as usize)?.clone(), args.get(j as usize)?.clone())
+            let callee = summary_of.get(target.callee);
+            // `ptr::eq(&**elem, p)` compares addresses; `Arc::ptr_eq(elem,
+            // p)` the pointers two handles hold.
+            let (i, j, element) = match (callee.address_test, callee.identity_test) {
+                (Some((i, j)), _) => (i, j, Address::InObjectOfElement),
+                (None, Some((i, j))) => (i, j, Address::ElementHandle),
+                (None, None) => return None,
+            };
+            let addr = |k: u32| {
+                address_of(
+                    dump,
+                    body,
+                    &defs,
+                    sites,
+                    summary_of,
+                    whole_local(args.get(k as usize)?)?,
+                    0,
+                )
+            };
+            return match (addr(i)?, addr(j)?) {
+                (e, Address::EnvironmentField(f)) | (Address::EnvironmentField(f), e)
+                    if e == element =>
+                {
+                    Some(f)
+                }
+                _ => None,
+            };
         }
         _ => return None,
     };
@@ -213,6 +243,10 @@ fn address_of(
         return None;
     }
     let next = |m: u32| address_of(dump, body, defs, sites, summary_of, m, depth + 1);
+    // Argument 1, the element's handle (`&mut H`).
+    if l == 2 {
+        return Some(Address::ElementHandle);
+    }
     match defs.get(l as usize)?.as_ref()? {
         Definition::Statement(rv) => match rv {
             Rvalue::Ref { place, .. } | Rvalue::AddressOf { place, .. }
