@@ -1244,6 +1244,7 @@ fn same_or_none_objects_with_spec() {
     let traps = [
         "`same_or_none_objects::start_dropped`",
         "`same_or_none_objects::start_given_away`",
+        "`same_or_none_objects::start_rewritten`",
     ];
     // Sorted: `start_…` comes before `start`.
     assert_eq!(
@@ -1258,12 +1259,24 @@ fn same_or_none_objects_with_spec() {
     .unwrap();
     let (_, with, _) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
     assert_eq!(reported_functions(&with), traps, "{with}");
-    // Each trap: the store after the handle went, not only the drop of it.
-    for line in [
-        "same_or_none_objects.rs:67:9",
-        "same_or_none_objects.rs:78:9",
-    ] {
-        assert!(with.contains(line), "{line}: {with}");
+    // Each trap: the store, not only the drop or write before it.
+    let source =
+        std::fs::read_to_string(repo_root().join("fixtures/ui/same_or_none_objects.rs")).unwrap();
+    for f in traps {
+        let name = f
+            .trim_matches('`')
+            .trim_start_matches("same_or_none_objects::");
+        let start = source
+            .find(&format!("pub fn {name}("))
+            .unwrap_or_else(|| panic!("{name}"));
+        let line = source[..start].lines().count()
+            + source[start..]
+                .lines()
+                .position(|l| l.contains("inner.current_transaction = Some(new)"))
+                .unwrap_or_else(|| panic!("{name}: no store"))
+            + 1;
+        let at = format!("same_or_none_objects.rs:{line}:");
+        assert!(with.contains(&at), "{name} at {at}: {with}");
     }
 }
 
