@@ -13,9 +13,9 @@
 //! * [`recognize`] reads a function's body and says which two places
 //!   (below its shared-reference arguments) it compares that way
 //!   (`Summary::same_or_none`);
-//! * [`Tests::find`] finds the calls of such functions in a body, and
-//!   `Origins::same_or_none_backed` decides whether a drop on a path where
-//!   one returned true is backed.
+//! * [`find`] finds the calls of such functions (and of plain identity
+//!   tests, `Arc::ptr_eq`) in a body, and `Origins::same_or_none_backed`
+//!   decides whether a drop on a path where one returned true is backed.
 
 use std::collections::{BTreeSet, HashMap};
 
