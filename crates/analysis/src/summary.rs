@@ -644,7 +644,7 @@ pub struct Summary {
     /// `F` is shown to be kept alive is then backed.
     pub last_field: Option<u32>,
     /// The place (and variants) `expect_last` comes from, below what the
-    /// first argument holds or points to ([`LastPlace`]).
+    /// first argument holds or points to (`LastPlace`).
     pub last_place: Option<LastPlace>,
     /// A `Clone::clone` whose result holds only bit copies of what its
     /// argument points to, and sharing clones of it: the clone shares the
