@@ -154,15 +154,7 @@ pub fn rejects_only_object_at(
             rhs,
         }) => (lhs.clone(), rhs.clone()),
         Definition::Call(block) => {
-            let TerminatorKind::Call { args, .. } =
-                &body.blocks.get(*block as usize)?.terminator.kind
-            else {
-                return None;
-            };
-            let [target] = sites.get(block)?.as_slice() else {
-                return None;
-            };
-            let callee = summary_of.get(target.callee);
+            let (args, callee) = call_at(body, sites, summary_of, *block)?;
             // `ptr::eq(&**elem, p)` compares addresses; `Arc::ptr_eq(elem,
             // p)` the pointers two handles hold.
             let (i, j, element) = match (callee.address_test, callee.identity_test) {
@@ -198,6 +190,23 @@ pub fn rejects_only_object_at(
         | (Address::EnvironmentField(f), Address::InObjectOfElement) => Some(f),
         _ => None,
     }
+}
+
+/// The operands of the call ending `block` and its one callee's summary.
+fn call_at<'b, 's>(
+    body: &'b Body,
+    sites: &HashMap<BlockId, Vec<Target>>,
+    summary_of: &'s dyn Summaries,
+    block: BlockId,
+) -> Option<(&'b [Operand], &'s crate::summary::Summary)> {
+    let TerminatorKind::Call { args, .. } = &body.blocks.get(block as usize)?.terminator.kind
+    else {
+        return None;
+    };
+    let [target] = sites.get(&block)?.as_slice() else {
+        return None;
+    };
+    Some((args, summary_of.get(target.callee)))
 }
 
 /// The only write to `_0`, as a definition.
@@ -276,15 +285,7 @@ fn address_of(
             _ => None,
         },
         Definition::Call(block) => {
-            let TerminatorKind::Call { args, .. } =
-                &body.blocks.get(*block as usize)?.terminator.kind
-            else {
-                return None;
-            };
-            let [target] = sites.get(block)?.as_slice() else {
-                return None;
-            };
-            let s = summary_of.get(target.callee);
+            let (args, s) = call_at(body, sites, summary_of, *block)?;
             // Into the object the handle its argument 0 points to counts.
             let into_object = !s.ret_fresh
                 && s.ret_points.as_deref().is_some_and(|ps| {
