@@ -1369,6 +1369,27 @@ fn rejecting_with_spec() {
     );
 }
 
+/// `last_place` in the summaries: the glue of an enum whose payload holds
+/// the `Option` names the place below both variants; a glue whose `Drop`
+/// impl writes the field first names none (fixtures `fp_variant_payload.rs`,
+/// `variant_payload.rs`).
+#[test]
+fn variant_payload_summaries() {
+    let out = extract(&[CrateSpec::lib("ui/fp_variant_payload.rs")]);
+    let state = summary_in(out.dir.path(), "drop_glue::<fp_variant_payload::State>");
+    assert!(
+        state.contains("from dropping `(*arg0) as variant 1.0.1 as variant 1.0`"),
+        "{state}"
+    );
+    let out = extract(&[CrateSpec::lib("ui/variant_payload.rs")]);
+    let refilling = summary_in(out.dir.path(), "drop_glue::<variant_payload::Refilling>");
+    assert!(
+        refilling.contains("if a reference it drops is the last one")
+            && !refilling.contains("from dropping"),
+        "{refilling}"
+    );
+}
+
 /// A `[rust]` spec fact, `points_into_object`: a write into the object an
 /// entry counts, made through the entry, is not a write of the container
 /// holding the entry (fixture `handle_objects.rs`).

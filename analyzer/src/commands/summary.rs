@@ -105,7 +105,7 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         && (p.variants.is_some() || !p.steps.is_empty())
     {
         lines.push(SummaryLine::detail(format!(
-            "from dropping what `arg0` holds or points to at {}",
+            "from dropping {} (`*arg0`: what `arg0` holds or points to)",
             p.describe()
         )));
     }

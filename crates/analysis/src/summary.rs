@@ -238,17 +238,17 @@ pub struct LastPlace {
 }
 
 impl LastPlace {
+    /// `` `(*arg0) as variant 1.0.1`, only while it has discriminant 1 ``:
+    /// the place below what the first argument holds or points to.
     pub fn describe(&self) -> String {
-        let mut out = String::new();
+        let mut out = String::from("`(*arg0)");
         for s in &self.steps {
             match s {
                 PlaceStep::Field(f) => out.push_str(&format!(".{f}")),
                 PlaceStep::Variant { index, .. } => out.push_str(&format!(" as variant {index}")),
             }
         }
-        if out.is_empty() {
-            out.push_str("itself");
-        }
+        out.push('`');
         match &self.variants {
             Some(vs) => format!(
                 "{out}, only while it has discriminant {}",
