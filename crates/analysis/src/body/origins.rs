@@ -2092,31 +2092,44 @@ pub fn identity_tests(
     summary_of: &dyn Summaries,
 ) -> Vec<IdentityTest> {
     let mut out = Vec::new();
-    for (bi, b) in body.blocks.iter().enumerate() {
-        let TerminatorKind::Call {
-            args, destination, ..
-        } = &b.terminator.kind
-        else {
+    for (_, args, result, callee) in result_calls(body, sites) {
+        let Some((i, j)) = summary_of.get(callee).identity_test else {
             continue;
         };
-        let Some(ts) = sites.get(&(bi as BlockId)) else {
-            continue;
-        };
-        let [t] = ts.as_slice() else { continue };
-        let Some((i, j)) = summary_of.get(t.callee).identity_test else {
-            continue;
-        };
-        if !destination.projection.is_empty() {
-            continue;
-        }
         if let (Some(a), Some(b)) = (args.get(i as usize), args.get(j as usize)) {
             out.push(IdentityTest {
                 sides: (a.clone(), b.clone()),
-                true_at: true_branch_only(body, destination.local),
+                true_at: true_branch_only(body, result),
             });
         }
     }
     out
+}
+
+/// The calls of a body with one known callee whose result goes to a whole
+/// local: block, operands, that local and the callee (what a test's
+/// branches can be read from).
+pub(super) fn result_calls<'b>(
+    body: &'b Body,
+    sites: &'b std::collections::HashMap<BlockId, Vec<Target>>,
+) -> impl Iterator<Item = (BlockId, &'b [Operand], u32, program::FnId)> + 'b {
+    body.blocks.iter().enumerate().filter_map(move |(bi, b)| {
+        let TerminatorKind::Call {
+            args, destination, ..
+        } = &b.terminator.kind
+        else {
+            return None;
+        };
+        let [t] = sites.get(&(bi as BlockId))?.as_slice() else {
+            return None;
+        };
+        destination.projection.is_empty().then_some((
+            bi as BlockId,
+            args.as_slice(),
+            destination.local,
+            t.callee,
+        ))
+    })
 }
 
 /// The blocks every path to which takes a branch of a `switchInt` on local

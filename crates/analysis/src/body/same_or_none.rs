@@ -423,17 +423,8 @@ pub fn find(
     summary_of: &dyn Summaries,
 ) -> Vec<Test> {
     let mut out = Vec::new();
-    for (bi, b) in body.blocks.iter().enumerate() {
-        let TerminatorKind::Call {
-            args, destination, ..
-        } = &b.terminator.kind
-        else {
-            continue;
-        };
-        let Some([t]) = sites.get(&(bi as BlockId)).map(Vec::as_slice) else {
-            continue;
-        };
-        let summary = summary_of.get(t.callee);
+    for (block, args, result, callee) in super::origins::result_calls(body, sites) {
+        let summary = summary_of.get(callee);
         // A plain identity test (`Arc::ptr_eq`) is one too: its places are
         // the two handles themselves, never empty.
         let identity;
@@ -454,18 +445,15 @@ pub fn find(
             }
             (None, None) => continue,
         };
-        if !destination.projection.is_empty() {
-            continue;
-        }
         let side = |p: &ArgPlace| {
             args.get(p.arg as usize)
                 .map(|op| (op.clone(), p.fields.clone()))
         };
         if let (Some(x), Some(y)) = (side(a), side(c)) {
             out.push(Test {
-                block: bi as BlockId,
+                block,
                 sides: [x, y],
-                true_at: super::origins::true_branch_only(body, destination.local),
+                true_at: super::origins::true_branch_only(body, result),
             });
         }
     }
