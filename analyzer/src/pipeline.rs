@@ -203,9 +203,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                     span: m.span,
                 })
                 .subject(m.message)
-                .note(Note::help(
-                    "an invariant about a field (its teardown, or the stores into it) is declared on that field",
-                )),
+                .note(Note::help(m.help)),
         );
     }
     let resolved = match invariants::resolve(&program, declarations.clone()) {
@@ -287,6 +285,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                     invariants::Invariant::EmptyAtTeardown { .. } => "empty_at_teardown",
                     invariants::Invariant::EmptyWhenStored { .. } => "empty_when_stored",
                     invariants::Invariant::KeptAlive { .. } => "kept_alive",
+                    invariants::Invariant::NeverFails { .. } => "never_fails",
                 },
                 says: d.describe(),
                 declared_at: origin_text(&program, &d.origin),

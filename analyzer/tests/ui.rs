@@ -426,6 +426,118 @@ fn invariants_about_stores() {
     insta::assert_snapshot!("invariants_stored_errors", errors);
 }
 
+/// Declared never-fails invariants in both forms: `add_listener` in a
+/// file (the callee by its full path), `add_listener_declared` and
+/// `add_in_parts` in the source (by its last segment). The failure paths
+/// of the covered calls, which drop a listener under the spinlock, are
+/// gone; the same shape undeclared, a call through a helper and another
+/// fallible call stay warnings. Declarations that name no function, no
+/// call of the callee, or a callee that cannot fail stop the run.
+#[test]
+fn invariants_never_fails() {
+    let out = extract(&[CrateSpec::lib("ui/invariants_never_fails.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| check_in(dir, args);
+    let entry = |function: &str, callee: &str| {
+        format!(
+            "[[never_fails]]\nfunction = \"invariants_never_fails::{function}\"\ncallee = \"{callee}\"\nbecause = \"the callers pass an empty spare vector with more room than the list\"\n"
+        )
+    };
+    let full = "invariants_never_fails::kvec::KVec::<T>::push_within_capacity";
+    write("good.toml", &entry("add_listener", full));
+    let (code, without, stderr) = run(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        instances_in(&without),
+        [
+            "`invariants_never_fails::add_listener`",
+            "`invariants_never_fails::add_listener_undeclared`",
+            "`invariants_never_fails::add_in_parts`",
+            "`invariants_never_fails::add_in_parts`"
+        ],
+        "{without}"
+    );
+    let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        instances_in(&with),
+        [
+            "`invariants_never_fails::add_listener_undeclared`",
+            "`invariants_never_fails::add_in_parts`",
+            "`invariants_never_fails::add_in_parts`"
+        ],
+        "{with}"
+    );
+    insta::assert_snapshot!("invariants_never_fails_with_file", with);
+
+    let (_, json, _) = run(&[
+        "--invariants",
+        "good.toml",
+        "--audit-invariants",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let inv = v["summary"]["invariants"].as_array().unwrap();
+    let applied: Vec<(String, String, String, u64)> = inv
+        .iter()
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap().to_string(),
+                i["says"].as_str().unwrap().to_string(),
+                i["applied_in"][0].as_str().unwrap().to_string(),
+                i["removes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let never = |function: &str, removes| {
+        (
+            "never_fails".to_string(),
+            format!("`push_within_capacity` never fails in `invariants_never_fails::{function}`"),
+            format!("invariants_never_fails::{function}"),
+            removes,
+        )
+    };
+    assert_eq!(
+        applied,
+        [
+            never("add_listener", 1),
+            never("add_in_parts", 1),
+            never("add_listener_declared", 1)
+        ]
+    );
+
+    let mut errors = String::new();
+    for (name, text) in [
+        ("no_function.toml", entry("add_listeners", full)),
+        (
+            "no_call.toml",
+            entry("add_listener_undeclared", "KVec::<T>::push"),
+        ),
+        ("not_fallible.toml", entry("add_listener", "KVec::<T>::len")),
+        (
+            "empty_because.toml",
+            "[[never_fails]]\nfunction = \"invariants_never_fails::add_listener\"\ncallee = \"push_within_capacity\"\nbecause = \" \"\n".to_string(),
+        ),
+        (
+            "not_a_path.toml",
+            "[[never_fails]]\nfunction = \"add listener\"\ncallee = \"push_within_capacity\"\nbecause = \"x\"\n".to_string(),
+        ),
+        (
+            "missing_key.toml",
+            "[[never_fails]]\nfunction = \"invariants_never_fails::add_listener\"\nbecause = \"x\"\n".to_string(),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    insta::assert_snapshot!("invariants_never_fails_errors", errors);
+}
+
 /// Declared kept-alive invariants in both forms: `Pool.waiting` in the
 /// source, `Pool.parked` in a file. The drops of what is taken out of them
 /// (directly, through a guard, through helpers that return it, whole with

@@ -398,8 +398,9 @@ fn invariants_text(a: &Analysed) -> String {
     let glues = count("empty_at_teardown");
     let stores = count("empty_when_stored");
     let kept = count("kept_alive");
+    let calls = count("never_fails");
     let mut places = Vec::new();
-    if glues > 0 || (stores == 0 && kept == 0) {
+    if glues > 0 || (stores == 0 && kept == 0 && calls == 0) {
         places.push(plural(glues, "drop glue", "drop glues"));
     }
     if stores > 0 {
@@ -410,6 +411,13 @@ fn invariants_text(a: &Analysed) -> String {
             kept,
             "function dropping kept-alive references",
             "functions dropping kept-alive references",
+        ));
+    }
+    if calls > 0 {
+        places.push(plural(
+            calls,
+            "function making calls that never fail",
+            "functions making calls that never fail",
         ));
     }
     let mut text = format!(

@@ -121,6 +121,8 @@ pub(crate) fn analyze_function(
         // A reference taken out of a field declared kept alive is not the
         // last one where it is dropped.
         analysis.not_last = input.invariants.not_last_in(f).collect();
+        // A call declared never to fail returns its success variant.
+        analysis.succeeds = input.invariants.succeeds_in(f).collect();
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
         analysis.specialize = true;

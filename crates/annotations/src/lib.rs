@@ -126,6 +126,13 @@ pub enum KanalyzeAnnotation {
     KeptAlive {
         because: Option<String>,
     },
+    /// On a function: every call it makes of `callee` (an item path, or
+    /// its last segments) returns its success variant (`Ok`, `Some`). A
+    /// trusted invariant (crates/invariants).
+    NeverFails {
+        callee: String,
+        because: Option<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -37,6 +37,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "empty_at_teardown",
     "empty_when_stored",
     "kept_alive",
+    "never_fails",
 ];
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
@@ -251,6 +252,16 @@ fn parse_i32(cursor: &mut Cursor<'_>) -> Result<i32, &'static str> {
     Ok(if negative { -value } else { value })
 }
 
+fn never_fails_usage(name: &str, span: Span) -> AnnotationError {
+    error(
+        span,
+        &format!("incorrect usage of `#[kanalyze::{name}]`"),
+        Some(
+            r#"correct usage looks like `#[kanalyze::never_fails("Vec::push_within_capacity", "why it holds")]`, on a function, with the path of the function it calls (its last segments are enough) and an optional reason"#,
+        ),
+    )
+}
+
 fn parse_kanalyze(
     name: &str,
     args: Args<'_>,
@@ -379,6 +390,39 @@ fn parse_kanalyze(
                 "empty_when_stored" => KanalyzeAnnotation::EmptyWhenStored { because },
                 _ => KanalyzeAnnotation::KeptAlive { because },
             })
+        }
+        "never_fails" => {
+            let strings: Option<Vec<&String>> = match args {
+                Args::Delimited(trees) => {
+                    let mut out = Vec::new();
+                    let mut want_string = true;
+                    for t in trees {
+                        match t {
+                            Tree::Tok(Tok::Str(v)) if want_string => out.push(v),
+                            Tree::Tok(Tok::Punct(Punct::Comma)) if !want_string => {}
+                            _ => return Err(never_fails_usage(name, span)),
+                        }
+                        want_string = !want_string;
+                    }
+                    Some(out)
+                }
+                _ => None,
+            };
+            match strings.as_deref() {
+                Some([callee]) if !callee.trim().is_empty() => Ok(KanalyzeAnnotation::NeverFails {
+                    callee: callee.trim().to_string(),
+                    because: None,
+                }),
+                Some([callee, because])
+                    if !callee.trim().is_empty() && !because.trim().is_empty() =>
+                {
+                    Ok(KanalyzeAnnotation::NeverFails {
+                        callee: callee.trim().to_string(),
+                        because: Some(because.to_string()),
+                    })
+                }
+                _ => Err(never_fails_usage(name, span)),
+            }
         }
         _ => Err(error(
             span,

@@ -392,7 +392,7 @@ fn kanalyze_attributes() {
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
          `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
-         `empty_when_stored`, `kept_alive`"
+         `empty_when_stored`, `kept_alive`, `never_fails`"
     );
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
@@ -428,6 +428,31 @@ fn kanalyze_attributes() {
         }
     );
     assert_eq!(k("#[kanalyze::kept_alive]"), KeptAlive { because: None });
+    assert_eq!(
+        k(r#"#[kanalyze::never_fails("Vec::push_within_capacity", "room was checked")]"#),
+        NeverFails {
+            callee: "Vec::push_within_capacity".to_string(),
+            because: Some("room was checked".to_string())
+        }
+    );
+    assert_eq!(
+        k(r#"#[kanalyze::never_fails(" push ",)]"#),
+        NeverFails {
+            callee: "push".to_string(),
+            because: None
+        }
+    );
+    for bad in [
+        "#[kanalyze::never_fails]",
+        r#"#[kanalyze::never_fails = "push"]"#,
+        r#"#[kanalyze::never_fails("")]"#,
+        r#"#[kanalyze::never_fails("push", "")]"#,
+        r#"#[kanalyze::never_fails("push" "why")]"#,
+        r#"#[kanalyze::never_fails(callee = "push")]"#,
+        r#"#[kanalyze::never_fails("push", "why", "more")]"#,
+    ] {
+        assert!(err(bad).contains("on a function, with the path"), "{bad}");
+    }
     assert_eq!(
         err("#[kanalyze::kept_alive(0)]"),
         "incorrect usage of `#[kanalyze::kept_alive]` | correct usage looks like \

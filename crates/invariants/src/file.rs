@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, and of `[[kept_alive]]` tables with the keys `type`, `field`, `because` and optionally `taken_by` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, and of `[[never_fails]]` tables with the keys `function`, `callee` and `because` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +56,19 @@ struct RawFile {
     empty_when_stored: Vec<Spanned<RawStored>>,
     #[serde(default)]
     kept_alive: Vec<Spanned<RawKept>>,
+    #[serde(default)]
+    never_fails: Vec<Spanned<RawNeverFails>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ function = \"crate::f\", callee = \"crate::g\", because = \"…\" }`"
+)]
+struct RawNeverFails {
+    function: Spanned<String>,
+    callee: Spanned<String>,
+    because: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -138,7 +151,52 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
     let err = |span: Range<usize>, message: String, label: &str, help: Option<String>| {
         Box::new(FileError::at(path, text, Some(span), message, label, help))
     };
-    let mut out = Vec::new();
+    // (offset of the entry, declaration): sorted into the file's order at
+    // the end, whichever table an entry is in.
+    let mut out: Vec<(usize, Declaration)> = Vec::new();
+    for entry in raw.never_fails {
+        let span = entry.span();
+        let e = entry.into_inner();
+        let function_path = |key: &str, value: &Spanned<String>| {
+            let text = value.get_ref().trim();
+            // Whitespace only inside generic arguments (`Vec::<T, A>::push`).
+            if text.is_empty() || (text.contains(char::is_whitespace) && !text.contains('<')) {
+                return Err(err(
+                    value.span(),
+                    format!("`{}` is not a function path", value.get_ref()),
+                    "expected a path like `crate::module::function`",
+                    Some(format!(
+                        "`{key}` names a function by its item path (`kanalyze dump --item` shows paths)"
+                    )),
+                ));
+            }
+            Ok(text.to_string())
+        };
+        let function = function_path("function", &e.function)?;
+        let callee = function_path("callee", &e.callee)?;
+        if e.because.get_ref().trim().is_empty() {
+            return Err(err(
+                e.because.span(),
+                "`because` is empty".to_string(),
+                "say what upholds the invariant",
+                Some("every invariant is trusted; `because` cites the code that upholds it, for whoever audits it".to_string()),
+            ));
+        }
+        let (line, col) = line_col(text, span.start);
+        out.push((
+            span.start,
+            Declaration {
+                invariant: Invariant::NeverFails { function, callee },
+                origin: Origin::File {
+                    path: PathBuf::from(path),
+                    line,
+                    col,
+                    span,
+                },
+                because: Some(e.because.into_inner().trim().to_string()),
+            },
+        ));
+    }
     let stored = raw.empty_when_stored.into_iter().map(|entry| {
         let span = entry.span();
         let e = entry.into_inner();
@@ -222,7 +280,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         }
         let (line, col) = line_col(text, span.start);
         let (ty, field) = (ty_text.to_string(), field_text.to_string());
-        out.push(Declaration {
+        let start = span.start;
+        let declaration = Declaration {
             invariant: match table {
                 Table::EmptyAtTeardown => Invariant::EmptyAtTeardown {
                     ty,
@@ -247,9 +306,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                 span,
             },
             because: Some(because.into_inner().trim().to_string()),
-        });
+        };
+        out.push((start, declaration));
     }
-    Ok(out)
+    out.sort_by_key(|(start, _)| *start);
+    Ok(out.into_iter().map(|(_, d)| d).collect())
 }
 
 /// 1-based line and column of byte `offset`.

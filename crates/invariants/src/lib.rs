@@ -105,6 +105,7 @@
 //! if nothing else is ever written into them.
 
 mod file;
+mod never_fails;
 mod resolve;
 
 use std::path::PathBuf;
@@ -149,6 +150,11 @@ pub enum Invariant {
         field: String,
         taken_by: Vec<String>,
     },
+    /// Every call of `callee` that `function` makes returns its success
+    /// variant (`Ok`, `Some`): its failure paths cannot run there, by a
+    /// precondition the function's callers keep (a capacity reserved
+    /// beforehand, an element known present).
+    NeverFails { function: String, callee: String },
 }
 
 /// Where a declaration was made.
@@ -198,8 +204,45 @@ impl Declaration {
                     )
                 }
             }
+            Invariant::NeverFails { function, callee } => format!(
+                "`{}` never fails in `{}`",
+                last_segments(callee, 1),
+                last_segments(function, 2)
+            ),
         }
     }
+}
+
+/// The last `n` `::`-separated segments of a path, generic arguments kept
+/// with the segment they follow (`Vec::<T, A>::push` → `push` for 1).
+fn last_segments(path: &str, n: usize) -> &str {
+    let mut depth = 0i32;
+    let mut cut = 0;
+    let mut seen = 0;
+    let bytes = path.as_bytes();
+    let mut i = bytes.len();
+    while i > 0 {
+        i -= 1;
+        match bytes[i] {
+            b'>' => depth += 1,
+            b'<' => depth -= 1,
+            b':' if depth == 0 && i > 0 && bytes[i - 1] == b':' => {
+                // A segment's generic arguments (`::<T, A>`) stay with it.
+                if bytes.get(i + 1) == Some(&b'<') {
+                    i -= 1;
+                    continue;
+                }
+                seen += 1;
+                if seen == n {
+                    cut = i + 1;
+                    break;
+                }
+                i -= 1;
+            }
+            _ => {}
+        }
+    }
+    &path[cut..]
 }
 
 /// An invariant attribute on an item it cannot be about.
@@ -208,6 +251,8 @@ pub struct Misplaced {
     pub krate: u32,
     pub span: kmir::Span,
     pub message: String,
+    /// Where the attribute belongs.
+    pub help: &'static str,
 }
 
 /// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`,
@@ -222,6 +267,36 @@ pub fn from_annotations<'a>(
     let mut misplaced = Vec::new();
     for (path, item) in items {
         for (annotation, span) in &item.kanalyze {
+            if let K::NeverFails { callee, because } = annotation {
+                // The extractor's `def_descr` of a function item.
+                if !matches!(
+                    item.kind.as_str(),
+                    "function" | "associated function" | "method"
+                ) {
+                    misplaced.push(Misplaced {
+                        krate: item.crate_index,
+                        span: *span,
+                        message: format!(
+                            "`#[kanalyze::never_fails]` is on a {}, not on a function",
+                            item.kind
+                        ),
+                        help: "an invariant about the calls a function makes is declared on that function",
+                    });
+                    continue;
+                }
+                out.push(Declaration {
+                    invariant: Invariant::NeverFails {
+                        function: path.to_string(),
+                        callee: callee.clone(),
+                    },
+                    origin: Origin::Attribute {
+                        krate: item.crate_index,
+                        span: *span,
+                    },
+                    because: because.clone(),
+                });
+                continue;
+            }
             let (name, because) = match annotation {
                 K::EmptyAtTeardown { because } => ("empty_at_teardown", because),
                 K::EmptyWhenStored { because } => ("empty_when_stored", because),
@@ -237,6 +312,7 @@ pub fn from_annotations<'a>(
                         "`#[kanalyze::{name}]` is on a {}, not on a struct field",
                         item.kind
                     ),
+                    help: "an invariant about a field (its teardown, or the stores into it) is declared on that field",
                 });
                 continue;
             };

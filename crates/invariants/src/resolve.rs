@@ -7,6 +7,7 @@ use kmir::visit::{PlaceContext, for_each_place};
 use kmir::{AdtKind, BlockId, InstanceKind, Projection, TerminatorKind, TyKind};
 use program::{FnId, Program};
 
+use crate::never_fails;
 use crate::{Declaration, Invariant};
 
 /// The declarations and where they apply.
@@ -19,6 +20,9 @@ pub struct Resolved {
     /// Function → the blocks that drop (or `mem::drop`) a reference taken
     /// out of a kept-alive field, which is therefore not the last one.
     not_last: HashMap<FnId, Vec<(BlockId, usize)>>,
+    /// Function → the call blocks whose result a never-fails declaration
+    /// says holds its success variant: (block, declaration, variant).
+    succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>>,
 }
 
 /// One application of a declaration: a drop it elides, in a drop glue (empty
@@ -66,6 +70,16 @@ impl Resolved {
         self.not_last.get(&f).into_iter().flatten().map(|(b, _)| *b)
     }
 
+    /// The calls of `f` whose result a never-fails declaration says holds
+    /// its success variant: (block, variant).
+    pub fn succeeds_in(&self, f: FnId) -> impl Iterator<Item = (BlockId, u128)> + '_ {
+        self.succeeds
+            .get(&f)
+            .into_iter()
+            .flatten()
+            .map(|&(b, _, v)| (b, v))
+    }
+
     /// Where each declaration applies, by declaration index, in a stable
     /// order.
     pub fn uses(&self) -> Vec<Vec<Use>> {
@@ -76,6 +90,11 @@ impl Resolved {
                     function: glue,
                     block,
                 });
+            }
+        }
+        for (&function, sites) in &self.succeeds {
+            for &(block, d, _) in sites {
+                out[d].push(Use { function, block });
             }
         }
         for v in &mut out {
@@ -90,6 +109,7 @@ impl Resolved {
             declarations: self.declarations.clone(),
             elided: HashMap::new(),
             not_last: HashMap::new(),
+            succeeds: HashMap::new(),
         }
     }
 
@@ -106,10 +126,22 @@ impl Resolved {
             }
             out
         };
+        let mut succeeds = HashMap::new();
+        for (&f, sites) in &self.succeeds {
+            let kept: Vec<_> = sites
+                .iter()
+                .copied()
+                .filter(|&(_, d, _)| d != index)
+                .collect();
+            if !kept.is_empty() {
+                succeeds.insert(f, kept);
+            }
+        }
         Resolved {
             declarations: self.declarations.clone(),
             elided: filter(&self.elided),
             not_last: filter(&self.not_last),
+            succeeds,
         }
     }
 }
@@ -143,11 +175,37 @@ pub fn resolve(
     let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
     // Kept-alive: (declaration, struct path, field index).
     let mut kept: Vec<(usize, &str, u32, &[String])> = Vec::new();
+    let mut succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>> = HashMap::new();
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field) = match &decl.invariant {
             Invariant::EmptyAtTeardown { ty, field, .. }
             | Invariant::EmptyWhenStored { ty, field, .. }
             | Invariant::KeptAlive { ty, field, .. } => (ty, field),
+            Invariant::NeverFails { function, callee } => {
+                match never_fails::find(program, function, callee) {
+                    never_fails::Found::NoFunction => {
+                        problems.push(missing(d, "function", function));
+                    }
+                    never_fails::Found::NoCall => problems.push(Problem {
+                        declaration: d,
+                        contradiction: false,
+                        message: format!("`{function}` never calls `{callee}`"),
+                        help: Some("name a function the declared function calls, by its item path or its last segments (`kanalyze dump --item` shows the calls of a body)".to_string()),
+                    }),
+                    never_fails::Found::NotFallible(ty) => problems.push(Problem {
+                        declaration: d,
+                        contradiction: false,
+                        message: format!("`{callee}` returns `{ty}`, which cannot fail"),
+                        help: Some("a never-fails invariant is about a call that returns a `Result` (its `Ok`) or an `Option` (its `Some`)".to_string()),
+                    }),
+                    never_fails::Found::Sites(sites) => {
+                        for (f, block, variant) in sites {
+                            succeeds.entry(f).or_default().push((block, d, variant));
+                        }
+                    }
+                }
+                continue;
+            }
         };
         let Some(fields) = structs.get(ty.as_str()) else {
             let short = ty.rsplit("::").next().unwrap_or(ty);
@@ -239,6 +297,8 @@ pub fn resolve(
                 }
                 kept.push((d, ty.as_str(), index, taken_by.as_slice()));
             }
+            // Resolved above.
+            Invariant::NeverFails { .. } => {}
         }
     }
     // The drop glues of the declared structs, and their field drops: each
@@ -396,6 +456,7 @@ pub fn resolve(
         declarations,
         elided,
         not_last,
+        succeeds,
     })
 }
 

@@ -190,3 +190,45 @@ fn unreadable_file() {
         e.message
     );
 }
+
+/// A never-fails table between two others keeps its place in the file, and
+/// says what it declares with the callee's last segment.
+#[test]
+fn never_fails_is_read_in_file_order() {
+    let text = "[[kept_alive]]\ntype = \"b::P\"\nfield = \"ready\"\nbecause = \"x\"\n\n[[never_fails]]\nfunction = \"b::node::Node::add\"\ncallee = \"kernel::alloc::kvec::Vec::<T, A>::push_within_capacity\"\nbecause = \"room was checked\"\n\n[[empty_at_teardown]]\ntype = \"b::P\"\nfield = \"file\"\nbecause = \"y\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(d.len(), 3);
+    assert_eq!(
+        d[1].invariant,
+        Invariant::NeverFails {
+            function: "b::node::Node::add".into(),
+            callee: "kernel::alloc::kvec::Vec::<T, A>::push_within_capacity".into(),
+        }
+    );
+    assert_eq!(
+        d[1].describe(),
+        "`push_within_capacity` never fails in `Node::add`"
+    );
+    assert!(matches!(d[2].invariant, Invariant::EmptyAtTeardown { .. }));
+}
+
+/// A callee is named by its path or its last segments, never by a part of
+/// a segment.
+#[test]
+fn a_callee_is_named_at_segment_boundaries() {
+    use crate::never_fails::names;
+    let path = "kernel::alloc::kvec::Vec::<T, A>::push_within_capacity";
+    assert!(names(path, path));
+    assert!(names(path, "push_within_capacity"));
+    assert!(names(path, "Vec::<T, A>::push_within_capacity"));
+    assert!(!names(path, "within_capacity"));
+    assert!(names(path, "Vec::push_within_capacity"));
+    assert!(names(path, "kvec::Vec::push_within_capacity"));
+    assert!(!names(path, "vec::Vec::push_within_capacity"));
+    assert!(!names(path, "Vec::push"));
+    assert_eq!(
+        crate::last_segments(path, 2),
+        "Vec::<T, A>::push_within_capacity"
+    );
+    assert_eq!(crate::last_segments("f", 2), "f");
+}

@@ -348,6 +348,13 @@ impl BodyAnalysis<'_> {
                                 }
                             }
                         }
+                        // Declared never to fail here (crates/invariants):
+                        // the failure variant's paths cannot run.
+                        if let Some(&(_, variant)) = self.succeeds.iter().find(|(b, _)| *b == block)
+                            && let Some(key) = PlaceKey::of(destination)
+                        {
+                            facts.set_known(key, Aspect::Discr, variant);
+                        }
                         if let Some((key, c, eq)) = &test
                             && let Some(dest) = PlaceKey::of(destination)
                             && dest.proj.is_empty()

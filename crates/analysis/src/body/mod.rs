@@ -125,6 +125,9 @@ pub struct BodyAnalysis<'a> {
     /// invariant says is not the last one (kept alive elsewhere): the
     /// callee's last-reference expectation does not apply there.
     pub not_last: Vec<BlockId>,
+    /// Calls whose result a never-fails declaration says holds its
+    /// success variant (`Ok`, `Some`): (block, variant).
+    pub succeeds: Vec<(BlockId, u128)>,
     /// Drop flags (see `prescan::drop_flags`): paths that differ in them
     /// are kept apart.
     pub drop_flags: Vec<LocalId>,
@@ -178,6 +181,7 @@ impl<'a> BodyAnalysis<'a> {
             specialize: false,
             last_reference_tests,
             not_last: Vec::new(),
+            succeeds: Vec::new(),
             drop_flags: prescan::drop_flags(dump, body),
             origins,
             derived: Default::default(),

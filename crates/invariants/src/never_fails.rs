@@ -1,0 +1,108 @@
+//! The calls a never-fails declaration covers: every call of the callee in
+//! the declared function, with the variant its result is known to hold.
+
+use kmir::{BlockId, TerminatorKind, TyKind};
+use program::{EdgeKind, FnId, Program};
+
+/// What the declared function and callee are in the program.
+pub(crate) enum Found {
+    /// No function with a body has the declared path.
+    NoFunction,
+    /// The function has a body, but calls no function with the callee's
+    /// path.
+    NoCall,
+    /// The callee returns a type without a failure variant (its display).
+    NotFallible(String),
+    /// Each call: the calling instance, its block, and the success
+    /// variant (`Ok` is 0, `Some` is 1).
+    Sites(Vec<(FnId, BlockId, u128)>),
+}
+
+/// Whether `path` is `callee` or ends with it at a segment boundary, with
+/// or without generic arguments (`push_within_capacity`,
+/// `Vec::push_within_capacity`, `Vec::<T, A>::push_within_capacity`).
+pub(crate) fn names(path: &str, callee: &str) -> bool {
+    let ends_with = |path: &str, callee: &str| {
+        path == callee
+            || path
+                .strip_suffix(callee)
+                .is_some_and(|head| head.ends_with("::"))
+    };
+    ends_with(path, callee) || ends_with(&without_generics(path), &without_generics(callee))
+}
+
+/// `path` without its segments' generic arguments: `Vec::<T, A>::push` is
+/// `Vec::push`.
+fn without_generics(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut depth = 0u32;
+    for c in path.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    // `Vec::<T, A>::push` has lost `<T, A>`, leaving `Vec::::push`.
+    out.replace("::::", "::")
+}
+
+/// The success variant of a `Result` or `Option`, by the enum's path.
+fn success_variant(path: &str) -> Option<u128> {
+    match path {
+        "core::result::Result" => Some(0),
+        "core::option::Option" => Some(1),
+        _ => None,
+    }
+}
+
+pub(crate) fn find(program: &Program, function: &str, callee: &str) -> Found {
+    let mut any_function = false;
+    let mut sites = Vec::new();
+    let mut not_fallible = None;
+    for (f, krate, inst) in program.bodies() {
+        if inst.item_path != function {
+            continue;
+        }
+        any_function = true;
+        let Some(body) = program.body(f) else {
+            continue;
+        };
+        for (target, edge) in program.callees(f) {
+            if edge.kind != EdgeKind::Call || !names(&program.function(target).item_path, callee) {
+                continue;
+            }
+            let Some(TerminatorKind::Call { destination, .. }) = body
+                .blocks
+                .get(edge.block as usize)
+                .map(|b| &b.terminator.kind)
+            else {
+                continue;
+            };
+            let dump = &krate.dump;
+            let Some(ty) = dump.place_ty(&body, destination).and_then(|t| dump.ty(t)) else {
+                continue;
+            };
+            let success = match &ty.kind {
+                TyKind::Adt { path, .. } => success_variant(path),
+                _ => None,
+            };
+            match success {
+                Some(v) => sites.push((f, edge.block as BlockId, v)),
+                None => not_fallible = Some(ty.display.to_string()),
+            }
+        }
+    }
+    if !any_function {
+        Found::NoFunction
+    } else if let Some(ty) = not_fallible {
+        Found::NotFallible(ty)
+    } else if sites.is_empty() {
+        Found::NoCall
+    } else {
+        sites.sort_unstable();
+        sites.dedup();
+        Found::Sites(sites)
+    }
+}
