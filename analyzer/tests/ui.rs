@@ -1392,6 +1392,52 @@ fn same_or_none_objects_with_spec() {
     }
 }
 
+/// Drops of an iterator its `next` found empty (fixture `exhausted.rs`):
+/// with the spec's `empty_after_none` on the fixture's `DrainAll::next`, a
+/// drop reached only through the `None` arm of a switch on what `next`
+/// returned, with nothing touching the iterator in between, releases no
+/// last reference. `for`, `while let`, `loop`/`match`, a generic function
+/// and an early exit that forgets the iterator are clean; a `break`, a new
+/// iterator in the local, an iterator the spec says nothing of, and a
+/// pointer to the iterator that outlives the loop stay reported. Without
+/// the spec, every function is reported.
+#[test]
+fn exhausted_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/exhausted.rs")]);
+    let dir = out.dir.path();
+    let clean = [
+        "`exhausted::move_into`",
+        "`exhausted::move_out_generic::<exhausted::arc::Arc<exhausted::Proc>>`",
+        "`exhausted::move_out_named`",
+        "`exhausted::move_out`",
+    ];
+    let reported = [
+        "`exhausted::drain_twice`",
+        "`exhausted::move_first`",
+        "`exhausted::move_some`",
+        "`exhausted::refill_through_pointer`",
+    ];
+    let (_, without, _) = check_in(dir, &["--no-cache"]);
+    let mut all = [&clean[..], &reported[..]].concat();
+    all.sort();
+    assert_eq!(reported_functions(&without), all, "{without}");
+    std::fs::write(
+        dir.join("exhausted.toml"),
+        concat!(
+            "[rust]\n",
+            "\"<exhausted::kvec::DrainAll<'vec, T> as core::iter::traits::iterator::Iterator>::next\" = { empty_after_none = true, note = \"None only once no element is left\" }\n",
+        ),
+    )
+    .unwrap();
+    let (_, with, _) = check_in(dir, &["--no-cache", "--spec", "exhausted.toml"]);
+    assert_eq!(reported_functions(&with), reported, "{with}");
+    // `drain_twice` once (the new iterator; the old one's drop, which the
+    // assignment runs, is clean), `refill_through_pointer` twice (inside
+    // `refill`, and at the end).
+    assert_eq!(instances_in(&with).len(), 5, "{with}");
+    insta::assert_snapshot!("exhausted_with_spec", with);
+}
+
 /// A container that drops only what its predicate rejects (the spec's
 /// `drops_rejected_by`), given a closure rejecting only the object a
 /// reference its caller borrows points to (fixture `rejecting.rs`). The

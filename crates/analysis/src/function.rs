@@ -92,6 +92,34 @@ pub(crate) fn analyze_function(
     let mut same_or_none = None;
     let mut rejects_only_object_at = None;
     let mut last_only_at = None;
+    // Drops of an iterator its `next` found empty (the spec's
+    // `empty_after_none`): nothing left in it to release.
+    let nexts: Vec<kmir::BlockId> = program
+        .callees(f)
+        .into_iter()
+        .filter(|(target, edge)| {
+            edge.kind == program::EdgeKind::Call
+                && input
+                    .spec
+                    .rust_item(&program.function(*target).item_path)
+                    .is_some_and(|r| r.empty_after_none)
+        })
+        .map(|(_, edge)| edge.block)
+        .collect();
+    let exhausted = if nexts.is_empty() {
+        Vec::new()
+    } else {
+        body::exhausted::exhausted_drops(body, |block| nexts.contains(&block))
+    };
+    if input
+        .trace
+        .is_some_and(|t| !t.is_empty() && program.function(f).name.contains(t))
+        && !nexts.is_empty()
+    {
+        eprintln!(
+            "[kanalyze trace] `next` calls found empty after `None` at {nexts:?}; drops of an exhausted iterator at {exhausted:?}"
+        );
+    }
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
@@ -121,6 +149,7 @@ pub(crate) fn analyze_function(
         // A reference taken out of a field declared kept alive is not the
         // last one where it is dropped.
         analysis.not_last = input.invariants.not_last_in(f).collect();
+        analysis.not_last.extend(exhausted.iter().copied());
         // A call declared never to fail returns its success variant.
         analysis.succeeds = input.invariants.succeeds_in(f).collect();
         analysis.entry = when;

@@ -397,6 +397,11 @@ pub struct RustSpec {
     /// f)`. A predicate that rejects only the object a live reference it
     /// captured points to makes every such drop one that is not the last.
     pub drops_rejected_by: Option<u32>,
+    /// An iterator's `next` (`&mut self`): once it returned `None`, the
+    /// iterator holds no elements, so dropping it then releases none
+    /// (`DrainAll`, whose `next` is `None` only when no element is left
+    /// and whose drop destroys only the elements left).
+    pub empty_after_none: bool,
     pub note: Option<String>,
 }
 

@@ -27,7 +27,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }` or `{ drops_rejected_by = N }`"
+    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }` or `{ empty_after_none = true }`"
 )]
 struct RawRust {
     returns_object_of: Option<Spanned<u32>>,
@@ -36,6 +36,7 @@ struct RawRust {
     returns_argument: Option<Spanned<u32>>,
     keeps_argument: Option<Spanned<u32>>,
     drops_rejected_by: Option<Spanned<u32>>,
+    empty_after_none: Option<bool>,
     note: Option<String>,
 }
 
@@ -301,11 +302,12 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             && raw.returns_argument.is_none()
             && raw.keeps_argument.is_none()
             && raw.drops_rejected_by.is_none()
+            && raw.empty_after_none != Some(true)
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument` or `drops_rejected_by`"
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by` or `empty_after_none = true`"
                 ),
             ));
         }
@@ -354,6 +356,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 returns_argument: raw.returns_argument.map(|n| *n.get_ref()),
                 keeps_argument: raw.keeps_argument.map(|n| *n.get_ref()),
                 drops_rejected_by: raw.drops_rejected_by.map(|n| *n.get_ref()),
+                empty_after_none: raw.empty_after_none == Some(true),
                 note: raw.note,
             },
             sites,

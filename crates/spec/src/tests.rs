@@ -1187,6 +1187,32 @@ fn builtin_kernel_spec_parses() {
         .rust_item("kernel::alloc::kvec::Vec::<T, A>::retain")
         .expect("Vec::retain");
     assert_eq!(retain.drops_rejected_by, Some(1));
+    let drain = k
+        .rust_item("<kernel::alloc::kvec::DrainAll<'vec, T> as core::iter::traits::iterator::Iterator>::next")
+        .expect("DrainAll::next");
+    assert!(drain.empty_after_none);
+}
+
+/// `empty_after_none`: set, a `false` alone says nothing, and a value of
+/// the wrong type.
+#[test]
+fn rust_item_empty_after_none() {
+    let spec = Spec::parse(
+        "[rust]\n\"<a::Drain<'v, T> as core::iter::traits::iterator::Iterator>::next\" = { empty_after_none = true }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = spec
+        .rust_item("<a::Drain<'v, T> as core::iter::traits::iterator::Iterator>::next")
+        .unwrap();
+    assert!(r.empty_after_none);
+    assert!(!r.exclusive_to_handle);
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Drain::<T>::next\" = { empty_after_none = false }\n"
+    ));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Drain::<T>::next\" = { empty_after_none = \"yes\" }\n"
+    ));
 }
 
 /// `exclusive_to_handle`: set, a `false` alone says nothing, and a value of

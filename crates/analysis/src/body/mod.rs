@@ -26,6 +26,7 @@ use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 
 pub mod accessors;
 mod calls;
+pub(crate) mod exhausted;
 mod guard_data;
 mod observations;
 pub mod origins;

@@ -1525,7 +1525,7 @@ pub(super) fn moved_from(body: &Body, r: u32) -> Option<u32> {
 
 /// Whether every way from the entry to the terminator of `to` passes the
 /// terminator of `via` (or `to` is `via`).
-fn dominates(body: &Body, via: BlockId, to: BlockId) -> bool {
+pub(crate) fn dominates(body: &Body, via: BlockId, to: BlockId) -> bool {
     if via == to {
         return true;
     }

@@ -1166,7 +1166,7 @@ pub(super) fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
     }
 }
 
-fn predecessors(body: &Body) -> Vec<Vec<BlockId>> {
+pub(crate) fn predecessors(body: &Body) -> Vec<Vec<BlockId>> {
     let mut preds: Vec<Vec<BlockId>> = vec![Vec::new(); body.blocks.len()];
     for (bi, b) in body.blocks.iter().enumerate() {
         for s in b.terminator.kind.successors() {
