@@ -46,6 +46,7 @@
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
 //! | `#[kanalyze::kept_alive("why")]` | on a struct field: every object it refers to is referred to from elsewhere while it is there, so dropping a reference taken out of it never runs the object's teardown (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
+//! | `#[kanalyze::never_fails("callee", "why")]` | on a function: every call it makes of `callee` (an item path or its last segments) returns `Ok`/`Some`, so the failure arm after it never runs (trusted, audited; crates/invariants) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
 //! attribute`) listing the known ones. An argument index is checked against

@@ -25,6 +25,13 @@
 //!   `Registration` borrows its own `Arc<Thread>` and takes the thread off
 //!   the list (under the same lock) before it goes, and
 //!   `ready_threads ⊆ threads`.
+//! - **never fails**: every call of function `C` that function `F` makes
+//!   returns its success variant (`Ok`, `Some`), by a precondition `F`'s
+//!   callers keep, so the failure arm of the switch on its result never
+//!   runs there. Binder's `Node::add_freeze_listener` pushes the listeners
+//!   it moves into a bigger vector with `push_within_capacity`, which
+//!   cannot fail there: its caller passes an empty vector, and the
+//!   function checked the room.
 //!
 //! A declaration comes in one of two equivalent forms:
 //! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
@@ -54,6 +61,16 @@
 //!   because = "a waiting thread's Registration holds its Arc<Thread> until it leaves the list"
 //!   ```
 //!
+//!   ```toml
+//!   [[never_fails]]
+//!   function = "rust_binder::node::Node::add_freeze_listener"
+//!   callee = "kernel::alloc::kvec::Vec::<T, A>::push_within_capacity"
+//!   because = "the caller's spare vector is empty and has more room than the list"
+//!   ```
+//!
+//!   (in the source: `#[kanalyze::never_fails("Vec::push_within_capacity",
+//!   "why")]` on the function).
+//!
 //! ## What is checked, what is trusted
 //! Every declaration must name something: a struct the program has, a field
 //! it has, and, for `emptied_by`, functions the program has whose bodies
@@ -77,6 +94,11 @@
 //! receives a borrow of the field and returns what it held, such as
 //! `List::pop_front`, `List::remove` or `mem::take`), and the audit lists
 //! every drop it applied to.
+//!
+//! For never-fails, the function must have a body that calls a function
+//! the callee's path names (in full, or by its last segments, with or
+//! without generic arguments), and each such call must return a `Result`
+//! or an `Option`. What is trusted is that each covered call succeeds.
 //!
 //! ## How it is applied
 //! In the drop glue of `T` (every instantiation of it), the drop of `F` is
@@ -103,6 +125,11 @@
 //! carry no owned values (references, raw pointers, numbers), and the
 //! locals moved out of that result (`if let Some(t) = x.f.pop_front()`),
 //! if nothing else is ever written into them.
+//!
+//! A never-fails declaration fixes the variant of each covered call's
+//! result where the body analysis reaches the call, as a value fact
+//! (`Resolved::succeeds_in`): the facts prune the switch arms that test
+//! for the failure variant, and every path through them.
 
 mod file;
 mod never_fails;
