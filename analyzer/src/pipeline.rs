@@ -36,7 +36,7 @@ pub struct Analysed {
 /// declared, the drop glues it applied to and (audited) what it removed.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct InvariantUse {
-    /// `empty_at_teardown`, `empty_when_stored` or `kept_alive`.
+    /// `empty_at_teardown`, `empty_when_stored`, `kept_alive` or `never_fails`.
     pub kind: &'static str,
     pub says: String,
     /// `file:line:col` of the declaration.

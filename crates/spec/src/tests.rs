@@ -1191,6 +1191,10 @@ fn builtin_kernel_spec_parses() {
         .rust_item("<kernel::alloc::kvec::DrainAll<'vec, T> as core::iter::traits::iterator::Iterator>::next")
         .expect("DrainAll::next");
     assert!(drain.empty_after_none);
+    let into_iter = k
+        .rust_item("<kernel::alloc::kvec::IntoIter<T, A> as core::iter::traits::iterator::Iterator>::next")
+        .expect("IntoIter::next");
+    assert!(into_iter.empty_after_none);
 }
 
 /// `empty_after_none`: set, a `false` alone says nothing, and a value of
