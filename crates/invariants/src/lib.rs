@@ -1,7 +1,7 @@
 //! Declared invariants: facts the program keeps across objects and over
 //! time that no function body shows, stated by the people who know them.
 //!
-//! Three kinds:
+//! Four kinds:
 //! - **empty at teardown**: field `F` of struct `T` holds an empty value
 //!   (`None`, an empty list) whenever a `T` is torn down, because some
 //!   function empties it before the last reference to the `T` can go.
