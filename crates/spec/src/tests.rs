@@ -1192,7 +1192,9 @@ fn builtin_kernel_spec_parses() {
         .expect("DrainAll::next");
     assert!(drain.empty_after_none);
     let into_iter = k
-        .rust_item("<kernel::alloc::kvec::IntoIter<T, A> as core::iter::traits::iterator::Iterator>::next")
+        .rust_item(
+            "<kernel::alloc::kvec::IntoIter<T, A> as core::iter::traits::iterator::Iterator>::next",
+        )
         .expect("IntoIter::next");
     assert!(into_iter.empty_after_none);
 }
