@@ -183,6 +183,41 @@ fn reported_functions(text: &str) -> Vec<String> {
     f
 }
 
+/// What an audited run with the invariants file `file` in `dir` says of
+/// each declaration (JSON summary): kind, what it says, the functions it
+/// applied in, and how many findings it alone removes.
+fn audited_uses(dir: &std::path::Path, file: &str) -> Vec<(String, String, Vec<String>, u64)> {
+    let (_, json, _) = check_in(
+        dir,
+        &[
+            "--invariants",
+            file,
+            "--audit-invariants",
+            "--format",
+            "json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["summary"]["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap().to_string(),
+                i["says"].as_str().unwrap().to_string(),
+                i["applied_in"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_string())
+                    .collect(),
+                i["removes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Declared invariants in both forms: `Proc.file` in the source, `Proc.log`
 /// in an invariants file. Without the file the teardown of a `Proc` under
 /// a spinlock is a warning (through `log`); with it, clean; the audit says
@@ -350,29 +385,9 @@ fn invariants_about_stores() {
     );
     insta::assert_snapshot!("invariants_stored_with_file", with);
 
-    let (_, json, _) = run(&[
-        "--invariants",
-        "good.toml",
-        "--audit-invariants",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let inv = v["summary"]["invariants"].as_array().unwrap();
-    let applied: Vec<(String, Vec<String>, u64)> = inv
-        .iter()
-        .map(|i| {
-            (
-                i["says"].as_str().unwrap().to_string(),
-                i["applied_in"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|f| f.as_str().unwrap().to_string())
-                    .collect(),
-                i["removes"].as_u64().unwrap(),
-            )
-        })
+    let applied: Vec<(String, Vec<String>, u64)> = audited_uses(dir, "good.toml")
+        .into_iter()
+        .map(|(_, says, applied_in, removes)| (says, applied_in, removes))
         .collect();
     assert_eq!(
         applied,
@@ -472,31 +487,12 @@ fn invariants_never_fails() {
     );
     insta::assert_snapshot!("invariants_never_fails_with_file", with);
 
-    let (_, json, _) = run(&[
-        "--invariants",
-        "good.toml",
-        "--audit-invariants",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let inv = v["summary"]["invariants"].as_array().unwrap();
-    let applied: Vec<(String, String, String, u64)> = inv
-        .iter()
-        .map(|i| {
-            (
-                i["kind"].as_str().unwrap().to_string(),
-                i["says"].as_str().unwrap().to_string(),
-                i["applied_in"][0].as_str().unwrap().to_string(),
-                i["removes"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let applied = audited_uses(dir, "good.toml");
     let never = |function: &str, removes| {
         (
             "never_fails".to_string(),
             format!("`push_within_capacity` never fails in `invariants_never_fails::{function}`"),
-            format!("invariants_never_fails::{function}"),
+            vec![format!("invariants_never_fails::{function}")],
             removes,
         )
     };
@@ -611,31 +607,7 @@ fn invariants_kept_alive() {
         "{restricted}"
     );
 
-    let (_, json, _) = run(&[
-        "--invariants",
-        "good.toml",
-        "--audit-invariants",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let inv = v["summary"]["invariants"].as_array().unwrap();
-    let applied: Vec<(String, String, Vec<String>, u64)> = inv
-        .iter()
-        .map(|i| {
-            (
-                i["kind"].as_str().unwrap().to_string(),
-                i["says"].as_str().unwrap().to_string(),
-                i["applied_in"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|f| f.as_str().unwrap().to_string())
-                    .collect(),
-                i["removes"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let applied = audited_uses(dir, "good.toml");
     let kept = |field: &str, fns: &[&str], removes| {
         (
             "kept_alive".to_string(),
