@@ -1373,9 +1373,10 @@ fn same_or_none_objects_with_spec() {
 /// returned, with nothing touching the iterator in between, releases no
 /// last reference. `for`, `while let`, `loop`/`match`, a generic function
 /// and an early exit that forgets the iterator are clean; a `break`, a new
-/// iterator in the local, an iterator the spec says nothing of, and a
-/// pointer to the iterator that outlives the loop stay reported. Without
-/// the spec, every function is reported.
+/// iterator in the local (after the loop, or between the `next` and the
+/// switch on it), a `None` the function wrote itself, an iterator the
+/// spec says nothing of, and a pointer to the iterator that outlives the
+/// loop stay reported. Without the spec, every function is reported.
 #[test]
 fn exhausted_with_spec() {
     let out = extract(&[CrateSpec::lib("ui/exhausted.rs")]);
@@ -1388,8 +1389,11 @@ fn exhausted_with_spec() {
     ];
     let reported = [
         "`exhausted::drain_twice`",
+        "`exhausted::forced_none`",
         "`exhausted::move_first`",
         "`exhausted::move_some`",
+        "`exhausted::overwritten_none`",
+        "`exhausted::refill_before_match`",
         "`exhausted::refill_through_pointer`",
     ];
     let (_, without, _) = check_in(dir, &["--no-cache"]);
@@ -1408,8 +1412,12 @@ fn exhausted_with_spec() {
     assert_eq!(reported_functions(&with), reported, "{with}");
     // `drain_twice` once (the new iterator; the old one's drop, which the
     // assignment runs, is clean), `refill_through_pointer` twice (inside
-    // `refill`, and at the end).
-    assert_eq!(instances_in(&with).len(), 5, "{with}");
+    // `refill`, and at the end), `refill_before_match` three times (the
+    // old iterator's drop the assignment runs, the new one given away,
+    // and the new one dropped on the `None` way), `overwritten_none` and
+    // `forced_none` twice (what `next` returned, dropped by the write of
+    // `None` over it, and the iterator).
+    assert_eq!(instances_in(&with).len(), 12, "{with}");
     insta::assert_snapshot!("exhausted_with_spec", with);
 }
 

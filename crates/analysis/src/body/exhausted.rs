@@ -33,16 +33,24 @@ pub(crate) fn exhausted_drops(
 ) -> Vec<BlockId> {
     let defs = single_definitions(body);
     let n = body.blocks.len();
-    // The `next` calls: (block, the iterator local, the `&mut` locals
-    // lending it, the result local).
+    // The `next` calls: (the block it returns to, the iterator local, the
+    // `&mut` locals lending it, the result local).
     let mut calls: Vec<(BlockId, LocalId, Vec<LocalId>, LocalId)> = Vec::new();
     for (b, block) in body.blocks.iter().enumerate() {
         let TerminatorKind::Call {
-            args, destination, ..
+            args,
+            destination,
+            target: Some(target),
+            ..
         } = &block.terminator.kind
         else {
             continue;
         };
+        // The result holds what this call returned, and nothing else.
+        if !matches!(defs.get(destination.local as usize), Some(Some(Definition::Call(c))) if *c as usize == b)
+        {
+            continue;
+        }
         let [Operand::Copy(p) | Operand::Move(p)] = args.as_slice() else {
             continue;
         };
@@ -72,14 +80,21 @@ pub(crate) fn exhausted_drops(
             }
         };
         if let Some(it) = it {
-            calls.push((b as BlockId, it, chain, destination.local));
+            calls.push((*target, it, chain, destination.local));
         }
     }
     if calls.is_empty() {
         return Vec::new();
     }
     let lenders: HashSet<LocalId> = calls.iter().flat_map(|c| c.2.iter().copied()).collect();
-    let next_blocks: HashSet<BlockId> = calls.iter().map(|c| c.0).collect();
+    let next_blocks: HashSet<BlockId> = (0..n as BlockId)
+        .filter(|&b| {
+            body.blocks.get(b as usize).is_some_and(|blk| {
+                matches!(&blk.terminator.kind, TerminatorKind::Call { target: Some(t), .. }
+                    if calls.iter().any(|c| c.0 == *t))
+            })
+        })
+        .collect();
     // Where each local is mentioned (statements, and terminators other than
     // drops), and the locals a borrow of each iterator is stored in.
     let mut mentioned: Vec<HashSet<LocalId>> = vec![HashSet::new(); n];
@@ -128,8 +143,8 @@ pub(crate) fn exhausted_drops(
     }
     let predecessors = predecessors(body);
     let mut out = Vec::new();
-    for (_, it, chain, result) in &calls {
-        let (it, result) = (*it, *result);
+    for (returns_to, it, chain, result) in &calls {
+        let (returns_to, it, result) = (*returns_to, *it, *result);
         if borrowed_into_other.contains(&it)
             || chain.iter().any(|l| lender_uses_elsewhere.contains(l))
         {
@@ -137,7 +152,19 @@ pub(crate) fn exhausted_drops(
         }
         let mut watched = chain.clone();
         watched.push(it);
-        for none in none_arms(body, &defs, &predecessors, result) {
+        let switches = none_arms(body, &defs, &predecessors, result);
+        for (switch, none) in switches {
+            // Nothing touches the iterator between the call and the switch.
+            if !straight_after(
+                body,
+                &predecessors,
+                &mentioned,
+                returns_to,
+                switch,
+                &watched,
+            ) {
+                continue;
+            }
             for (d, block) in body.blocks.iter().enumerate() {
                 let d = d as BlockId;
                 let TerminatorKind::Drop { place, .. } = &block.terminator.kind else {
@@ -159,14 +186,48 @@ pub(crate) fn exhausted_drops(
     out
 }
 
-/// The blocks entered only through the `None` arm (value 0) of a switch on
-/// the discriminant of `result`.
+/// Whether the switch ending block `switch` runs straight after the call
+/// returning to `returns_to`: a chain of `goto`s, each block entered only
+/// from the one before, none of which mentions a `watched` local.
+fn straight_after(
+    body: &Body,
+    preds: &[Vec<BlockId>],
+    mentioned: &[HashSet<LocalId>],
+    returns_to: BlockId,
+    switch: BlockId,
+    watched: &[LocalId],
+) -> bool {
+    let mut b = returns_to;
+    for _ in 0..body.blocks.len() {
+        let touched = mentioned
+            .get(b as usize)
+            .is_none_or(|m| watched.iter().any(|l| m.contains(l)));
+        if touched {
+            return false;
+        }
+        if b == switch {
+            return true;
+        }
+        match body.blocks.get(b as usize).map(|blk| &blk.terminator.kind) {
+            Some(TerminatorKind::Goto { target })
+                if preds.get(*target as usize).is_some_and(|p| p[..] == [b]) =>
+            {
+                b = *target
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The switches on the discriminant of `result`, each with the block
+/// entered only through its `None` arm (value 0).
 fn none_arms(
     body: &Body,
     defs: &[Option<Definition<'_>>],
     preds: &[Vec<BlockId>],
     result: LocalId,
-) -> Vec<BlockId> {
+) -> Vec<(BlockId, BlockId)> {
     let mut out = Vec::new();
     for (s, block) in body.blocks.iter().enumerate() {
         let TerminatorKind::SwitchInt {
@@ -199,7 +260,7 @@ fn none_arms(
             .get(none as usize)
             .is_some_and(|p| p.iter().all(|&b| b == s as BlockId));
         if entries == 1 && only_from_here {
-            out.push(none);
+            out.push((s as BlockId, none));
         }
     }
     out
