@@ -79,7 +79,16 @@ pub(crate) fn exhausted_drops(
                 _ => break None,
             }
         };
-        if let Some(it) = it {
+        // The block it returns to is entered from the call alone: the
+        // switch below reads what this call just returned.
+        let entered_from_call = body
+            .blocks
+            .iter()
+            .enumerate()
+            .all(|(o, blk)| o == b || !blk.terminator.kind.successors().contains(target));
+        if let Some(it) = it
+            && entered_from_call
+        {
             calls.push((*target, it, chain, destination.local));
         }
     }
