@@ -355,10 +355,10 @@ fn report_problem(
     let Some(d) = declarations.get(p.declaration) else {
         return;
     };
-    let what = if p.contradiction {
-        "invariant contradicted by the program"
-    } else {
-        "invariant matches nothing"
+    let what = match p.kind {
+        invariants::ProblemKind::Contradiction => "invariant contradicted by the program",
+        invariants::ProblemKind::Ambiguous => "invariant matches more than one function",
+        invariants::ProblemKind::NoMatch => "invariant matches nothing",
     };
     match &d.origin {
         invariants::Origin::File { path, span, .. } => {

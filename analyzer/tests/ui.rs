@@ -448,7 +448,8 @@ fn invariants_about_stores() {
 /// of the covered calls, which drop a listener under the spinlock, are
 /// gone; the same shape undeclared, a call through a helper and another
 /// fallible call stay warnings. Declarations that name no function, no
-/// call of the callee, or a callee that cannot fail stop the run.
+/// call of the callee, a callee that cannot fail, or a callee name that
+/// matches calls of two functions stop the run.
 #[test]
 fn invariants_never_fails() {
     let out = extract(&[CrateSpec::lib("ui/invariants_never_fails.rs")]);
@@ -470,7 +471,8 @@ fn invariants_never_fails() {
             "`invariants_never_fails::add_listener`",
             "`invariants_never_fails::add_listener_undeclared`",
             "`invariants_never_fails::add_in_parts`",
-            "`invariants_never_fails::add_in_parts`"
+            "`invariants_never_fails::add_in_parts`",
+            "`invariants_never_fails::add_counted`"
         ],
         "{without}"
     );
@@ -481,7 +483,8 @@ fn invariants_never_fails() {
         [
             "`invariants_never_fails::add_listener_undeclared`",
             "`invariants_never_fails::add_in_parts`",
-            "`invariants_never_fails::add_in_parts`"
+            "`invariants_never_fails::add_in_parts`",
+            "`invariants_never_fails::add_counted`"
         ],
         "{with}"
     );
@@ -515,6 +518,7 @@ fn invariants_never_fails() {
             entry("add_listener_undeclared", "KVec::<T>::push"),
         ),
         ("not_fallible.toml", entry("add_listener", "KVec::<T>::len")),
+        ("ambiguous.toml", entry("add_counted", "push_within_capacity")),
         (
             "empty_because.toml",
             "[[never_fails]]\nfunction = \"invariants_never_fails::add_listener\"\ncallee = \"push_within_capacity\"\nbecause = \" \"\n".to_string(),

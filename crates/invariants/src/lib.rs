@@ -97,8 +97,9 @@
 //!
 //! For never-fails, the function must have a body that calls a function
 //! the callee's path names (in full, or by its last segments, with or
-//! without generic arguments), and each such call must return a `Result`
-//! or an `Option`. What is trusted is that each covered call succeeds.
+//! without generic arguments), the name must match the calls of one
+//! function only, and each such call must return a `Result` or an
+//! `Option`. What is trusted is that each covered call succeeds.
 //!
 //! ## How it is applied
 //! In the drop glue of `T` (every instantiation of it), the drop of `F` is
@@ -138,7 +139,7 @@ mod resolve;
 use std::path::PathBuf;
 
 pub use file::{FileError, load};
-pub use resolve::{Problem, Resolved, Use, resolve};
+pub use resolve::{Problem, ProblemKind, Resolved, Use, resolve};
 
 /// One declared invariant and where it was declared.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,6 +13,9 @@ pub(crate) enum Found {
     NoCall,
     /// The callee returns a type without a failure variant (its display).
     NotFallible(String),
+    /// The callee's name matches calls of several functions (their paths):
+    /// a declaration names one.
+    Ambiguous(Vec<String>),
     /// Each call: the calling instance, its block, and the success
     /// variant (`Ok` is 0, `Some` is 1).
     Sites(Vec<(FnId, BlockId, u128)>),
@@ -61,6 +64,7 @@ pub(crate) fn find(program: &Program, function: &str, callee: &str) -> Found {
     let mut any_function = false;
     let mut sites = Vec::new();
     let mut not_fallible = None;
+    let mut named = std::collections::BTreeSet::new();
     for (f, krate, inst) in program.bodies() {
         if inst.item_path != function {
             continue;
@@ -70,9 +74,11 @@ pub(crate) fn find(program: &Program, function: &str, callee: &str) -> Found {
             continue;
         };
         for (target, edge) in program.callees(f) {
-            if edge.kind != EdgeKind::Call || !names(&program.function(target).item_path, callee) {
+            let path = &program.function(target).item_path;
+            if edge.kind != EdgeKind::Call || !names(path, callee) {
                 continue;
             }
+            named.insert(path.to_string());
             let Some(TerminatorKind::Call { destination, .. }) = body
                 .blocks
                 .get(edge.block as usize)
@@ -96,6 +102,8 @@ pub(crate) fn find(program: &Program, function: &str, callee: &str) -> Found {
     }
     if !any_function {
         Found::NoFunction
+    } else if named.len() > 1 {
+        Found::Ambiguous(named.into_iter().collect())
     } else if let Some(ty) = not_fallible {
         Found::NotFallible(ty)
     } else if sites.is_empty() {

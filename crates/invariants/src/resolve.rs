@@ -34,16 +34,26 @@ pub struct Use {
     pub block: BlockId,
 }
 
-/// A declaration that names nothing in the program.
+/// A declaration that names nothing in the program, names more than one
+/// thing, or that the program contradicts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// Index into the declarations given to [`resolve`].
     pub declaration: usize,
-    /// The program contradicts the declaration (rather than lacking what
-    /// it names).
-    pub contradiction: bool,
+    pub kind: ProblemKind,
     pub message: String,
     pub help: Option<String>,
+}
+
+/// What is wrong with a declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The program lacks what it names.
+    NoMatch,
+    /// What it names matches more than one thing.
+    Ambiguous,
+    /// The program contradicts it.
+    Contradiction,
 }
 
 impl Resolved {
@@ -188,15 +198,25 @@ pub fn resolve(
                     }
                     never_fails::Found::NoCall => problems.push(Problem {
                         declaration: d,
-                        contradiction: false,
+                        kind: ProblemKind::NoMatch,
                         message: format!("`{function}` never calls `{callee}`"),
                         help: Some("name a function the declared function calls, by its item path or its last segments (`kanalyze dump --item` shows the calls of a body)".to_string()),
                     }),
                     never_fails::Found::NotFallible(ty) => problems.push(Problem {
                         declaration: d,
-                        contradiction: false,
+                        kind: ProblemKind::NoMatch,
                         message: format!("`{callee}` returns `{ty}`, which cannot fail"),
                         help: Some("a never-fails invariant is about a call that returns a `Result` (its `Ok`) or an `Option` (its `Some`)".to_string()),
+                    }),
+                    never_fails::Found::Ambiguous(paths) => problems.push(Problem {
+                        declaration: d,
+                        kind: ProblemKind::Ambiguous,
+                        message: format!(
+                            "`{callee}` names calls of {} functions in `{function}`: {}",
+                            paths.len(),
+                            quoted(&paths.iter().map(String::as_str).collect::<Vec<_>>())
+                        ),
+                        help: Some("give more of the callee's path, so that it names one function".to_string()),
                     }),
                     never_fails::Found::Sites(sites) => {
                         for (f, block, variant) in sites {
@@ -217,7 +237,7 @@ pub fn resolve(
                 .collect();
             problems.push(Problem {
                 declaration: d,
-                contradiction: false,
+                kind: ProblemKind::NoMatch,
                 message: format!("no struct `{ty}` in the program"),
                 help: Some(if near.is_empty() {
                     "name a struct of a crate whose dump is given, by its canonical path (`kanalyze dump --item` shows paths)".to_string()
@@ -230,7 +250,7 @@ pub fn resolve(
         let Some(index) = fields.iter().position(|f| f == field) else {
             problems.push(Problem {
                 declaration: d,
-                contradiction: false,
+                kind: ProblemKind::NoMatch,
                 message: format!("struct `{ty}` has no field `{field}`"),
                 help: Some(format!("its fields are {}", quoted(fields))),
             });
@@ -244,13 +264,13 @@ pub fn resolve(
                         Emptier::Missing => problems.push(missing(d, "emptied_by", emptier)),
                         Emptier::Silent => problems.push(Problem {
                             declaration: d,
-                            contradiction: false,
+                            kind: ProblemKind::NoMatch,
                             message: format!("`{emptier}` never writes `{field}` of `{ty}`"),
                             help: Some("an emptier must empty the field itself: assign it, or pass it by `&mut` (`Option::take`, `mem::take`)".to_string()),
                         }),
                         Emptier::Refills(at) => problems.push(Problem {
                             declaration: d,
-                            contradiction: true,
+                            kind: ProblemKind::Contradiction,
                             message: format!("`{emptier}` empties `{field}`, then stores a value into it again before it returns (line {})", at.lo_line),
                             help: Some("an emptier must leave the field empty on every path to its return; if it puts the value back, it is not the function that empties the field before teardown".to_string()),
                         }),
@@ -278,7 +298,7 @@ pub fn resolve(
                     } else if !stores_it {
                         problems.push(Problem {
                             declaration: d,
-                            contradiction: false,
+                            kind: ProblemKind::NoMatch,
                             message: format!("`{storer}` never stores into `{field}` of `{ty}`"),
                             help: Some("a storer must assign the field (`x.field = value`), or the data of the lock or cell the field is (`*x.field.lock() = value`)".to_string()),
                         });
@@ -426,7 +446,7 @@ pub fn resolve(
             };
             problems.push(Problem {
                 declaration: d,
-                contradiction: false,
+                kind: ProblemKind::NoMatch,
                 message: format!("{who} takes a reference out of `{field}` of `{ty}` and drops it"),
                 help: Some("a kept-alive invariant is about references taken out of the field (the result of a call that borrows it, such as `pop_front`, `remove` or `mem::take`) and dropped; the program drops none".to_string()),
             });
@@ -439,7 +459,7 @@ pub fn resolve(
         {
             problems.push(Problem {
                 declaration: d,
-                contradiction: false,
+                kind: ProblemKind::NoMatch,
                 message: format!("no store into `{field}` of `{ty}` drops an old value"),
                 help: Some("an empty-when-stored invariant is about assignments that drop the field's old value (its type has a destructor); the program has none".to_string()),
             });
@@ -485,7 +505,7 @@ fn field_drops(body: &kmir::Body) -> Vec<(BlockId, u32)> {
 fn missing(d: usize, key: &str, path: &str) -> Problem {
     Problem {
         declaration: d,
-        contradiction: false,
+        kind: ProblemKind::NoMatch,
         message: format!("`{key}` names `{path}`, which has no body in the program"),
         help: Some("name a function of a crate whose dump is given, by its item path (`kanalyze dump --item` shows paths)".to_string()),
     }
