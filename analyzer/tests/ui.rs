@@ -506,6 +506,12 @@ fn invariants_never_fails() {
             never("add_in_parts", 1),
             never("add_listener_declared", 1),
             never("add_or_drop", 1),
+            (
+                "never_fails".to_string(),
+                "`try_lock` never fails in `invariants_never_fails::bump`".to_string(),
+                vec!["invariants_never_fails::bump".to_string()],
+                0
+            ),
             never("move_mapped", 1)
         ]
     );

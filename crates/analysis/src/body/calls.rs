@@ -223,6 +223,14 @@ impl BodyAnalysis<'_> {
                 if !feasible || case.diverges {
                     continue;
                 }
+                // A way the callee fails, where it is declared never to
+                // (crates/invariants): not taken.
+                if let Some(&(_, variant)) = self.succeeds.iter().find(|(b, _)| *b == block)
+                    && summary.ret_field.is_none()
+                    && matches!(case.ret, Some(RetFact::Discr(d)) if d != variant)
+                {
+                    continue;
+                }
                 // Where the pointee is, before the call forgets it.
                 let pointee_key = pointee
                     .as_ref()
