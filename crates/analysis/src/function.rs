@@ -92,38 +92,12 @@ pub(crate) fn analyze_function(
     let mut same_or_none = None;
     let mut rejects_only_object_at = None;
     let mut last_only_at = None;
-    // Drops of an iterator its `next` found empty (the spec's
-    // `empty_after_none`): nothing left in it to release.
-    let nexts: Vec<kmir::BlockId> = program
-        .callees(f)
-        .into_iter()
-        .filter(|(target, edge)| {
-            edge.kind == program::EdgeKind::Call
-                && input
-                    .spec
-                    .rust_item(&program.function(*target).item_path)
-                    .is_some_and(|r| r.empty_after_none)
-        })
-        .map(|(_, edge)| edge.block)
-        .collect();
-    let exhausted = if nexts.is_empty() {
-        Vec::new()
-    } else {
-        body::exhausted::exhausted_drops(body, |block| nexts.contains(&block))
-    };
-    if input
-        .trace
-        .is_some_and(|t| !t.is_empty() && program.function(f).name.contains(t))
-        && !nexts.is_empty()
-    {
-        eprintln!(
-            "[kanalyze trace] `next` calls found empty after `None` at {nexts:?}; drops of an exhausted iterator at {exhausted:?}"
-        );
-    }
+    let mut exhausted: Vec<kmir::BlockId> = Vec::new();
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
+            exhausted = exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
@@ -155,9 +129,7 @@ pub(crate) fn analyze_function(
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
         analysis.specialize = true;
-        analysis.trace = input
-            .trace
-            .is_some_and(|t| !t.is_empty() && program.function(f).name.contains(t));
+        analysis.trace = analysis_trace(input, f);
         if let Some(c) = ctx {
             analysis.in_context(c.clone());
         }
@@ -547,4 +519,47 @@ fn failure_adjust(failed: &Option<body::AdjustFailure>) -> i32 {
             })
         })
         .unwrap_or(0)
+}
+
+/// Whether `--trace` asks for this function's body analysis.
+fn analysis_trace(input: &Input<'_>, f: FnId) -> bool {
+    input
+        .trace
+        .is_some_and(|t| !t.is_empty() && input.program.function(f).name.contains(t))
+}
+
+/// The drops of an iterator its `next` found empty (the spec's
+/// `empty_after_none`): nothing is left in it to release.
+fn exhausted_drops(
+    input: &Input<'_>,
+    f: FnId,
+    body: &kmir::Body,
+    sites: &std::collections::HashMap<kmir::BlockId, Vec<body::Target>>,
+    trace: bool,
+) -> Vec<kmir::BlockId> {
+    let mut nexts: Vec<kmir::BlockId> = sites
+        .iter()
+        .filter(|(_, targets)| {
+            targets.iter().any(|t| {
+                t.kind == program::EdgeKind::Call
+                    && input
+                        .spec
+                        .rust_item(&input.program.function(t.callee).item_path)
+                        .is_some_and(|r| r.empty_after_none)
+            })
+        })
+        .map(|(&block, _)| block)
+        .collect();
+    if nexts.is_empty() {
+        return Vec::new();
+    }
+    nexts.sort_unstable();
+    let exhausted = body::exhausted::exhausted_drops(body, |block| nexts.contains(&block));
+    if trace {
+        eprintln!(
+            "[kanalyze trace] `{}`: `next` calls found empty after `None` at {nexts:?}; drops of an exhausted iterator at {exhausted:?}",
+            input.program.function(f).name
+        );
+    }
+    exhausted
 }

@@ -151,6 +151,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
     let err = |span: Range<usize>, message: String, label: &str, help: Option<String>| {
         Box::new(FileError::at(path, text, Some(span), message, label, help))
     };
+    // Every declaration is trusted: its reason is what an audit reads.
+    let check_because = |because: &Spanned<String>| {
+        if because.get_ref().trim().is_empty() {
+            return Err(err(
+                because.span(),
+                "`because` is empty".to_string(),
+                "say what upholds the invariant",
+                Some("every invariant is trusted; `because` cites the code that upholds it, for whoever audits it".to_string()),
+            ));
+        }
+        Ok(())
+    };
     // (offset of the entry, declaration): sorted into the file's order at
     // the end, whichever table an entry is in.
     let mut out: Vec<(usize, Declaration)> = Vec::new();
@@ -174,14 +186,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         };
         let function = function_path("function", &e.function)?;
         let callee = function_path("callee", &e.callee)?;
-        if e.because.get_ref().trim().is_empty() {
-            return Err(err(
-                e.because.span(),
-                "`because` is empty".to_string(),
-                "say what upholds the invariant",
-                Some("every invariant is trusted; `because` cites the code that upholds it, for whoever audits it".to_string()),
-            ));
-        }
+        check_because(&e.because)?;
         let (line, col) = line_col(text, span.start);
         out.push((
             span.start,
@@ -258,14 +263,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                 Some("name a field of the struct itself; for a field of a nested struct, declare it on that struct".to_string()),
             ));
         }
-        if because.get_ref().trim().is_empty() {
-            return Err(err(
-                because.span(),
-                "`because` is empty".to_string(),
-                "say what upholds the invariant",
-                Some("every invariant is trusted; `because` cites the code that upholds it, for whoever audits it".to_string()),
-            ));
-        }
+        check_because(&because)?;
         let mut names = Vec::new();
         for f in &functions {
             if f.get_ref().trim().is_empty() {

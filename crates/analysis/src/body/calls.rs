@@ -184,6 +184,13 @@ impl BodyAnalysis<'_> {
         targets: &[Target],
         out: &mut PcState,
     ) {
+        // The variant a never-fails declaration gives this call's result
+        // (crates/invariants).
+        let declared_success = self
+            .succeeds
+            .iter()
+            .find(|(b, _)| *b == block)
+            .map(|&(_, v)| v);
         for t in targets {
             let summary = self.summary_of.get(t.callee);
             let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
@@ -225,7 +232,7 @@ impl BodyAnalysis<'_> {
                 }
                 // A way the callee fails, where it is declared never to
                 // (crates/invariants): not taken.
-                if let Some(&(_, variant)) = self.succeeds.iter().find(|(b, _)| *b == block)
+                if let Some(variant) = declared_success
                     && summary.ret_field.is_none()
                     && matches!(case.ret, Some(RetFact::Discr(d)) if d != variant)
                 {
@@ -358,7 +365,7 @@ impl BodyAnalysis<'_> {
                         }
                         // Declared never to fail here (crates/invariants):
                         // the failure variant's paths cannot run.
-                        if let Some(&(_, variant)) = self.succeeds.iter().find(|(b, _)| *b == block)
+                        if let Some(variant) = declared_success
                             && let Some(key) = PlaceKey::of(destination)
                         {
                             facts.set_known(key, Aspect::Discr, variant);

@@ -24,6 +24,20 @@ use kmir::{BlockId, Body, LocalId, Operand, Rvalue, StatementKind, TerminatorKin
 use super::origins::dominates;
 use super::writes::predecessors;
 
+/// A call of a `next` the spec marks `empty_after_none`, on `&mut it`.
+struct NextCall {
+    /// The block the call ends.
+    block: BlockId,
+    /// The block it returns to.
+    returns_to: BlockId,
+    /// The iterator local.
+    it: LocalId,
+    /// The `&mut` locals lending it (reborrows of one another).
+    lenders: Vec<LocalId>,
+    /// The local the call returns into.
+    result: LocalId,
+}
+
 /// The blocks of `body` whose drop drops an iterator its `next` found
 /// empty on every way to it. `empty_after_none(block)` says whether the
 /// call ending `block` is to a `next` the spec marks `empty_after_none`.
@@ -32,10 +46,9 @@ pub(crate) fn exhausted_drops(
     empty_after_none: impl Fn(BlockId) -> bool,
 ) -> Vec<BlockId> {
     let defs = single_definitions(body);
+    let predecessors = predecessors(body);
     let n = body.blocks.len();
-    // The `next` calls: (the block it returns to, the iterator local, the
-    // `&mut` locals lending it, the result local).
-    let mut calls: Vec<(BlockId, LocalId, Vec<LocalId>, LocalId)> = Vec::new();
+    let mut calls: Vec<NextCall> = Vec::new();
     for (b, block) in body.blocks.iter().enumerate() {
         let TerminatorKind::Call {
             args,
@@ -81,29 +94,29 @@ pub(crate) fn exhausted_drops(
         };
         // The block it returns to is entered from the call alone: the
         // switch below reads what this call just returned.
-        let entered_from_call = body
-            .blocks
-            .iter()
-            .enumerate()
-            .all(|(o, blk)| o == b || !blk.terminator.kind.successors().contains(target));
+        let entered_from_call = predecessors
+            .get(*target as usize)
+            .is_some_and(|p| p.iter().all(|&o| o as usize == b));
         if let Some(it) = it
             && entered_from_call
         {
-            calls.push((*target, it, chain, destination.local));
+            calls.push(NextCall {
+                block: b as BlockId,
+                returns_to: *target,
+                it,
+                lenders: chain,
+                result: destination.local,
+            });
         }
     }
     if calls.is_empty() {
         return Vec::new();
     }
-    let lenders: HashSet<LocalId> = calls.iter().flat_map(|c| c.2.iter().copied()).collect();
-    let next_blocks: HashSet<BlockId> = (0..n as BlockId)
-        .filter(|&b| {
-            body.blocks.get(b as usize).is_some_and(|blk| {
-                matches!(&blk.terminator.kind, TerminatorKind::Call { target: Some(t), .. }
-                    if calls.iter().any(|c| c.0 == *t))
-            })
-        })
+    let lenders: HashSet<LocalId> = calls
+        .iter()
+        .flat_map(|c| c.lenders.iter().copied())
         .collect();
+    let next_blocks: HashSet<BlockId> = calls.iter().map(|c| c.block).collect();
     // Where each local is mentioned (statements, and terminators other than
     // drops), and the locals a borrow of each iterator is stored in.
     let mut mentioned: Vec<HashSet<LocalId>> = vec![HashSet::new(); n];
@@ -150,25 +163,26 @@ pub(crate) fn exhausted_drops(
             }
         }
     }
-    let predecessors = predecessors(body);
     let mut out = Vec::new();
-    for (returns_to, it, chain, result) in &calls {
-        let (returns_to, it, result) = (*returns_to, *it, *result);
+    for call in &calls {
+        let it = call.it;
         if borrowed_into_other.contains(&it)
-            || chain.iter().any(|l| lender_uses_elsewhere.contains(l))
+            || call
+                .lenders
+                .iter()
+                .any(|l| lender_uses_elsewhere.contains(l))
         {
             continue;
         }
-        let mut watched = chain.clone();
+        let mut watched = call.lenders.clone();
         watched.push(it);
-        let switches = none_arms(body, &defs, &predecessors, result);
-        for (switch, none) in switches {
+        for (switch, none) in none_arms(body, &defs, &predecessors, call.result) {
             // Nothing touches the iterator between the call and the switch.
             if !straight_after(
                 body,
                 &predecessors,
                 &mentioned,
-                returns_to,
+                call.returns_to,
                 switch,
                 &watched,
             ) {
