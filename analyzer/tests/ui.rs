@@ -1292,6 +1292,103 @@ fn kept_by_container_with_spec() {
     );
 }
 
+/// An insert of a key a lookup under the same lock found absent displaces
+/// nothing (fixture `absent_key.rs`): with the spec facts `looks_up_key`,
+/// `node_key` and `displaces_key_of` on the fixture's tree, Binder's shape
+/// (a helper's `Result<Option<_>>` and `?`), `match`, `is_none()`,
+/// `!contains_key(..)`, a helper returning the lookup's result, a key by
+/// reference, a generic key, a reserved node and a map behind `&mut` are
+/// clean; another key, a key or node changed, the lock released (by
+/// another guard or the same one), the tree written by a helper or
+/// replaced, another tree, the insert where the key was found or after a
+/// lookup on one way only, a helper whose `None` is not a lookup's or that
+/// writes the tree after its lookup, and a second insert of the key stay
+/// reported. Without the spec, every
+/// function is reported. The summaries say what each lookup shows.
+#[test]
+fn absent_key_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/absent_key.rs")]);
+    let dir = out.dir.path();
+    let clean = [
+        "`absent_key::clean_binder`",
+        "`absent_key::clean_by_ref`",
+        "`absent_key::clean_contains`",
+        "`absent_key::clean_generic::<u32>`",
+        "`absent_key::clean_is_none`",
+        "`absent_key::clean_match`",
+        "`absent_key::clean_through_helper`",
+    ];
+    let reported = [
+        "`absent_key::kept_found`",
+        "`absent_key::kept_helper_not_a_lookup`",
+        "`absent_key::kept_helper_writes_after_lookup`",
+        "`absent_key::kept_key_changed`",
+        "`absent_key::kept_node_changed`",
+        "`absent_key::kept_one_way`",
+        "`absent_key::kept_other_key`",
+        "`absent_key::kept_other_map`",
+        "`absent_key::kept_pruned`",
+        "`absent_key::kept_relocked_same_guard`",
+        "`absent_key::kept_relocked`",
+        "`absent_key::kept_replaced`",
+        "`absent_key::kept_second_insert`",
+    ];
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut all = [&clean[..], &reported[..]].concat();
+    all.sort();
+    assert_eq!(reported_functions(&without), all, "{without}");
+    std::fs::write(
+        dir.join("keys.toml"),
+        concat!(
+            "[rust]\n",
+            "\"absent_key::rbtree::RBTree::<K, V>::get\" = { looks_up_key = 1 }\n",
+            "\"absent_key::rbtree::RBTree::<K, V>::get_mut\" = { looks_up_key = 1 }\n",
+            "\"absent_key::rbtree::RBTree::<K, V>::contains_key\" = { looks_up_key = 1 }\n",
+            "\"absent_key::rbtree::RBTreeNode::<K, V>::new\" = { node_key = 0 }\n",
+            "\"absent_key::rbtree::RBTreeNode::<K, V>::try_new\" = { node_key = 0 }\n",
+            "\"absent_key::rbtree::RBTreeNodeReservation::<K, V>::into_node\" = { node_key = 1 }\n",
+            "\"absent_key::rbtree::RBTree::<K, V>::insert\" = { displaces_key_of = 1 }\n",
+        ),
+    )
+    .unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "keys.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(reported_functions(&with), reported, "{with}");
+    // Once each, but twice for `kept_pruned` and `kept_helper_not_a_lookup`
+    // (the prune's own drop of a node, and the clone `maybe` returns,
+    // dropped under the lock) and once for `kept_second_insert` (its first
+    // insert displaces nothing).
+    assert_eq!(instances_in(&with).len(), 15, "{with}");
+    insta::assert_snapshot!("absent_key_with_spec", with);
+    // What the summaries say: a spec'd lookup, Binder's helper (its
+    // `Ok(None)`), a helper returning the lookup's result, and none for a
+    // helper whose `None` is not only the lookup's.
+    let summary = |f: &str| {
+        let o = kanalyze_in(dir, &["summary", "kmir", f, "--spec", "keys.toml"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let lookup = "a lookup: returns the shape";
+    assert!(
+        summary("absent_key::Inner::existing")
+            .contains("a lookup: returns the shape [0, 0] (discriminants, outside in) only when the map at `(*arg0).0` holds no entry with the key `arg1`"),
+    );
+    assert!(
+        summary("absent_key::Inner::find").contains(
+            "a lookup: returns the shape [0] (discriminants, outside in) only when the map at `(*arg0).0` holds no entry with the key `arg1`"
+        )
+    );
+    assert!(!summary("absent_key::Inner::maybe").contains(lookup));
+    assert!(!summary("absent_key::Inner::looked_up_then_swapped").contains(lookup));
+    assert!(
+        summary(
+            "absent_key::rbtree::RBTree::<u64, absent_key::arc::Arc<absent_key::Node>>::insert"
+        )
+        .contains("an insert: returns the entry it displaced")
+    );
+}
+
 /// A drop glue whose last-reference part comes from one field says so (and
 /// so does `mem::drop` of such a value); a glue with two handles, one whose
 /// `Drop` impl releases a handle too, and an enum's glue do not.

@@ -180,6 +180,19 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             b.describe()
         )));
     }
+    if let Some(a) = &s.absent_key {
+        lines.push(SummaryLine::plain(format!("a lookup: {}", a.describe())));
+    }
+    if let Some(k) = s.node_key {
+        lines.push(SummaryLine::plain(format!(
+            "makes a map node whose key is `arg{k}`"
+        )));
+    }
+    if let Some(k) = s.displaces_key_of {
+        lines.push(SummaryLine::plain(format!(
+            "an insert: returns the entry it displaced, the variant without fields when the map `*arg0` held no entry with the key of the node `arg{k}`"
+        )));
+    }
     if let Some((i, j)) = s.address_test {
         lines.push(SummaryLine::plain(format!(
             "an address test: returns non-zero only if `arg{i}` and `arg{j}` are equal"

@@ -93,11 +93,36 @@ pub(crate) fn analyze_function(
     let mut rejects_only_object_at = None;
     let mut last_only_at = None;
     let mut exhausted: Vec<kmir::BlockId> = Vec::new();
+    let mut absent_key = None;
+    let mut displacing_nothing: Vec<(kmir::BlockId, u128)> = Vec::new();
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
             exhausted = exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
+            // Keys a lookup found absent (`body::absent_key`).
+            let keyed = body::absent_key::Keyed {
+                dump: &krate.dump,
+                body,
+                program,
+                sites: &analysis.sites,
+                summary_of: summaries,
+                writes: &analysis.origins.writes,
+            };
+            absent_key = body::absent_key::absent_key_fact(&keyed);
+            displacing_nothing = body::absent_key::displacing_nothing(&keyed, |g| {
+                analysis.origins.guard_kill_blocks(g)
+            });
+            if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty())
+            {
+                eprintln!(
+                    "[kanalyze trace] `{}`: absent key: {}; inserts displacing nothing (block, variant): {displacing_nothing:?}",
+                    program.function(f).name,
+                    absent_key
+                        .as_ref()
+                        .map_or_else(|| "none".to_string(), |a| a.describe()),
+                );
+            }
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
@@ -126,6 +151,8 @@ pub(crate) fn analyze_function(
         analysis.not_last.extend(exhausted.iter().copied());
         // A call declared never to fail returns its success variant.
         analysis.succeeds = input.invariants.succeeds_in(f).collect();
+        // An insert of a key a lookup found absent displaces nothing.
+        analysis.succeeds.extend(displacing_nothing.iter().copied());
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
         analysis.specialize = true;
@@ -166,7 +193,25 @@ pub(crate) fn analyze_function(
             summary.ret_from = Some(vec![Flow::Own(k)]);
         }
         summary.keeps_arg = r.keeps_argument.filter(|&k| k < body.arg_count);
+        // `RBTree::get(&self, key: &K)`: `None` only for a key absent
+        // from the tree.
+        if let Some(k) = r.looks_up_key.filter(|&k| k < body.arg_count && k > 0) {
+            absent_key = Some(crate::summary::AbsentKey {
+                map: crate::summary::ArgPlace {
+                    arg: 0,
+                    fields: Vec::new(),
+                },
+                key: crate::summary::KeyArg {
+                    arg: k,
+                    by_ref: true,
+                },
+                shape: vec![0],
+            });
+        }
+        summary.node_key = r.node_key.filter(|&k| k < body.arg_count);
+        summary.displaces_key_of = r.displaces_key_of.filter(|&k| k < body.arg_count && k > 0);
     }
+    summary.absent_key = absent_key;
     summary.ret_exclusive = input
         .spec
         .rust_item(&inst.item_path)
@@ -421,6 +466,9 @@ impl Runs {
             ret_fresh: true,
             ret_exclusive: false,
             keeps_arg: None,
+            absent_key: None,
+            node_key: None,
+            displaces_key_of: None,
             stores_own: Vec::new(),
         };
         let events = Events {

@@ -577,6 +577,46 @@ impl ArgPlace {
     }
 }
 
+/// A key argument: the argument (0-based) holding it, or pointing to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub struct KeyArg {
+    pub arg: u32,
+    /// The argument is a shared reference to the key.
+    pub by_ref: bool,
+}
+
+/// The function returns a value of shape `shape` only when the map at
+/// `map` holds no entry whose key equals `key` (`body::absent_key`).
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub struct AbsentKey {
+    pub map: ArgPlace,
+    pub key: KeyArg,
+    /// The discriminants (or the value, for an integer or a `bool`) from
+    /// the outside in, through the first field of each variant: `None` or
+    /// `false` is `[0]`, `Ok(None)` is `[0, 0]`.
+    pub shape: Vec<u128>,
+}
+
+impl AbsentKey {
+    pub fn describe(&self) -> String {
+        let key = if self.key.by_ref {
+            format!("`*arg{}`", self.key.arg)
+        } else {
+            format!("`arg{}`", self.key.arg)
+        };
+        let shape = self
+            .shape
+            .iter()
+            .map(u128::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "returns the shape [{shape}] (discriminants, outside in) only when the map at `{}` holds no entry with the key {key}",
+            self.map.describe()
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct Summary {
     /// Never empty; one `Always` case for ordinary functions.
@@ -696,6 +736,18 @@ pub struct Summary {
     /// argument 0 points to (the spec's `keeps_argument`: `RBTree::insert`
     /// links the node it is given into the tree).
     pub keeps_arg: Option<u32>,
+    /// A lookup: what it returns in one shape says a key is absent from a
+    /// map (the spec's `looks_up_key`, and functions returning such a
+    /// result, or a value built only after one: `body::absent_key`).
+    pub absent_key: Option<AbsentKey>,
+    /// It returns a map node whose key is this argument, by value (the
+    /// spec's `node_key`: `RBTreeNode::new`).
+    pub node_key: Option<u32>,
+    /// It inserts the node this argument holds into the map argument 0
+    /// points to and returns the entry it displaced, the variant without
+    /// fields when no entry had the node's key (the spec's
+    /// `displaces_key_of`: `RBTree::insert`).
+    pub displaces_key_of: Option<u32>,
     /// The arguments (sorted) into whose memory the function stores only
     /// pointers reached from that same argument, or none: an iterator's
     /// `next` moves its cursor along the nodes its cursor reaches. Empty
@@ -744,6 +796,9 @@ impl Summary {
             ret_fresh: true,
             ret_exclusive: false,
             keeps_arg: None,
+            absent_key: None,
+            node_key: None,
+            displaces_key_of: None,
             stores_own: Vec::new(),
         }
     }

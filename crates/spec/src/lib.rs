@@ -402,6 +402,20 @@ pub struct RustSpec {
     /// (`DrainAll`, whose `next` is `None` only when no element is left
     /// and whose drop destroys only the elements left).
     pub empty_after_none: bool,
+    /// The function looks a key up in a map: it returns 0 (`None`,
+    /// `false`) only when the map argument 0 points to holds no entry whose
+    /// key compares equal to what argument N (0-based, a reference to the
+    /// key, not 0) points to (`RBTree::get(&self, key: &K)`: 1).
+    pub looks_up_key: Option<u32>,
+    /// The function returns a map node (in its variant with fields, for a
+    /// `Result` or an `Option`) whose key is argument N (0-based, the key
+    /// by value): `RBTreeNode::new(key, value, flags)`: 0.
+    pub node_key: Option<u32>,
+    /// The function inserts the node argument N (0-based, by value, not 0)
+    /// into the map argument 0 points to and returns the entry it
+    /// displaced: 0 (`None`) when the map held no entry with the node's key
+    /// (`RBTree::insert(&mut self, node)`: 1).
+    pub displaces_key_of: Option<u32>,
     pub note: Option<String>,
 }
 

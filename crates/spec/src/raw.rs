@@ -27,7 +27,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }` or `{ empty_after_none = true }`"
+    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }` or `{ displaces_key_of = N }`"
 )]
 struct RawRust {
     returns_object_of: Option<Spanned<u32>>,
@@ -37,6 +37,9 @@ struct RawRust {
     keeps_argument: Option<Spanned<u32>>,
     drops_rejected_by: Option<Spanned<u32>>,
     empty_after_none: Option<bool>,
+    looks_up_key: Option<Spanned<u32>>,
+    node_key: Option<Spanned<u32>>,
+    displaces_key_of: Option<Spanned<u32>>,
     note: Option<String>,
 }
 
@@ -303,11 +306,14 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             && raw.keeps_argument.is_none()
             && raw.drops_rejected_by.is_none()
             && raw.empty_after_none != Some(true)
+            && raw.looks_up_key.is_none()
+            && raw.node_key.is_none()
+            && raw.displaces_key_of.is_none()
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by` or `empty_after_none = true`"
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key` or `displaces_key_of`"
                 ),
             ));
         }
@@ -331,6 +337,24 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 ),
             ));
         }
+        // The map is argument 0 for both keyed facts: the key (or the
+        // node) is another argument.
+        for (key, n) in [
+            ("looks_up_key", &raw.looks_up_key),
+            ("displaces_key_of", &raw.displaces_key_of),
+        ] {
+            if let Some(n) = n
+                && *n.get_ref() == 0
+            {
+                return Err(ctx.error(
+                    Some(n.span()),
+                    format!(
+                        "Rust item `{path}`: `{key} = 0`: argument 0 is the map; give the index of the {}",
+                        if key == "looks_up_key" { "reference to the key" } else { "node" }
+                    ),
+                ));
+            }
+        }
         let mut sites = Vec::new();
         if let Some(n) = &raw.returns_object_of {
             sites.push(ctx.site("returns_object_of", n));
@@ -347,6 +371,15 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         if let Some(n) = &raw.drops_rejected_by {
             sites.push(ctx.site("drops_rejected_by", n));
         }
+        if let Some(n) = &raw.looks_up_key {
+            sites.push(ctx.site("looks_up_key", n));
+        }
+        if let Some(n) = &raw.node_key {
+            sites.push(ctx.site("node_key", n));
+        }
+        if let Some(n) = &raw.displaces_key_of {
+            sites.push(ctx.site("displaces_key_of", n));
+        }
         rust.push((
             path,
             crate::RustSpec {
@@ -357,6 +390,9 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 keeps_argument: raw.keeps_argument.map(|n| *n.get_ref()),
                 drops_rejected_by: raw.drops_rejected_by.map(|n| *n.get_ref()),
                 empty_after_none: raw.empty_after_none == Some(true),
+                looks_up_key: raw.looks_up_key.map(|n| *n.get_ref()),
+                node_key: raw.node_key.map(|n| *n.get_ref()),
+                displaces_key_of: raw.displaces_key_of.map(|n| *n.get_ref()),
                 note: raw.note,
             },
             sites,

@@ -1197,6 +1197,74 @@ fn builtin_kernel_spec_parses() {
         )
         .expect("IntoIter::next");
     assert!(into_iter.empty_after_none);
+    assert_eq!(insert.displaces_key_of, Some(1));
+    for lookup in ["get", "get_mut", "find_mut"] {
+        let r = k
+            .rust_item(&format!("kernel::rbtree::RBTree::<K, V>::{lookup}"))
+            .unwrap_or_else(|| panic!("RBTree::{lookup}"));
+        assert_eq!(r.looks_up_key, Some(1), "{lookup}");
+    }
+    let node = k
+        .rust_item("kernel::rbtree::RBTreeNode::<K, V>::new")
+        .expect("RBTreeNode::new");
+    assert_eq!((node.node_key, node.returns_argument), (Some(0), Some(1)));
+    let reserved = k
+        .rust_item("kernel::rbtree::RBTreeNodeReservation::<K, V>::into_node")
+        .expect("RBTreeNodeReservation::into_node");
+    assert_eq!(reserved.node_key, Some(1));
+}
+
+/// The keyed facts `looks_up_key`, `node_key` and `displaces_key_of`: set;
+/// 0 for a lookup's key or an insert's node (argument 0 is the map) is an
+/// error; an index past the last argument is an error once arities are
+/// known.
+#[test]
+fn rust_item_keyed_facts() {
+    let spec = Spec::parse(
+        concat!(
+            "[rust]\n",
+            "\"a::Tree::<K, V>::get\" = { looks_up_key = 1 }\n",
+            "\"a::Node::<K, V>::new\" = { node_key = 0 }\n",
+            "\"a::Tree::<K, V>::insert\" = { displaces_key_of = 1 }\n",
+        ),
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        spec.rust_item("a::Tree::<K, V>::get").unwrap().looks_up_key,
+        Some(1)
+    );
+    assert_eq!(
+        spec.rust_item("a::Node::<K, V>::new").unwrap().node_key,
+        Some(0)
+    );
+    assert_eq!(
+        spec.rust_item("a::Tree::<K, V>::insert")
+            .unwrap()
+            .displaces_key_of,
+        Some(1)
+    );
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Tree::<K, V>::get\" = { looks_up_key = 0 }\n"
+    ));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Tree::<K, V>::insert\" = { displaces_key_of = 0 }\n"
+    ));
+    insta::assert_snapshot!(parse_err(
+        "[rust]\n\"a::Tree::<K, V>::get\" = { looks_up_key = \"key\" }\n"
+    ));
+    let errors: Vec<String> = spec
+        .check_rust_arity([
+            ("a::Tree::<K, V>::get", 1),
+            ("a::Node::<K, V>::new", 0),
+            ("a::Tree::<K, V>::insert", 2),
+        ])
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("looks_up_key = 1"), "{errors:?}");
+    assert!(errors[1].contains("node_key = 0"), "{errors:?}");
 }
 
 /// `empty_after_none`: set, a `false` alone says nothing, and a value of

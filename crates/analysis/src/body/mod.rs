@@ -24,6 +24,7 @@ use domains::{Adj, PcState};
 use memory::Places;
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 
+pub(crate) mod absent_key;
 pub mod accessors;
 mod calls;
 pub(crate) mod exhausted;

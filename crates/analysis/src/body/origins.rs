@@ -1302,6 +1302,20 @@ impl Origins {
     /// call to the terminator of `block`, that terminator included. If not,
     /// the guard holds the lock it held at the view all the way, whatever
     /// happens to it elsewhere (released and locked again in a loop).
+    /// The blocks that may release or move guard local `g` (`None`: `g`
+    /// is not a guard local).
+    pub(crate) fn guard_kill_blocks(&self, g: u32) -> Option<Vec<BlockId>> {
+        if !self.guards.locals.contains(&g) {
+            return None;
+        }
+        Some(
+            self.guard_kills
+                .get(&g)
+                .map(|k| k.iter().map(|&(b, _)| b).collect())
+                .unwrap_or_default(),
+        )
+    }
+
     fn released_between(&self, v: ViewOf, block: BlockId) -> bool {
         let Some(kills) = self.guard_kills.get(&v.guard) else {
             return true;

@@ -295,6 +295,9 @@ pub struct Writes {
     /// code given that memory later may write the data without this scan
     /// seeing it.
     data_escaped: BTreeSet<u32>,
+    /// For each guard in `data_escaped`, the blocks where a pointer into
+    /// its data was stored so (`ANYWHERE`: the scan cannot say).
+    escaped_in: std::collections::BTreeMap<u32, BTreeSet<BlockId>>,
     /// Arguments into whose memory the body may store a pointer not reached
     /// from that argument (another argument's, a guard's data, a local, or
     /// one nothing says where it points).
@@ -364,6 +367,7 @@ impl Writes {
             targets: vec![Set::new(); body.locals.len()],
             written: Default::default(),
             data_escaped: BTreeSet::new(),
+            escaped_in: Default::default(),
             foreign_stores: BTreeSet::new(),
             named_in_data: Default::default(),
             preds: predecessors(body),
@@ -685,6 +689,7 @@ impl Writes {
                             && t.root != Root::Guard(g)
                         {
                             changed |= self.data_escaped.insert(g);
+                            changed |= self.escaped_in.entry(g).or_default().insert(block);
                         }
                     }
                 }
@@ -842,6 +847,44 @@ impl Writes {
                 .map(|(t, _)| t.path)
                 .collect(),
         )
+    }
+
+    /// Like [`Writes::written_in`], but also where a pointer into a guard's
+    /// data escaped: the caller sees to the escapes itself
+    /// ([`Writes::escapes_of`]). `None` only when the scan gave up.
+    pub fn written_in_ignoring_escapes(
+        &self,
+        root: Root,
+        block: BlockId,
+    ) -> Option<Vec<FieldPath>> {
+        if self.gave_up {
+            return None;
+        }
+        Some(
+            self.written
+                .iter()
+                .filter(|(t, blocks)| {
+                    t.root == root && (blocks.contains(&block) || blocks.contains(&ANYWHERE))
+                })
+                .map(|(t, _)| t.path)
+                .collect(),
+        )
+    }
+
+    /// The blocks where a pointer into the data of guard `g` was stored
+    /// where the scan does not follow it (`None`: somewhere it cannot
+    /// say). Code given that memory may write the data only on a way that
+    /// passes one of them.
+    pub fn escapes_of(&self, g: u32) -> Option<Vec<BlockId>> {
+        let blocks = self
+            .escaped_in
+            .get(&g)
+            .map(|b| b.iter().copied().collect::<Vec<_>>());
+        match blocks {
+            Some(b) if b.contains(&ANYWHERE) => None,
+            Some(b) => Some(b),
+            None => Some(Vec::new()),
+        }
     }
 
     /// Whether the scan settled: where pointers point is known.
