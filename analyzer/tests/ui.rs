@@ -1302,7 +1302,8 @@ fn kept_by_container_with_spec() {
 /// another guard or the same one), the tree written by a helper or
 /// replaced, another tree, the insert where the key was found or after a
 /// lookup on one way only, a helper whose `None` is not a lookup's or that
-/// writes the tree after its lookup, and a second insert of the key stay
+/// writes the tree after its lookup, a key looked up in one turn of a loop
+/// and inserted in a later one, and a second insert of the key stay
 /// reported. Without the spec, every
 /// function is reported. The summaries say what each lookup shows.
 #[test]
@@ -1323,6 +1324,7 @@ fn absent_key_with_spec() {
         "`absent_key::kept_helper_not_a_lookup`",
         "`absent_key::kept_helper_writes_after_lookup`",
         "`absent_key::kept_key_changed`",
+        "`absent_key::kept_key_from_a_later_turn`",
         "`absent_key::kept_node_changed`",
         "`absent_key::kept_one_way`",
         "`absent_key::kept_other_key`",
@@ -1359,7 +1361,7 @@ fn absent_key_with_spec() {
     // (the prune's own drop of a node, and the clone `maybe` returns,
     // dropped under the lock) and once for `kept_second_insert` (its first
     // insert displaces nothing).
-    assert_eq!(instances_in(&with).len(), 15, "{with}");
+    assert_eq!(instances_in(&with).len(), 16, "{with}");
     insta::assert_snapshot!("absent_key_with_spec", with);
     // What the summaries say: a spec'd lookup, Binder's helper (its
     // `Ok(None)`), a helper returning the lookup's result, and none for a

@@ -161,6 +161,20 @@ impl<'a, 'k> Scan<'a, 'k> {
         scan
     }
 
+    /// The block holding the one definition of local `l` (`None` for an
+    /// argument, which has none).
+    fn definition_block(&self, l: LocalId) -> Option<BlockId> {
+        match self.defs.get(l as usize).copied().flatten()? {
+            Definition::Call(b) => Some(b),
+            Definition::Statement(r) => self.k.body.blocks.iter().position(|b| {
+                b.statements.iter().any(|st| {
+                    matches!(&st.kind, StatementKind::Assign { place, rvalue }
+                        if place.local == l && place.projection.is_empty() && std::ptr::eq(&**rvalue, r))
+                })
+            }).map(|b| b as BlockId),
+        }
+    }
+
     fn callee(&self, block: BlockId) -> Option<FnId> {
         match self.k.sites.get(&block)?.as_slice() {
             [t] => Some(t.callee),
@@ -200,11 +214,17 @@ impl<'a, 'k> Scan<'a, 'k> {
             Some(Definition::Statement(Rvalue::Use(Operand::Copy(q) | Operand::Move(q)))) => {
                 match &*q.projection {
                     [] => self.key_of_local(q.local, depth + 1),
-                    // A copy of what a shared reference points to.
-                    [Projection::Deref] => self.key_of_ref(&Operand::Copy(Place {
-                        local: q.local,
-                        projection: Vec::new().into(),
-                    })),
+                    // A copy of what a shared reference points to: that key,
+                    // or else this local's own.
+                    [Projection::Deref] => self
+                        .key_of_ref(&Operand::Copy(Place {
+                            local: q.local,
+                            projection: Vec::new().into(),
+                        }))
+                        .or(Some(Key {
+                            local: l,
+                            deref: false,
+                        })),
                     _ => Some(Key {
                         local: l,
                         deref: false,
@@ -608,17 +628,8 @@ impl<'a, 'k> Scan<'a, 'k> {
         if !writes.settled() {
             return false;
         }
-        let preds = predecessors(body);
-        let after = reached_from(body, lookup.block);
-        let before = reaching(&preds, block);
-        // `block` itself is between only on a loop back to it.
-        let loops = reached_from(body, block)
-            .get(block as usize)
-            .copied()
-            .unwrap_or(true);
-        let between = |b: usize| {
-            after.get(b).copied().unwrap_or(true) && before[b] && (b != block as usize || loops)
-        };
+        let on_the_way = between(body, lookup.block, block);
+        let between = |b: usize| on_the_way.get(b).copied().unwrap_or(true);
         // The block's own statements: a store through a pointer may be one.
         let stores = body.blocks.get(block as usize).is_none_or(|blk| {
             blk.statements.iter().any(|st| match &st.kind {
@@ -660,6 +671,24 @@ impl<'a, 'k> Scan<'a, 'k> {
         }
         true
     }
+}
+
+/// The blocks on a way from the terminator of `from` to the terminator of
+/// `to` (`to` itself only on a loop back to it).
+fn between(body: &Body, from: BlockId, to: BlockId) -> Vec<bool> {
+    let after = reached_from(body, from);
+    let before = reaching(&predecessors(body), to);
+    let loops = reached_from(body, to)
+        .get(to as usize)
+        .copied()
+        .unwrap_or(true);
+    (0..body.blocks.len())
+        .map(|b| {
+            after.get(b).copied().unwrap_or(true)
+                && before.get(b).copied().unwrap_or(true)
+                && (b != to as usize || loops)
+        })
+        .collect()
 }
 
 /// The blocks a way from the terminator of `from` reaches.
@@ -736,9 +765,22 @@ pub(crate) fn displacing_nothing(
         let (Some(map_op), Some(node_op)) = (args.first(), args.get(n as usize)) else {
             continue;
         };
-        let (Some(map), Some(key)) = (scan.map_of(map_op, &[]), scan.node_key(node_op)) else {
+        let (Some(map), Some((key, built))) = (scan.map_of(map_op, &[]), scan.node_key(node_op))
+        else {
             continue;
         };
+        // The key local keeps the value the node was made with: its one
+        // definition does not run again between the making and the insert.
+        // (Between a lookup and the insert it cannot: every way to the
+        // insert takes the lookup's absent edge after the definition ran.)
+        if let Some(d) = scan.definition_block(key.local)
+            && between(body, built, bi)
+                .get(d as usize)
+                .copied()
+                .unwrap_or(true)
+        {
+            continue;
+        }
         // Only a map this function holds exclusively: a lock's data whose
         // guard it holds, memory behind a `&mut` or owned argument, a local.
         let kills = match map.root {
@@ -811,7 +853,7 @@ impl Scan<'_, '_> {
     /// The key of the node operand of an insert: built by a call the spec
     /// says makes a node with that key, and moved to the insert through
     /// locals, `?` and the payload of the success variant only.
-    fn node_key(&self, op: &Operand) -> Option<Key> {
+    fn node_key(&self, op: &Operand) -> Option<(Key, BlockId)> {
         let body = self.k.body;
         let Operand::Move(p) = op else {
             return None;
@@ -859,7 +901,7 @@ impl Scan<'_, '_> {
                         continue;
                     }
                     let k = self.k.summary_of.get(callee).node_key?;
-                    return self.key_of_value(args.get(k as usize)?);
+                    return Some((self.key_of_value(args.get(k as usize)?)?, c));
                 }
                 _ => return None,
             }
