@@ -1202,8 +1202,9 @@ fn guarded_iteration_summaries() {
 /// of `exclusive_fields.rs` is reported; with it (the fixture's
 /// `ListArcField::assert_mut`/`assert_ref`, as the built-in spec says of
 /// the kernel's) the `clean_*` ones are clean, and the `kept_*` ones, where
-/// the handle is lent, captured, or another entry's, stay reported. The
-/// getters inherit the fact.
+/// the handle is lent, captured, or another entry's, or where a second
+/// getter of the checked field stores into it, stay reported. The getters
+/// inherit the fact, and say which field they return.
 #[test]
 fn exclusive_fields_with_spec() {
     let out = extract(&[CrateSpec::lib("ui/exclusive_fields.rs")]);
@@ -1220,7 +1221,7 @@ fn exclusive_fields_with_spec() {
     );
     std::fs::write(
         dir.join("fields.toml"),
-        "[rust]\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_mut\" = { exclusive_to_handle = true }\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_ref\" = { exclusive_to_handle = true }\n",
+        "[rust]\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_mut\" = { exclusive_to_handle = true }\n\"exclusive_fields::list::ListArcField::<U, ID>::assert_ref\" = { exclusive_to_handle = true }\n\"<exclusive_fields::list::ListArc<T, ID> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
     )
     .unwrap();
     let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "fields.toml"]);
@@ -1234,9 +1235,30 @@ fn exclusive_fields_with_spec() {
             "`exclusive_fields::kept_other_entry`",
             "`exclusive_fields::kept_store_other`",
             "`exclusive_fields::kept_store_then_take`",
+            "`exclusive_fields::kept_two_getters`",
         ],
         "{with}"
     );
+    // Which field each getter returns: two getters of `death` name one
+    // place, `node_ref` and `node_ref2` another.
+    let field_of = |f: &str| {
+        let o = kanalyze_in(dir, &["summary", "kmir", f, "--spec", "fields.toml"]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("the contents of field "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{f}: {text}"))
+    };
+    let death = field_of("exclusive_fields::Info::death");
+    assert!(
+        death.starts_with("`.0` of the `exclusive_fields::Info`"),
+        "{death}"
+    );
+    assert_eq!(field_of("exclusive_fields::Info::death_too"), death);
+    assert_eq!(field_of("exclusive_fields::death_of"), death);
+    let node_ref = field_of("exclusive_fields::Info::node_ref");
+    assert!(node_ref.starts_with("`.1` of"), "{node_ref}");
+    assert_eq!(field_of("exclusive_fields::Info::node_ref2"), node_ref);
     let o = kanalyze_in(
         dir,
         &[

@@ -114,6 +114,13 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "returns",
             "a reference to contents only the holder of the handle it is given reaches (`exclusive_to_handle`)",
         ));
+        if let Some(f) = &s.exclusive_field {
+            let path: String = f.fields.iter().map(|i| format!(".{i}")).collect();
+            lines.push(SummaryLine::detail(format!(
+                "the contents of field `{path}` of the `{}` the handle counts (another accessor of that field returns the same place)",
+                f.object
+            )));
+        }
     }
     if let Some(from) = &s.ret_from
         && !from.is_empty()

@@ -89,6 +89,7 @@ pub(crate) fn analyze_function(
     let mut runs = Runs::default();
     let mut origins = None;
     let mut ret_exclusive = false;
+    let mut exclusive_field = None;
     let mut same_or_none = None;
     let mut rejects_only_object_at = None;
     let mut last_only_at = None;
@@ -124,6 +125,8 @@ pub(crate) fn analyze_function(
                 );
             }
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
+            exclusive_field =
+                body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries);
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
             rejects_only_object_at = body::rejecting::rejects_only_object_at(
@@ -217,6 +220,7 @@ pub(crate) fn analyze_function(
         .rust_item(&inst.item_path)
         .is_some_and(|r| r.exclusive_to_handle)
         || ret_exclusive;
+    summary.exclusive_field = exclusive_field.filter(|_| summary.ret_exclusive);
     summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
         && summary.ret_from.as_ref().is_some_and(|from| {
             from.iter()
@@ -465,6 +469,7 @@ impl Runs {
             ret_points: None,
             ret_fresh: true,
             ret_exclusive: false,
+            exclusive_field: None,
             keeps_arg: None,
             absent_key: None,
             node_key: None,

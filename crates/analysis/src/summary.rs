@@ -577,6 +577,27 @@ impl ArgPlace {
     }
 }
 
+/// Which field of the object a counted handle refers to an exclusive
+/// accessor returns the contents of (`body::accessors::exclusive_field`):
+/// two accessors of one field return one place, two of different fields
+/// disjoint ones.
+#[derive(Clone, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
+pub struct ExclusiveField {
+    /// The object's type, as the dump writes it.
+    pub object: String,
+    /// The fields from the object to the field's cell.
+    pub fields: Vec<u32>,
+}
+
+impl ExclusiveField {
+    /// Whether the two fields share no memory: same object type, and
+    /// neither path is a prefix of the other.
+    pub fn disjoint(&self, other: &ExclusiveField) -> bool {
+        let n = self.fields.len().min(other.fields.len());
+        self.object == other.object && self.fields[..n] != other.fields[..n]
+    }
+}
+
 /// A key argument: the argument (0-based) holding it, or pointing to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bincode::Encode, bincode::Decode)]
 pub struct KeyArg {
@@ -732,6 +753,10 @@ pub struct Summary {
     /// `exclusive_to_handle`, and the getters returning what it returns):
     /// `body::accessors`.
     pub ret_exclusive: bool,
+    /// For an exclusive accessor: the field of the object its handle
+    /// argument counts whose contents it returns, when its body shows it
+    /// (`None`: it may be any).
+    pub exclusive_field: Option<ExclusiveField>,
     /// When it returns, what this argument held is kept in the memory
     /// argument 0 points to (the spec's `keeps_argument`: `RBTree::insert`
     /// links the node it is given into the tree).
@@ -795,6 +820,7 @@ impl Summary {
             ret_points: None,
             ret_fresh: true,
             ret_exclusive: false,
+            exclusive_field: None,
             keeps_arg: None,
             absent_key: None,
             node_key: None,

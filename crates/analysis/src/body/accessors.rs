@@ -37,7 +37,9 @@
 //!   pointer derived from the handle that the facts cannot place (stored
 //!   in a struct, a closure) also ends them. A pointer into another
 //!   exclusive field of the same handle (`info.node_ref()`) reaches only
-//!   that field.
+//!   that field, when both getters' bodies show which field they return
+//!   (`exclusive_field`) and the two differ: two getters of one field
+//!   (`node_ref()` and `node_ref2()`) name two places that are one memory.
 //!
 //! Trust assumption (docs/preemption.md, "Facts about a field only one
 //! handle reaches"): the contract of every function the spec marks
@@ -112,7 +114,126 @@ pub fn returns_exclusive(
     defs > 0
 }
 
+/// The field of the object its handle argument counts whose contents an
+/// exclusive accessor returns (`Summary::exclusive_field`), read off its
+/// body: the value returned is, through moves and reborrows, what an
+/// exclusive call returned (`ListArcField::assert_mut`) given a borrow of
+/// `(*o).f…`, where `o` is what a dereference of the handle behind argument
+/// 0 returned (a call the spec marks `points_into_object`: `ListArc::deref`);
+/// or what another accessor with a known field returned given argument 0.
+/// Two accessors of one field (a `&mut` getter and a `&` one) then name
+/// one place, and only accessors of different fields are disjoint.
+pub fn exclusive_field(
+    dump: &kmir::CrateDump,
+    body: &Body,
+    sites: &std::collections::HashMap<BlockId, Vec<Target>>,
+    summary_of: &dyn Summaries,
+) -> Option<crate::summary::ExclusiveField> {
+    use kmir::Projection;
+    use kmir::visit::{Definition, single_definitions};
+    let defs = single_definitions(body);
+    // Through moves and reborrows (`&mut (*x)`, `&(*x)`) to a local not
+    // defined so.
+    let source =
+        |mut l: LocalId| -> LocalId {
+            for _ in 0..16 {
+                match defs.get(l as usize).copied().flatten() {
+                    Some(Definition::Statement(Rvalue::Use(
+                        Operand::Copy(p) | Operand::Move(p),
+                    ))) if p.projection.is_empty() => l = p.local,
+                    Some(Definition::Statement(Rvalue::Ref { place, .. }))
+                        if *place.projection == [Projection::Deref] =>
+                    {
+                        l = place.local
+                    }
+                    _ => break,
+                }
+            }
+            l
+        };
+    let call_of = |l: LocalId| -> Option<(BlockId, &[Operand])> {
+        let Some(Definition::Call(b)) = defs.get(l as usize).copied().flatten() else {
+            return None;
+        };
+        match &body.blocks.get(b as usize)?.terminator.kind {
+            TerminatorKind::Call { args, .. } => Some((b, args.as_slice())),
+            _ => None,
+        }
+    };
+    let only_callee = |b: BlockId| -> Option<&Summary> {
+        match sites.get(&b)?.as_slice() {
+            [t] => Some(summary_of.get(t.callee)),
+            _ => None,
+        }
+    };
+    let operand_local = |op: &Operand| match op {
+        Operand::Copy(p) | Operand::Move(p) if p.projection.is_empty() => Some(p.local),
+        _ => None,
+    };
+    let (b, args) = call_of(source(0))?;
+    let callee = only_callee(b)?;
+    if !callee.ret_exclusive {
+        return None;
+    }
+    let arg = source(operand_local(args.first()?)?);
+    // Another accessor given argument 0: its field.
+    if arg == 1 {
+        return callee.exclusive_field.clone();
+    }
+    // `assert_mut(&(*o).f…)`.
+    let Some(Definition::Statement(Rvalue::Ref { place, .. })) =
+        defs.get(arg as usize).copied().flatten()
+    else {
+        return None;
+    };
+    let [Projection::Deref, rest @ ..] = &*place.projection else {
+        return None;
+    };
+    let fields = rest
+        .iter()
+        .map(|p| match p {
+            Projection::Field { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect::<Option<Vec<u32>>>()?;
+    let object = source(place.local);
+    let object_ty = dump.pointee(body.local(object)?.ty)?;
+    let (d, deref_args) = call_of(object)?;
+    let deref = only_callee(d)?;
+    // A dereference of the handle argument 0 points to: a reference into
+    // the object it counts.
+    let into_object = deref.ret_points.as_ref().is_some_and(|r| {
+        !r.is_empty()
+            && r.iter()
+                .all(|(k, p)| *k == 0 && p.through_handle() && p.steps().is_empty())
+    });
+    if !into_object || source(operand_local(deref_args.first()?)?) != 1 {
+        return None;
+    }
+    Some(crate::summary::ExclusiveField {
+        object: dump.ty(object_ty)?.display.to_string(),
+        fields,
+    })
+}
+
 impl BodyAnalysis<'_> {
+    /// Whether the exclusive accessors `x` and `y` return disjoint fields:
+    /// both bodies show which field, and the fields differ. Two accessors
+    /// of one field (or of a field the body does not show) may return one
+    /// place.
+    fn disjoint_accessors(&self, x: u32, y: u32) -> bool {
+        let field = |id: u32| {
+            self.summary_of
+                .get(program::FnId(id))
+                .exclusive_field
+                .clone()
+        };
+        match (field(x), field(y)) {
+            (Some(a), Some(b)) => a.disjoint(&b),
+            _ => false,
+        }
+    }
+
     /// The place the call `t` ending a block returns a reference to, when
     /// it is an exclusive accessor given a reference to a place under a
     /// `&mut` local of this body (see the module doc).
@@ -259,7 +380,9 @@ impl BodyAnalysis<'_> {
             return Vec::new();
         };
         self.exclusive_facts(facts, |root, handle, place| {
-            match relation(&w, root, handle, Some(place)) {
+            match relation(&w, root, handle, Some(place), &|x, y| {
+                self.disjoint_accessors(x, y)
+            }) {
                 Some(reaches) => !reaches,
                 None => self
                     .derived_from(root)
@@ -314,7 +437,9 @@ impl BodyAnalysis<'_> {
             .into_iter()
             .filter(|(_, k)| {
                 self.first_exclusive(k).is_some_and(|(root, handle)| {
-                    match relation(&w, root, &handle, None) {
+                    match relation(&w, root, &handle, None, &|x, y| {
+                        self.disjoint_accessors(x, y)
+                    }) {
                         Some(reaches) => !reaches,
                         None => self
                             .derived_from(root)
@@ -467,10 +592,11 @@ impl BodyAnalysis<'_> {
             if read_only_operand(self.dump, self.body, op) {
                 return false;
             }
-            match facts
-                .pointee(op)
-                .and_then(|k| relation(&facts.normalize_fully(&k), root, handle, place))
-            {
+            match facts.pointee(op).and_then(|k| {
+                relation(&facts.normalize_fully(&k), root, handle, place, &|x, y| {
+                    self.disjoint_accessors(x, y)
+                })
+            }) {
                 Some(reaches) => reaches,
                 // A pointer the facts place elsewhere, or none.
                 None => from_root(op),
@@ -489,7 +615,11 @@ impl BodyAnalysis<'_> {
                 // A result written through a pointer.
                 if destination.projection.contains(&kmir::Projection::Deref)
                     && PlaceKey::of(destination)
-                        .and_then(|k| relation(&facts.normalize_fully(&k), root, handle, place))
+                        .and_then(|k| {
+                            relation(&facts.normalize_fully(&k), root, handle, place, &|x, y| {
+                                self.disjoint_accessors(x, y)
+                            })
+                        })
                         .unwrap_or(true)
                 {
                     return false;
@@ -519,7 +649,10 @@ impl BodyAnalysis<'_> {
                 // the place, or what contains them.
                 !((k.local == root && k.proj.is_empty())
                     || (derived.contains(&k.local) && !k.starts_with(handle))
-                    || relation(&k, root, handle, place).unwrap_or(false))
+                    || relation(&k, root, handle, place, &|x, y| {
+                        self.disjoint_accessors(x, y)
+                    })
+                    .unwrap_or(false))
             }
             _ => false,
         }
@@ -540,6 +673,7 @@ fn relation(
     root: LocalId,
     handle: &PlaceKey,
     place: Option<&PlaceKey>,
+    disjoint: &dyn Fn(u32, u32) -> bool,
 ) -> Option<bool> {
     if let Some(place) = place
         && (k.starts_with(place) || place.starts_with(k))
@@ -550,10 +684,15 @@ fn relation(
         return Some(true);
     }
     if k.starts_with(handle) {
-        return Some(!matches!(
-            k.proj.get(handle.proj.len()),
-            Some(ProjKey::Via(_))
-        ));
+        let Some(ProjKey::Via(x)) = k.proj.get(handle.proj.len()) else {
+            return Some(true);
+        };
+        // Below another accessor's place: that field, which is the place's
+        // own unless the two accessors are known to return different ones.
+        return Some(match place.and_then(|p| p.proj.get(handle.proj.len())) {
+            Some(ProjKey::Via(y)) => !disjoint(*x, *y),
+            _ => false,
+        });
     }
     (k.local == root).then_some(true)
 }
