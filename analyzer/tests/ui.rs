@@ -1319,14 +1319,14 @@ fn kept_by_container_with_spec() {
 /// `node_key` and `displaces_key_of` on the fixture's tree, Binder's shape
 /// (a helper's `Result<Option<_>>` and `?`), `match`, `is_none()`,
 /// `!contains_key(..)`, a helper returning the lookup's result, a key by
-/// reference, a generic key, a reserved node and a map behind `&mut` are
-/// clean; another key, a key or node changed, the lock released (by
+/// reference, a generic key, a reserved node, a map behind `&mut` and one
+/// in a local are clean; another key, a key or node changed, the lock released (by
 /// another guard or the same one), the tree written by a helper or
 /// replaced, another tree, the insert where the key was found or after a
 /// lookup on one way only, a helper whose `None` is not a lookup's or that
 /// writes the tree after its lookup, a key looked up in one turn of a loop
-/// and inserted in a later one, and a second insert of the key stay
-/// reported. Without the spec, every
+/// and inserted in a later one, a tree in a local given another between,
+/// and a second insert of the key stay reported. Without the spec, every
 /// function is reported. The summaries say what each lookup shows.
 #[test]
 fn absent_key_with_spec() {
@@ -1338,6 +1338,7 @@ fn absent_key_with_spec() {
         "`absent_key::clean_contains`",
         "`absent_key::clean_generic::<u32>`",
         "`absent_key::clean_is_none`",
+        "`absent_key::clean_local_tree`",
         "`absent_key::clean_match`",
         "`absent_key::clean_through_helper`",
     ];
@@ -1347,6 +1348,7 @@ fn absent_key_with_spec() {
         "`absent_key::kept_helper_writes_after_lookup`",
         "`absent_key::kept_key_changed`",
         "`absent_key::kept_key_from_a_later_turn`",
+        "`absent_key::kept_local_tree_replaced`",
         "`absent_key::kept_node_changed`",
         "`absent_key::kept_one_way`",
         "`absent_key::kept_other_key`",
@@ -1383,7 +1385,7 @@ fn absent_key_with_spec() {
     // (the prune's own drop of a node, and the clone `maybe` returns,
     // dropped under the lock) and once for `kept_second_insert` (its first
     // insert displaces nothing).
-    assert_eq!(instances_in(&with).len(), 16, "{with}");
+    assert_eq!(instances_in(&with).len(), 17, "{with}");
     insta::assert_snapshot!("absent_key_with_spec", with);
     // What the summaries say: a spec'd lookup, Binder's helper (its
     // `Ok(None)`), a helper returning the lookup's result, and none for a

@@ -648,6 +648,26 @@ impl<'a, 'k> Scan<'a, 'k> {
         if guard_kills.contains(&block) {
             return false;
         }
+        // A map in a local: given a new value in place (the write scan
+        // records writes through pointers), or moved out, on the way.
+        if let Root::Local(l) = lookup.map.root {
+            let mut touched = false;
+            for_each_place(body, |place, context, at| {
+                let whole_or_part =
+                    place.local == l && place.projection.first() != Some(&Projection::Deref);
+                let changes = context.is_write()
+                    || matches!(
+                        context,
+                        PlaceContext::Read { moved: true } | PlaceContext::Drop
+                    );
+                if whole_or_part && changes && between(at.block as usize) {
+                    touched = true;
+                }
+            });
+            if touched {
+                return false;
+            }
+        }
         for b in (0..body.blocks.len()).filter(|&b| between(b)) {
             let Some(paths) = writes.written_in_ignoring_escapes(lookup.map.root, b as BlockId)
             else {
