@@ -1276,6 +1276,57 @@ fn exclusive_fields_with_spec() {
     );
 }
 
+/// A clone of a field of an object that a handle in an exclusive field
+/// keeps alive (fixture `exclusive_handle.rs`): with the spec facts
+/// `exclusive_to_handle` (the fixture's `ListArcField` getters' contents)
+/// and `points_into_object` (its `ListArc::deref` and `Arc::deref`),
+/// Binder's `request_death` shape and a clone one struct deeper through the
+/// `&mut` getter are clean; the field's handle replaced, swapped or
+/// retargeted by a helper given the handle, the entry taken out of the
+/// lock's data, the lock released and taken again, and a clone of the
+/// field's handle itself stay reported, and so does a write into another
+/// member of the field (not recognised). Without the spec, every function
+/// is reported.
+#[test]
+fn exclusive_handle_with_spec() {
+    let out = extract(&[CrateSpec::lib("ui/exclusive_handle.rs")]);
+    let dir = out.dir.path();
+    let clean = [
+        "`exclusive_handle::clean_nested`",
+        "`exclusive_handle::clean_request`",
+    ];
+    let reported = [
+        "`exclusive_handle::kept_entry_taken`",
+        "`exclusive_handle::kept_field_replaced`",
+        "`exclusive_handle::kept_handle_lent`",
+        "`exclusive_handle::kept_handle_swapped`",
+        "`exclusive_handle::kept_node_clone`",
+        "`exclusive_handle::kept_relocked`",
+        "`exclusive_handle::unrecognised_member_written`",
+    ];
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut all = [&clean[..], &reported[..]].concat();
+    all.sort();
+    assert_eq!(reported_functions(&without), all, "{without}");
+    std::fs::write(
+        dir.join("handles.toml"),
+        concat!(
+            "[rust]\n",
+            "\"exclusive_handle::list::ListArcField::<U, ID>::assert_mut\" = { exclusive_to_handle = true }\n",
+            "\"exclusive_handle::list::ListArcField::<U, ID>::assert_ref\" = { exclusive_to_handle = true }\n",
+            "\"<exclusive_handle::list::ListArc<T, ID> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
+            "\"<exclusive_handle::arc::Arc<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
+        ),
+    )
+    .unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(reported_functions(&with), reported, "{with}");
+    assert_eq!(instances_in(&with).len(), reported.len(), "{with}");
+    insta::assert_snapshot!("exclusive_handle_with_spec", with);
+}
+
 /// `[rust]` spec facts `returns_argument` and `keeps_argument`: without
 /// them every function of `kept_by_container.rs` is reported; with them
 /// (the fixture's `RBTreeNode::new` and `RBTree::insert`, as the built-in

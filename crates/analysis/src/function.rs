@@ -111,6 +111,24 @@ pub(crate) fn analyze_function(
                 writes: &analysis.origins.writes,
             };
             absent_key = body::absent_key::absent_key_fact(&keyed);
+            // Clones kept alive by a handle in an exclusive field.
+            let kept = body::exclusive_handle::backed_drops(
+                &body::exclusive_handle::Bodies {
+                    dump: &krate.dump,
+                    body,
+                    sites: &analysis.sites,
+                    summary_of: summaries,
+                    writes: &analysis.origins.writes,
+                },
+                |g| analysis.origins.guard_kill_blocks(g),
+            );
+            if analysis_trace(input, f) && !kept.is_empty() {
+                eprintln!(
+                    "[kanalyze trace] `{}`: releases kept alive by a handle in an exclusive field at {kept:?}",
+                    program.function(f).name
+                );
+            }
+            exhausted.extend(kept);
             displacing_nothing = body::absent_key::displacing_nothing(&keyed, |g| {
                 analysis.origins.guard_kill_blocks(g)
             });

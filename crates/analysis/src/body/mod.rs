@@ -27,6 +27,7 @@ use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 pub(crate) mod absent_key;
 pub mod accessors;
 mod calls;
+pub(crate) mod exclusive_handle;
 pub(crate) mod exhausted;
 mod guard_data;
 mod observations;
