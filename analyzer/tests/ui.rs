@@ -1281,8 +1281,10 @@ fn exclusive_fields_with_spec() {
 /// `exclusive_to_handle` (the fixture's `ListArcField` getters' contents)
 /// and `points_into_object` (its `ListArc::deref` and `Arc::deref`),
 /// Binder's `request_death` shape and a clone one struct deeper through the
-/// `&mut` getter are clean; the field's handle replaced, swapped or
-/// retargeted by a helper given the handle, the entry taken out of the
+/// `&mut` getter are clean; the field's handle replaced, swapped,
+/// replaced through the field's cell directly, or retargeted by a helper
+/// given the handle or by one given the lock's data, the entry taken out
+/// of the
 /// lock's data, the lock released and taken again, and a clone of the
 /// field's handle itself stay reported, and so does a write into another
 /// member of the field (not recognised). Without the spec, every function
@@ -1300,6 +1302,8 @@ fn exclusive_handle_with_spec() {
         "`exclusive_handle::kept_field_replaced`",
         "`exclusive_handle::kept_handle_lent`",
         "`exclusive_handle::kept_handle_swapped`",
+        "`exclusive_handle::kept_helper_given_data`",
+        "`exclusive_handle::kept_inline_getter`",
         "`exclusive_handle::kept_node_clone`",
         "`exclusive_handle::kept_relocked`",
         "`exclusive_handle::unrecognised_member_written`",

@@ -382,16 +382,51 @@ fn kept<'a>(
         if !on_way {
             continue;
         }
+        // Memory of the lock's data (its own, or what its raw pointers
+        // reach: the tree's nodes holding the `ListArc`s). A helper given it
+        // may find another entry's `ListArc` there and write that entry's
+        // field, which the write scan does not count as a write of the data
+        // (it is in the object the handle counts). An object reached through
+        // a counted handle is not the data: writing an exclusive field of
+        // it takes its `ListArc`, which lies in the data.
+        let in_data = |op: &Operand| {
+            b.writes
+                .pointee_fields(b.dump, op, &[])
+                .iter()
+                .any(|t| t.root == Root::Guard(g) && !t.path.through_handle())
+        };
         match &blk.terminator.kind {
             // Through such a pointer, or a local holding one (its glue may
-            // write through it).
+            // write through it), or one into the lock's data.
             TerminatorKind::Drop { place, .. }
-                if through(place) || place.local == root || may_reach_field(place.local) =>
+                if through(place)
+                    || place.local == root
+                    || may_reach_field(place.local)
+                    || in_data(&Operand::Copy(Place {
+                        local: place.local,
+                        projection: Vec::new().into(),
+                    })) =>
             {
                 return false;
             }
             TerminatorKind::Call { destination, .. } if through(destination) => {
                 return false;
+            }
+            // A call given a pointer into the lock's data other than one
+            // derived from the root handle (those are judged by where they
+            // point) writes nothing through it.
+            TerminatorKind::Call { args, .. } => {
+                let writes = callee_of(x as BlockId).and_then(|s| s.writes.as_ref());
+                for (k, a) in args.iter().enumerate() {
+                    let derived = operand_local(a).is_some_and(|l| reach.contains_key(&l));
+                    if derived || !in_data(a) {
+                        continue;
+                    }
+                    match writes {
+                        Some(w) if w.iter().all(|(j, _)| *j as usize != k) => {}
+                        _ => return false,
+                    }
+                }
             }
             _ => {}
         }
@@ -550,10 +585,14 @@ fn reaches<'a>(
                 // A dereference of a counted handle, or a sharing clone of
                 // handles (the same pointers, each a count on its object):
                 // another object.
-                // Only through a shared reference to the handle: a call given
-                // `&mut` to it (`get_mut`) may hand out the object for
+                // Only of a handle inside a field's contents (or another
+                // object): the root handle's own object holds the field.
+                // Only through a shared reference to the handle: a call
+                // given `&mut` to it (`get_mut`) may hand out the object for
                 // writing.
-                (Some(s), _) if (into_object(s) || s.sharing_clone) && shared_args(args) => {
+                (Some(s), Reach::Field(_) | Reach::Outside)
+                    if (into_object(s) || s.sharing_clone) && shared_args(args) =>
+                {
                     Reach::Outside
                 }
                 // Into its argument's own memory: the same.
@@ -573,9 +612,11 @@ fn reaches<'a>(
                             else {
                                 continue;
                             };
-                            let one = if p.through_handle() {
+                            // Through a handle the root's own object holds
+                            // (the root itself) is still that object.
+                            let one = if p.through_handle() && *given != Reach::Whole {
                                 Reach::Outside
-                            } else if p.through_pointer() {
+                            } else if p.through_handle() || p.through_pointer() {
                                 Reach::Whole
                             } else {
                                 given.clone()
