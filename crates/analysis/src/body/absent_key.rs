@@ -628,7 +628,7 @@ impl<'a, 'k> Scan<'a, 'k> {
         if !writes.settled() {
             return false;
         }
-        let on_the_way = between(body, lookup.block, block);
+        let on_the_way = super::origins::between(body, lookup.block, block);
         let between = |b: usize| on_the_way.get(b).copied().unwrap_or(true);
         // The block's own statements: a store through a pointer may be one.
         let stores = body.blocks.get(block as usize).is_none_or(|blk| {
@@ -693,60 +693,6 @@ impl<'a, 'k> Scan<'a, 'k> {
     }
 }
 
-/// The blocks on a way from the terminator of `from` to the terminator of
-/// `to` (`to` itself only on a loop back to it).
-fn between(body: &Body, from: BlockId, to: BlockId) -> Vec<bool> {
-    let after = reached_from(body, from);
-    let before = reaching(&predecessors(body), to);
-    let loops = reached_from(body, to)
-        .get(to as usize)
-        .copied()
-        .unwrap_or(true);
-    (0..body.blocks.len())
-        .map(|b| {
-            after.get(b).copied().unwrap_or(true)
-                && before.get(b).copied().unwrap_or(true)
-                && (b != to as usize || loops)
-        })
-        .collect()
-}
-
-/// The blocks a way from the terminator of `from` reaches.
-fn reached_from(body: &Body, from: BlockId) -> Vec<bool> {
-    let mut seen = vec![false; body.blocks.len()];
-    let mut stack: Vec<BlockId> = body
-        .blocks
-        .get(from as usize)
-        .map(|b| b.terminator.kind.successors())
-        .unwrap_or_default();
-    while let Some(b) = stack.pop() {
-        match seen.get_mut(b as usize) {
-            Some(s) if !*s => *s = true,
-            _ => continue,
-        }
-        if let Some(blk) = body.blocks.get(b as usize) {
-            stack.extend(blk.terminator.kind.successors());
-        }
-    }
-    seen
-}
-
-/// The blocks from which `to` is reachable (itself included).
-fn reaching(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> {
-    let mut seen = vec![false; preds.len()];
-    let mut stack = vec![to];
-    while let Some(b) = stack.pop() {
-        match seen.get_mut(b as usize) {
-            Some(s) if !*s => *s = true,
-            _ => continue,
-        }
-        if let Some(p) = preds.get(b as usize) {
-            stack.extend(p.iter().copied());
-        }
-    }
-    seen
-}
-
 /// The inserts of the body that displace nothing: (call block, the
 /// discriminant of the variant without fields of what it returns).
 /// `guard_kills` gives, for a guard local, the blocks whose terminator or
@@ -794,7 +740,7 @@ pub(crate) fn displacing_nothing(
         // (Between a lookup and the insert it cannot: every way to the
         // insert takes the lookup's absent edge after the definition ran.)
         if let Some(d) = scan.definition_block(key.local)
-            && between(body, built, bi)
+            && super::origins::between(body, built, bi)
                 .get(d as usize)
                 .copied()
                 .unwrap_or(true)
@@ -809,7 +755,7 @@ pub(crate) fn displacing_nothing(
             // from that store, which must not lead to the insert.
             Root::Guard(g) => match (guard_kills(g), k.writes.escapes_of(g)) {
                 (Some(kills), Some(escapes)) => {
-                    let before = reaching(&predecessors(body), bi);
+                    let before = super::writes::reaching_blocks(&predecessors(body), bi);
                     if escapes
                         .iter()
                         .any(|&e| before.get(e as usize).copied().unwrap_or(true))

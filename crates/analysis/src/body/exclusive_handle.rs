@@ -333,9 +333,9 @@ fn kept<'a>(
     let (Some(kills), Some(escapes)) = (guard_kills(g), b.writes.escapes_of(g)) else {
         return false;
     };
-    let on_the_way = between(body, chain.clone, d);
+    let on_the_way = super::origins::between(body, chain.clone, d);
     let between = |x: usize| on_the_way.get(x).copied().unwrap_or(true);
-    let reaching_d = reaching(&predecessors(body), d);
+    let reaching_d = super::writes::reaching_blocks(&predecessors(body), d);
     if escapes
         .iter()
         .any(|&e| reaching_d.get(e as usize).copied().unwrap_or(true))
@@ -640,56 +640,4 @@ fn reaches<'a>(
         }
     }
     reach
-}
-
-/// The blocks on a way from the terminator of `from` to the terminator of
-/// `to` (`to` itself only on a loop back to it).
-fn between(body: &Body, from: BlockId, to: BlockId) -> Vec<bool> {
-    let after = reached_from(body, from);
-    let before = reaching(&predecessors(body), to);
-    let loops = reached_from(body, to)
-        .get(to as usize)
-        .copied()
-        .unwrap_or(true);
-    (0..body.blocks.len())
-        .map(|x| {
-            after.get(x).copied().unwrap_or(true)
-                && before.get(x).copied().unwrap_or(true)
-                && (x != to as usize || loops)
-        })
-        .collect()
-}
-
-fn reached_from(body: &Body, from: BlockId) -> Vec<bool> {
-    let mut seen = vec![false; body.blocks.len()];
-    let mut stack: Vec<BlockId> = body
-        .blocks
-        .get(from as usize)
-        .map(|x| x.terminator.kind.successors())
-        .unwrap_or_default();
-    while let Some(x) = stack.pop() {
-        match seen.get_mut(x as usize) {
-            Some(s) if !*s => *s = true,
-            _ => continue,
-        }
-        if let Some(blk) = body.blocks.get(x as usize) {
-            stack.extend(blk.terminator.kind.successors());
-        }
-    }
-    seen
-}
-
-fn reaching(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> {
-    let mut seen = vec![false; preds.len()];
-    let mut stack = vec![to];
-    while let Some(x) = stack.pop() {
-        match seen.get_mut(x as usize) {
-            Some(s) if !*s => *s = true,
-            _ => continue,
-        }
-        if let Some(p) = preds.get(x as usize) {
-            stack.extend(p.iter().copied());
-        }
-    }
-    seen
 }

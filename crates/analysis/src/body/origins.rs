@@ -1564,7 +1564,7 @@ pub(crate) fn dominates(body: &Body, via: BlockId, to: BlockId) -> bool {
 }
 
 /// The blocks a way from the terminator of `from` reaches.
-fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
+pub(crate) fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
     let mut reached = vec![false; body.blocks.len()];
     let start = body
         .blocks
@@ -1573,6 +1573,24 @@ fn reached_after(body: &Body, from: BlockId) -> Vec<bool> {
         .unwrap_or_default();
     mark_reached(body, &mut reached, start);
     reached
+}
+
+/// The blocks on a way from the terminator of `from` to the terminator of
+/// `to` (`to` itself only on a loop back to it).
+pub(crate) fn between(body: &Body, from: BlockId, to: BlockId) -> Vec<bool> {
+    let after = reached_after(body, from);
+    let before = super::writes::reaching_blocks(&super::writes::predecessors(body), to);
+    let loops = reached_after(body, to)
+        .get(to as usize)
+        .copied()
+        .unwrap_or(true);
+    (0..body.blocks.len())
+        .map(|x| {
+            after.get(x).copied().unwrap_or(true)
+                && before.get(x).copied().unwrap_or(true)
+                && (x != to as usize || loops)
+        })
+        .collect()
 }
 
 /// Marks in `reached` every block a way from the blocks in `stack`

@@ -835,18 +835,10 @@ impl Writes {
     /// say: it gave up, or a pointer into a guard's data was stored where
     /// the scan does not follow it.
     pub fn written_in(&self, root: Root, block: BlockId) -> Option<Vec<FieldPath>> {
-        if self.gave_up || matches!(root, Root::Guard(g) if self.data_escaped.contains(&g)) {
+        if matches!(root, Root::Guard(g) if self.data_escaped.contains(&g)) {
             return None;
         }
-        Some(
-            self.written
-                .iter()
-                .filter(|(t, blocks)| {
-                    t.root == root && (blocks.contains(&block) || blocks.contains(&ANYWHERE))
-                })
-                .map(|(t, _)| t.path)
-                .collect(),
-        )
+        self.written_in_ignoring_escapes(root, block)
     }
 
     /// Like [`Writes::written_in`], but also where a pointer into a guard's
@@ -1222,7 +1214,7 @@ pub(crate) fn predecessors(body: &Body) -> Vec<Vec<BlockId>> {
 }
 
 /// The blocks from which `to` is reachable (itself included).
-fn reaching_blocks(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> {
+pub(crate) fn reaching_blocks(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> {
     let mut seen = vec![false; preds.len()];
     let mut stack = vec![to];
     while let Some(b) = stack.pop() {
