@@ -24,7 +24,17 @@
 //!   dereference of a handle inside it took into another object, does not);
 //! * the `ListArc` itself stays where it is: it lies in a held lock's data
 //!   that nothing writes between the clone and the release, and the guard
-//!   is neither released nor moved.
+//!   is neither released nor moved;
+//! * no other way reaches the field: a call given a pointer into the
+//!   lock's data (other than one derived from `info`) writes nothing through
+//!   it, since a helper could find the same `ListArc` there and write the
+//!   field, which the write scan counts as a write of the object the
+//!   handle counts, not of the data.
+//!
+//! Trust assumption, as for `body::accessors`: the contract of what the
+//! spec marks `exclusive_to_handle` holds (only the `ListArc`'s holder
+//! reaches the field), and what the spec marks `points_into_object` points
+//! into the object the handle counts.
 //!
 //! All of it is read off the body (`backed_drops`); the drops found join
 //! those whose last-reference part does not apply
