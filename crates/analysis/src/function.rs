@@ -93,16 +93,17 @@ pub(crate) fn analyze_function(
     let mut same_or_none = None;
     let mut rejects_only_object_at = None;
     let mut last_only_at = None;
-    let mut exhausted: Vec<kmir::BlockId> = Vec::new();
+    let mut not_last_drops: Vec<kmir::BlockId> = Vec::new();
     let mut absent_key = None;
     let mut displacing_nothing: Vec<(kmir::BlockId, u128)> = Vec::new();
     for when in entry_conditions(split.as_ref()) {
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
-            exhausted = exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
+            not_last_drops =
+                exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
             // Keys a lookup found absent (`body::absent_key`).
-            let keyed = body::absent_key::Keyed {
+            let inputs = body::BodyInputs {
                 dump: &krate.dump,
                 body,
                 program,
@@ -110,28 +111,20 @@ pub(crate) fn analyze_function(
                 summary_of: summaries,
                 writes: &analysis.origins.writes,
             };
-            absent_key = body::absent_key::absent_key_fact(&keyed);
+            let keys = body::absent_key::keys(&inputs, |g| analysis.origins.guard_kill_blocks(g));
+            absent_key = keys.absent_key;
+            displacing_nothing = keys.displacing_nothing;
             // Clones kept alive by a handle in an exclusive field.
-            let kept = body::exclusive_handle::backed_drops(
-                &body::exclusive_handle::Bodies {
-                    dump: &krate.dump,
-                    body,
-                    sites: &analysis.sites,
-                    summary_of: summaries,
-                    writes: &analysis.origins.writes,
-                },
-                |g| analysis.origins.guard_kill_blocks(g),
-            );
+            let kept = body::exclusive_handle::backed_drops(&inputs, |g| {
+                analysis.origins.guard_kill_blocks(g)
+            });
             if analysis_trace(input, f) && !kept.is_empty() {
                 eprintln!(
                     "[kanalyze trace] `{}`: releases kept alive by a handle in an exclusive field at {kept:?}",
                     program.function(f).name
                 );
             }
-            exhausted.extend(kept);
-            displacing_nothing = body::absent_key::displacing_nothing(&keyed, |g| {
-                analysis.origins.guard_kill_blocks(g)
-            });
+            not_last_drops.extend(kept);
             if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty())
             {
                 eprintln!(
@@ -143,8 +136,13 @@ pub(crate) fn analyze_function(
                 );
             }
             ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
-            exclusive_field =
-                body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries);
+            // Only a body that returns an exclusive accessor's result says
+            // which field (a walk over its definitions, done for few).
+            exclusive_field = ret_exclusive
+                .then(|| {
+                    body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries)
+                })
+                .flatten();
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
             rejects_only_object_at = body::rejecting::rejects_only_object_at(
@@ -169,7 +167,8 @@ pub(crate) fn analyze_function(
         // A reference taken out of a field declared kept alive is not the
         // last one where it is dropped.
         analysis.not_last = input.invariants.not_last_in(f).collect();
-        analysis.not_last.extend(exhausted.iter().copied());
+        // Exhausted iterators, clones an exclusive field's handle keeps.
+        analysis.not_last.extend(not_last_drops.iter().copied());
         // A call declared never to fail returns its success variant.
         analysis.succeeds = input.invariants.succeeds_in(f).collect();
         // An insert of a key a lookup found absent displaces nothing.

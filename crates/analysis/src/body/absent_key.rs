@@ -39,18 +39,16 @@
 //! Keys are compared as locals, not values: two locals holding equal keys
 //! are different keys here, which only loses precision.
 
-use std::collections::HashMap;
-
 use kmir::visit::{Definition, PlaceContext, for_each_place, single_definitions};
 use kmir::{
-    AggregateKind, BlockId, Body, CrateDump, LocalId, Operand, Place, Projection, Rvalue,
-    StatementKind, TerminatorKind, TyKind,
+    AggregateKind, BlockId, LocalId, Operand, Place, Projection, Rvalue, StatementKind,
+    TerminatorKind, TyKind,
 };
-use program::{FnId, Program};
+use program::FnId;
 
-use super::Target as CallTarget;
-use super::writes::{Root, Target, Writes, predecessors};
-use crate::summary::{AbsentKey, ArgPlace, FieldPath, KeyArg, Summaries};
+use super::BodyInputs;
+use super::writes::{Root, Target, predecessors};
+use crate::summary::{AbsentKey, ArgPlace, FieldPath, KeyArg};
 
 /// `?` on a `Result`: `Ok(v)` becomes `Continue(v)` (both discriminant 0),
 /// `Err(e)` becomes `Break(..)` (both 1).
@@ -79,16 +77,6 @@ struct Lookup {
     key: Key,
 }
 
-/// What one body's keyed calls are read with.
-pub(crate) struct Keyed<'a> {
-    pub dump: &'a CrateDump,
-    pub body: &'a Body,
-    pub program: &'a Program,
-    pub sites: &'a HashMap<BlockId, Vec<CallTarget>>,
-    pub summary_of: &'a dyn Summaries,
-    pub writes: &'a Writes,
-}
-
 /// A local whose value depends on what a lookup returned: it has the
 /// lookup's shape exactly when it has `shape` (what is left of it).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +88,7 @@ enum View {
 }
 
 struct Scan<'a, 'k> {
-    k: &'k Keyed<'a>,
+    k: &'k BodyInputs<'a>,
     defs: Vec<Option<Definition<'a>>>,
     /// Locals whose value never changes once defined (arguments never
     /// written), and which nothing borrows mutably.
@@ -111,7 +99,7 @@ struct Scan<'a, 'k> {
 }
 
 impl<'a, 'k> Scan<'a, 'k> {
-    fn new(k: &'k Keyed<'a>) -> Scan<'a, 'k> {
+    fn new(k: &'k BodyInputs<'a>) -> Scan<'a, 'k> {
         let body = k.body;
         let n = body.locals.len();
         let defs = single_definitions(body);
@@ -693,25 +681,50 @@ impl<'a, 'k> Scan<'a, 'k> {
     }
 }
 
+/// What a body's keyed calls show: the fact it gives its callers
+/// (`Summary::absent_key`), and its inserts that displace nothing (call
+/// block, the discriminant of the variant without fields of what it
+/// returns). Both need a lookup; the body is scanned once for both.
+pub(crate) struct Keys {
+    pub absent_key: Option<AbsentKey>,
+    pub displacing_nothing: Vec<(BlockId, u128)>,
+}
+
+/// [`Keys`] of a body. `guard_kills` gives, for a guard local, the blocks
+/// whose terminator or statements may release or move it.
+pub(crate) fn keys(k: &BodyInputs<'_>, guard_kills: impl Fn(u32) -> Option<Vec<BlockId>>) -> Keys {
+    let mut out = Keys {
+        absent_key: None,
+        displacing_nothing: Vec::new(),
+    };
+    let calls = |has: fn(&crate::summary::Summary) -> bool| {
+        k.sites
+            .values()
+            .any(|ts| ts.iter().any(|t| has(k.summary_of.get(t.callee))))
+    };
+    if !calls(|s| s.absent_key.is_some()) {
+        return out;
+    }
+    let scan = Scan::new(k);
+    if scan.lookups.is_empty() {
+        return out;
+    }
+    out.absent_key = absent_key_fact(&scan);
+    if calls(|s| s.displaces_key_of.is_some()) {
+        out.displacing_nothing = displacing_nothing(&scan, guard_kills);
+    }
+    out
+}
+
 /// The inserts of the body that displace nothing: (call block, the
 /// discriminant of the variant without fields of what it returns).
 /// `guard_kills` gives, for a guard local, the blocks whose terminator or
 /// statements may release or move it.
-pub(crate) fn displacing_nothing(
-    k: &Keyed<'_>,
+fn displacing_nothing(
+    scan: &Scan<'_, '_>,
     guard_kills: impl Fn(u32) -> Option<Vec<BlockId>>,
 ) -> Vec<(BlockId, u128)> {
-    let has_insert = k.sites.values().any(|ts| {
-        ts.iter()
-            .any(|t| k.summary_of.get(t.callee).displaces_key_of.is_some())
-    });
-    if !has_insert {
-        return Vec::new();
-    }
-    let scan = Scan::new(k);
-    if scan.lookups.is_empty() {
-        return Vec::new();
-    }
+    let k = scan.k;
     let body = k.body;
     let mut out = Vec::new();
     for (bi, b) in body.blocks.iter().enumerate() {
@@ -884,18 +897,8 @@ impl Scan<'_, '_> {
 /// map, which nothing in the body writes from the lookup to the return.
 /// A function returning what such a lookup returned, unchanged, passes
 /// its fact on.
-pub(crate) fn absent_key_fact(k: &Keyed<'_>) -> Option<AbsentKey> {
-    let has_lookup = k.sites.values().any(|ts| {
-        ts.iter()
-            .any(|t| k.summary_of.get(t.callee).absent_key.is_some())
-    });
-    if !has_lookup {
-        return None;
-    }
-    let scan = Scan::new(k);
-    if scan.lookups.is_empty() {
-        return None;
-    }
+fn absent_key_fact(scan: &Scan<'_, '_>) -> Option<AbsentKey> {
+    let k = scan.k;
     let body = k.body;
     let arg_of = |key: Key| -> Option<KeyArg> {
         ((1..=body.arg_count).contains(&key.local)).then(|| KeyArg {

@@ -129,47 +129,18 @@ pub fn exclusive_field(
     sites: &std::collections::HashMap<BlockId, Vec<Target>>,
     summary_of: &dyn Summaries,
 ) -> Option<crate::summary::ExclusiveField> {
+    use super::chain::{call_of, operand_local, source};
     use kmir::Projection;
     use kmir::visit::{Definition, single_definitions};
     let defs = single_definitions(body);
-    // Through moves and reborrows (`&mut (*x)`, `&(*x)`) to a local not
-    // defined so.
-    let source =
-        |mut l: LocalId| -> LocalId {
-            for _ in 0..16 {
-                match defs.get(l as usize).copied().flatten() {
-                    Some(Definition::Statement(Rvalue::Use(
-                        Operand::Copy(p) | Operand::Move(p),
-                    ))) if p.projection.is_empty() => l = p.local,
-                    Some(Definition::Statement(Rvalue::Ref { place, .. }))
-                        if *place.projection == [Projection::Deref] =>
-                    {
-                        l = place.local
-                    }
-                    _ => break,
-                }
-            }
-            l
-        };
-    let call_of = |l: LocalId| -> Option<(BlockId, &[Operand])> {
-        let Some(Definition::Call(b)) = defs.get(l as usize).copied().flatten() else {
-            return None;
-        };
-        match &body.blocks.get(b as usize)?.terminator.kind {
-            TerminatorKind::Call { args, .. } => Some((b, args.as_slice())),
-            _ => None,
-        }
-    };
     let only_callee = |b: BlockId| -> Option<&Summary> {
         match sites.get(&b)?.as_slice() {
             [t] => Some(summary_of.get(t.callee)),
             _ => None,
         }
     };
-    let operand_local = |op: &Operand| match op {
-        Operand::Copy(p) | Operand::Move(p) if p.projection.is_empty() => Some(p.local),
-        _ => None,
-    };
+    let source = |l: LocalId| source(&defs, l);
+    let call_of = |l: LocalId| call_of(body, &defs, l);
     let (b, args) = call_of(source(0))?;
     let callee = only_callee(b)?;
     if !callee.ret_exclusive {

@@ -44,22 +44,14 @@ use std::collections::HashMap;
 
 use kmir::visit::{Definition, for_each_place, single_definitions};
 use kmir::{
-    BlockId, Body, CrateDump, LocalId, Operand, Place, Projection, Rvalue, StatementKind,
-    TerminatorKind, TyKind,
+    BlockId, CrateDump, LocalId, Operand, Place, Projection, Rvalue, StatementKind, TerminatorKind,
+    TyKind,
 };
 
-use super::Target as CallTarget;
-use super::writes::{Root, Writes, predecessors};
-use crate::summary::{ExclusiveField, Summaries, Summary};
-
-/// What one body is read with.
-pub(crate) struct Bodies<'a> {
-    pub dump: &'a CrateDump,
-    pub body: &'a Body,
-    pub sites: &'a HashMap<BlockId, Vec<CallTarget>>,
-    pub summary_of: &'a dyn Summaries,
-    pub writes: &'a Writes,
-}
+use super::BodyInputs;
+use super::chain::{call_of, operand_local, source};
+use super::writes::{Root, predecessors};
+use crate::summary::{ExclusiveField, Summary};
 
 /// Where a pointer derived from the root `&mut` handle local may point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,16 +69,11 @@ enum Reach {
 /// keeps alive (see the module doc). `guard_kills` gives, for a guard
 /// local, the blocks that may release or move it.
 pub(crate) fn backed_drops(
-    b: &Bodies<'_>,
+    b: &BodyInputs<'_>,
     guard_kills: impl Fn(u32) -> Option<Vec<BlockId>>,
 ) -> Vec<BlockId> {
     let body = b.body;
-    let callee_of = |block: BlockId| -> Option<&Summary> {
-        match b.sites.get(&block)?.as_slice() {
-            [t] => Some(b.summary_of.get(t.callee)),
-            _ => None,
-        }
-    };
+    let callee_of = |block: BlockId| b.only_callee(block);
     // Quick exit: no exclusive getter with a known field is called.
     let any_getter = b.sites.values().flatten().any(|t| {
         let s = b.summary_of.get(t.callee);
@@ -138,49 +125,6 @@ struct Chain {
     field: ExclusiveField,
 }
 
-/// Through moves and reborrows (`&mut (*x)`, `&(*x)`) to a local not
-/// defined so.
-fn source(defs: &[Option<Definition<'_>>], mut l: LocalId) -> LocalId {
-    for _ in 0..16 {
-        match defs.get(l as usize).copied().flatten() {
-            Some(Definition::Statement(Rvalue::Use(Operand::Copy(p) | Operand::Move(p))))
-                if p.projection.is_empty() =>
-            {
-                l = p.local
-            }
-            Some(Definition::Statement(Rvalue::Ref { place, .. }))
-                if *place.projection == [Projection::Deref] =>
-            {
-                l = place.local
-            }
-            _ => break,
-        }
-    }
-    l
-}
-
-fn operand_local(op: &Operand) -> Option<LocalId> {
-    match op {
-        Operand::Copy(p) | Operand::Move(p) if p.projection.is_empty() => Some(p.local),
-        _ => None,
-    }
-}
-
-/// The call ending the block that defines `l`, with its arguments.
-fn call_of<'b>(
-    body: &'b Body,
-    defs: &[Option<Definition<'_>>],
-    l: LocalId,
-) -> Option<(BlockId, &'b [Operand])> {
-    let Some(Definition::Call(c)) = defs.get(l as usize).copied().flatten() else {
-        return None;
-    };
-    match &body.blocks.get(c as usize)?.terminator.kind {
-        TerminatorKind::Call { args, .. } => Some((c, args.as_slice())),
-        _ => None,
-    }
-}
-
 /// A call that returns a reference into the object the counted handle its
 /// argument points to refers to (the spec's `points_into_object`).
 fn into_object(s: &Summary) -> bool {
@@ -209,7 +153,7 @@ fn within(s: &Summary) -> bool {
 /// field that a getter with a known field returned given a root handle
 /// local.
 fn clone_chain<'a>(
-    b: &Bodies<'_>,
+    b: &BodyInputs<'_>,
     defs: &[Option<Definition<'_>>],
     callee_of: &impl Fn(BlockId) -> Option<&'a Summary>,
     x: LocalId,
@@ -290,7 +234,7 @@ fn is_cell(dump: &CrateDump, ty: kmir::TyId) -> bool {
 /// Whether nothing between the clone and the drop at `d` can take the
 /// handle's count away (see the module doc).
 fn kept<'a>(
-    b: &Bodies<'_>,
+    b: &BodyInputs<'_>,
     defs: &[Option<Definition<'_>>],
     callee_of: &impl Fn(BlockId) -> Option<&'a Summary>,
     chain: &Chain,
@@ -507,7 +451,7 @@ fn kept<'a>(
 /// fixed point over the body (flow-insensitive: a local holds all its
 /// values).
 fn reaches<'a>(
-    b: &Bodies<'_>,
+    b: &BodyInputs<'_>,
     callee_of: &impl Fn(BlockId) -> Option<&'a Summary>,
     root: LocalId,
 ) -> HashMap<LocalId, Reach> {

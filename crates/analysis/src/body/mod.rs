@@ -27,6 +27,7 @@ use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Val};
 pub(crate) mod absent_key;
 pub mod accessors;
 mod calls;
+mod chain;
 pub(crate) mod exclusive_handle;
 pub(crate) mod exhausted;
 mod guard_data;
@@ -82,6 +83,27 @@ fn restore_facts(facts: &mut memory::Facts, kept: Vec<PlaceFacts>) {
 pub struct Target {
     pub callee: FnId,
     pub kind: EdgeKind,
+}
+
+/// What the structural recognisers that run once per function before the
+/// body analysis (`absent_key`, `exclusive_handle`) read a body with.
+pub(crate) struct BodyInputs<'a> {
+    pub dump: &'a kmir::CrateDump,
+    pub body: &'a kmir::Body,
+    pub program: &'a Program,
+    pub sites: &'a HashMap<BlockId, Vec<Target>>,
+    pub summary_of: &'a dyn Summaries,
+    pub writes: &'a writes::Writes,
+}
+
+impl<'a> BodyInputs<'a> {
+    /// The summary of the one function the call ending `block` calls.
+    pub fn only_callee(&self, block: BlockId) -> Option<&'a Summary> {
+        match self.sites.get(&block)?.as_slice() {
+            [t] => Some(self.summary_of.get(t.callee)),
+            _ => None,
+        }
+    }
 }
 
 pub struct BodyAnalysis<'a> {
