@@ -36,7 +36,8 @@ pub struct Analysed {
 /// declared, the drop glues it applied to and (audited) what it removed.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct InvariantUse {
-    /// `empty_at_teardown`, `empty_when_stored`, `kept_alive` or `never_fails`.
+    /// `empty_at_teardown`, `empty_when_stored`, `kept_alive`, `holds_last`
+    /// or `never_fails`.
     pub kind: &'static str,
     pub says: String,
     /// `file:line:col` of the declaration.
@@ -50,6 +51,10 @@ pub struct InvariantUse {
     /// declaration is left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub removes: Option<usize>,
+    /// With `--audit-invariants`, for a holds-last declaration: the
+    /// findings that go (back to warnings) when only it is left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub makes_errors: Option<usize>,
 }
 
 /// Loads, links and analyses; `None` (after reporting why) when the input
@@ -285,13 +290,15 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                     invariants::Invariant::EmptyAtTeardown { .. } => "empty_at_teardown",
                     invariants::Invariant::EmptyWhenStored { .. } => "empty_when_stored",
                     invariants::Invariant::KeptAlive { .. } => "kept_alive",
+                    invariants::Invariant::HoldsLast { .. } => "holds_last",
                     invariants::Invariant::NeverFails { .. } => "never_fails",
                 },
                 says: d.describe(),
-                declared_at: origin_text(&program, &d.origin),
+                declared_at: d.declared_at(&program),
                 because: d.because.clone(),
                 applied_in,
                 removes: None,
+                makes_errors: None,
             }
         })
         .collect();
@@ -307,10 +314,21 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .collect()
         };
         let with_all = ids(&preempt);
-        let extra = |r: &invariants::Resolved| ids(&run(r, None)).difference(&with_all).count();
-        removed_by_invariants = Some(extra(&resolved.without_all()));
+        // A holds-last declaration removes nothing: it turns a warning
+        // into an error, which leaving it out turns back. It stays in
+        // when measuring what the others remove.
+        removed_by_invariants = Some(
+            ids(&run(&resolved.without_removing(), None))
+                .difference(&with_all)
+                .count(),
+        );
         for (i, u) in invariant_uses.iter_mut().enumerate() {
-            u.removes = Some(extra(&resolved.without(i)));
+            let without = ids(&run(&resolved.without(i), None));
+            if u.kind == "holds_last" {
+                u.makes_errors = Some(with_all.difference(&without).count());
+            } else {
+                u.removes = Some(without.difference(&with_all).count());
+            }
         }
     }
     progress.finish();
@@ -326,23 +344,6 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         invariants: invariant_uses,
         removed_by_invariants,
     })
-}
-
-/// Where a declaration was made, as `file:line:col`.
-fn origin_text(program: &Program, origin: &invariants::Origin) -> String {
-    match origin {
-        invariants::Origin::File {
-            path, line, col, ..
-        } => format!("{}:{line}:{col}", path.display()),
-        invariants::Origin::Attribute { krate, span } => {
-            let file = program
-                .crates
-                .get(*krate as usize)
-                .and_then(|c| c.dump.file(span.file))
-                .unwrap_or("?");
-            format!("{file}:{}:{}", span.lo_line, span.lo_col)
-        }
-    }
 }
 
 /// A declaration that names nothing: into its file with miette, or at the
@@ -374,9 +375,9 @@ fn report_problem(
             );
             crate::diag::emit_miette(&e);
         }
-        origin => {
+        _ => {
             let mut diag = Diagnostic::error(format!("{what}: {}", p.message))
-                .note(format!("declared at {}", origin_text(program, origin)));
+                .note(format!("declared at {}", d.declared_at(program)));
             if let Some(h) = &p.help {
                 diag = diag.help(h.clone());
             }

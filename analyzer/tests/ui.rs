@@ -185,7 +185,8 @@ fn reported_functions(text: &str) -> Vec<String> {
 
 /// What an audited run with the invariants file `file` in `dir` says of
 /// each declaration (JSON summary): kind, what it says, the functions it
-/// applied in, and how many findings it alone removes.
+/// applied in, and how many findings it alone removes (for a holds-last
+/// declaration: makes errors).
 fn audited_uses(dir: &std::path::Path, file: &str) -> Vec<(String, String, Vec<String>, u64)> {
     let (_, json, _) = check_in(
         dir,
@@ -212,7 +213,12 @@ fn audited_uses(dir: &std::path::Path, file: &str) -> Vec<(String, String, Vec<S
                     .iter()
                     .map(|f| f.as_str().unwrap().to_string())
                     .collect(),
-                i["removes"].as_u64().unwrap(),
+                // A holds-last declaration removes nothing: it says how
+                // many findings it makes errors.
+                i["removes"]
+                    .as_u64()
+                    .or(i["makes_errors"].as_u64())
+                    .unwrap(),
             )
         })
         .collect()
@@ -576,7 +582,9 @@ fn invariants_kept_alive() {
             "`invariants_kept::pop_all_kept`",
             "`invariants_kept::swap_with_spare`",
             "`invariants_kept::overwrite`",
-            "`invariants_kept::give_back`"
+            "`invariants_kept::give_back`",
+            "`invariants_kept::repark`",
+            "`invariants_kept::reset_all`"
         ],
         "{without}"
     );
@@ -589,7 +597,8 @@ fn invariants_kept_alive() {
             "`invariants_kept::pop_all_kept`",
             "`invariants_kept::swap_with_spare`",
             "`invariants_kept::overwrite`",
-            "`invariants_kept::give_back`"
+            "`invariants_kept::give_back`",
+            "`invariants_kept::reset_all`"
         ],
         "{with}"
     );
@@ -612,7 +621,8 @@ fn invariants_kept_alive() {
             "`invariants_kept::pop_all`",
             "`invariants_kept::swap_with_spare`",
             "`invariants_kept::overwrite`",
-            "`invariants_kept::give_back`"
+            "`invariants_kept::give_back`",
+            "`invariants_kept::reset_all`"
         ],
         "{restricted}"
     );
@@ -629,7 +639,11 @@ fn invariants_kept_alive() {
     assert_eq!(
         applied,
         [
-            kept("parked", &["invariants_kept::unpark"], 1),
+            kept(
+                "parked",
+                &["invariants_kept::repark", "invariants_kept::unpark"],
+                2
+            ),
             kept(
                 "waiting",
                 &[
@@ -670,6 +684,135 @@ fn invariants_kept_alive() {
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_kept_errors", errors);
+}
+
+/// Each finding of a text report as (severity, instance it is in).
+fn severities_in(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut severity = String::new();
+    for l in text.lines() {
+        if let Some((level, _)) = l.split_once(": ")
+            && (level == "error" || level == "warning")
+        {
+            severity = level.to_string();
+        }
+        if let Some(i) = l.trim_start().strip_prefix("= note: inside instance ") {
+            out.push((severity.clone(), i.to_string()));
+        }
+    }
+    out
+}
+
+/// Declared holds-last invariants: a reference taken out of the field can
+/// be the last one, so its drop under a spinlock is an error where the
+/// teardown sleeps, and stays what it was everywhere else.
+#[test]
+fn invariants_holds_last() {
+    let out = extract(&[CrateSpec::lib("ui/invariants_last.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| check_in(dir, args);
+    let entry = "[[holds_last]]\ntype = \"invariants_last::Pool\"\nfield = \"drained\"\ntaken_by = [\"invariants_last::teardown\"]\nbecause = \"teardown runs after every owner let go\"\n";
+    write("good.toml", entry);
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(s, f)| (s.to_string(), format!("`invariants_last::{f}`")))
+            .collect()
+    };
+    let (code, without, stderr) = run(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        severities_in(&without),
+        pairs(&[
+            ("error", "drop_retired_locked"),
+            ("error", "retire_one"),
+            ("error", "drop_through_helper"),
+            ("warning", "swap_with_spare"),
+            ("warning", "teardown"),
+            ("warning", "drop_drained"),
+            ("error", "clear_retired_locked"),
+        ]),
+        "{without}"
+    );
+    let (code, with, stderr) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        severities_in(&with),
+        pairs(&[
+            ("error", "drop_retired_locked"),
+            ("error", "retire_one"),
+            ("error", "drop_through_helper"),
+            ("warning", "swap_with_spare"),
+            ("error", "teardown"),
+            ("warning", "drop_drained"),
+            ("error", "clear_retired_locked"),
+        ]),
+        "{with}"
+    );
+    insta::assert_snapshot!("invariants_last_with_file", with);
+
+    // Applied wherever such a reference is dropped, with or without a
+    // lock held: it is the analysis that finds the lock.
+    let applied = audited_uses(dir, "good.toml");
+    assert_eq!(
+        applied,
+        [
+            (
+                "holds_last".to_string(),
+                "what `teardown` takes out of `Pool.drained` can be the last reference".to_string(),
+                vec!["invariants_last::teardown".to_string()],
+                1
+            ),
+            (
+                "holds_last".to_string(),
+                "a reference taken out of `Pool.counters` can be the last".to_string(),
+                vec!["invariants_last::drop_counter".to_string()],
+                0
+            ),
+            (
+                "holds_last".to_string(),
+                "a reference taken out of `Pool.retired` can be the last".to_string(),
+                vec![
+                    "invariants_last::clear_retired_locked".to_string(),
+                    "invariants_last::drain_retired".to_string(),
+                    "invariants_last::drop_retired_after".to_string(),
+                    "invariants_last::drop_retired_locked".to_string(),
+                    "invariants_last::drop_through_helper".to_string(),
+                    "invariants_last::retire_one".to_string(),
+                ],
+                4
+            ),
+        ]
+    );
+
+    let mut errors = String::new();
+    for (name, text) in [
+        (
+            "never_taken.toml",
+            "[[holds_last]]\ntype = \"invariants_last::Device\"\nfield = \"config\"\nbecause = \"x\"\n".to_string(),
+        ),
+        (
+            "taker_takes_nothing.toml",
+            entry.replace("invariants_last::teardown", "invariants_last::drain_retired"),
+        ),
+        (
+            "both.toml",
+            format!(
+                "{entry}[[kept_alive]]\ntype = \"invariants_last::Pool\"\nfield = \"drained\"\nbecause = \"every owner keeps its device\"\n"
+            ),
+        ),
+        (
+            "bad_key.toml",
+            format!("{entry}emptied_by = [\"invariants_last::teardown\"]\n"),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    insta::assert_snapshot!("invariants_last_errors", errors);
 }
 
 /// The profiles: the same program as it is (no `kernel` crate for a kernel

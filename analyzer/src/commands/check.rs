@@ -399,8 +399,9 @@ fn invariants_text(a: &Analysed) -> String {
     let stores = count("empty_when_stored");
     let kept = count("kept_alive");
     let calls = count("never_fails");
+    let last = count("holds_last");
     let mut places = Vec::new();
-    if glues > 0 || (stores == 0 && kept == 0 && calls == 0) {
+    if glues > 0 || (stores == 0 && kept == 0 && calls == 0 && last == 0) {
         places.push(plural(glues, "drop glue", "drop glues"));
     }
     if stores > 0 {
@@ -411,6 +412,13 @@ fn invariants_text(a: &Analysed) -> String {
             kept,
             "function dropping kept-alive references",
             "functions dropping kept-alive references",
+        ));
+    }
+    if last > 0 {
+        places.push(plural(
+            last,
+            "function dropping references that can be the last",
+            "functions dropping references that can be the last",
         ));
     }
     if calls > 0 {
@@ -431,11 +439,21 @@ fn invariants_text(a: &Analysed) -> String {
             .iter()
             .filter_map(|u| u.removes.map(|r| r.to_string()))
             .collect();
-        text.push_str(&format!(
-            " (removing {all} finding{}; alone, each removes {})",
-            if all == 1 { "" } else { "s" },
-            each.join(", ")
-        ));
+        if !each.is_empty() {
+            text.push_str(&format!(
+                " (removing {all} finding{}; alone, each removes {})",
+                if all == 1 { "" } else { "s" },
+                each.join(", ")
+            ));
+        }
+        let made: Vec<usize> = a.invariants.iter().filter_map(|u| u.makes_errors).collect();
+        if !made.is_empty() {
+            let n: usize = made.iter().sum();
+            text.push_str(&format!(
+                "; holds-last declarations make {}",
+                plural(n, "finding an error", "findings errors")
+            ));
+        }
     }
     let unused: Vec<&str> = a
         .invariants

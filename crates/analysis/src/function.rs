@@ -167,6 +167,9 @@ pub(crate) fn analyze_function(
         // A reference taken out of a field declared kept alive is not the
         // last one where it is dropped.
         analysis.not_last = input.invariants.not_last_in(f).collect();
+        // A reference taken out of a field declared to hold the last one
+        // can be the last where it is dropped.
+        analysis.can_be_last = input.invariants.last_in(f).collect();
         // Exhausted iterators, clones an exclusive field's handle keeps.
         analysis.not_last.extend(not_last_drops.iter().copied());
         // A call declared never to fail returns its success variant.

@@ -45,6 +45,7 @@
 //! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
 //! | `#[kanalyze::kept_alive("why")]` | on a struct field: every object it refers to is referred to from elsewhere while it is there, so dropping a reference taken out of it never runs the object's teardown (trusted, audited; crates/invariants) |
+//! | `#[kanalyze::holds_last("why")]` | on a struct field: a reference taken out of it can be the last one (the list a teardown drains), so a drop of one under a lock whose teardown may sleep is a `sleep-in-atomic` error (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::never_fails("callee", "why")]` | on a function: every call it makes of `callee` (an item path or its last segments) returns `Ok`/`Some`, so the failure arm after it never runs (trusted, audited; crates/invariants) |
 //!
@@ -125,6 +126,12 @@ pub enum KanalyzeAnnotation {
     /// to from elsewhere while it is in the field, so a reference taken out
     /// of it is never the last one. A trusted invariant (crates/invariants).
     KeptAlive {
+        because: Option<String>,
+    },
+    /// On a struct field: a reference taken out of the field can be the
+    /// last one, so dropping it can run the object's teardown. A trusted
+    /// invariant (crates/invariants).
+    HoldsLast {
         because: Option<String>,
     },
     /// On a function: every call it makes of `callee` (an item path, or

@@ -37,6 +37,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "empty_at_teardown",
     "empty_when_stored",
     "kept_alive",
+    "holds_last",
     "never_fails",
 ];
 
@@ -370,7 +371,7 @@ fn parse_kanalyze(
                 _ => Err(bad()),
             }
         }
-        "empty_at_teardown" | "empty_when_stored" | "kept_alive" => {
+        "empty_at_teardown" | "empty_when_stored" | "kept_alive" | "holds_last" => {
             let because =
                 match args {
                     Args::None => None,
@@ -388,7 +389,8 @@ fn parse_kanalyze(
             Ok(match name {
                 "empty_at_teardown" => KanalyzeAnnotation::EmptyAtTeardown { because },
                 "empty_when_stored" => KanalyzeAnnotation::EmptyWhenStored { because },
-                _ => KanalyzeAnnotation::KeptAlive { because },
+                "kept_alive" => KanalyzeAnnotation::KeptAlive { because },
+                _ => KanalyzeAnnotation::HoldsLast { because },
             })
         }
         "never_fails" => {

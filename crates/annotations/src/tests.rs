@@ -392,7 +392,7 @@ fn kanalyze_attributes() {
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
          `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
-         `empty_when_stored`, `kept_alive`, `never_fails`"
+         `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`"
     );
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
@@ -428,6 +428,18 @@ fn kanalyze_attributes() {
         }
     );
     assert_eq!(k("#[kanalyze::kept_alive]"), KeptAlive { because: None });
+    assert_eq!(
+        k(r#"#[kanalyze::holds_last("drained after every owner let go")]"#),
+        HoldsLast {
+            because: Some("drained after every owner let go".to_string())
+        }
+    );
+    assert_eq!(k("#[kanalyze::holds_last]"), HoldsLast { because: None });
+    assert_eq!(
+        err(r#"#[kanalyze::holds_last("a", "b")]"#),
+        "incorrect usage of `#[kanalyze::holds_last]` | correct usage looks like \
+         `#[kanalyze::holds_last(\"why it holds\")]`, on a struct field, with an optional reason"
+    );
     assert_eq!(
         k(r#"#[kanalyze::never_fails("Vec::push_within_capacity", "room was checked")]"#),
         NeverFails {

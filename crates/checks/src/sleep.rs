@@ -51,6 +51,12 @@ findings::declare_kind! {
     /// code, and audited (`--audit-invariants`). A CI that wants these to fail
     /// the build passes `--deny last-reference-in-atomic`.
     ///
+    /// The opposite declaration, `#[kanalyze::holds_last]` (or a
+    /// `[[holds_last]]` entry), says a reference taken out of a field can
+    /// be the last one (the list a teardown drains after every other holder
+    /// let go): its drop under such a lock is then a `sleep-in-atomic` error
+    /// citing the declaration.
+    ///
     /// Example:
     ///
     /// ```text
@@ -179,6 +185,31 @@ impl Texts<'_, '_> {
                 ))
                 .note(Note::help(
                     "if another reference is alive here on every path (for example one owned by the object whose lock is held), this is not a bug; otherwise let the value be dropped after the lock is released (bind it to a variable declared before the guard). If the reference was taken out of a field whose every object is kept alive elsewhere, declare it: `#[kanalyze::kept_alive(\"why\")]` on the field (docs/invariants.md); if a library call returns a count on the object one of its arguments refers to, say so in a spec file (`[rust]`, `returns_object_of`, crates/spec/README.md)",
+                ));
+        } else if let Some(d) = input.invariants.last_at(self.f, v.block) {
+            // The teardown's expectation is this drop's own by a
+            // declaration: the chain that reaches it is the teardown's,
+            // unless the drop needs the count even when not the last.
+            let plain = why_expects(input, summaries, v.target.callee);
+            let notes = if plain.is_empty() {
+                why_expects_last(input, summaries, v.target.callee)
+            } else {
+                plain
+            };
+            for n in notes {
+                finding = finding.note(n);
+            }
+            finding = finding
+                .note(Note::text(format!(
+                    "the reference dropped here can be the last one: {} (declared at {}{})",
+                    d.describe(),
+                    d.declared_at(input.program),
+                    d.because
+                        .as_deref()
+                        .map_or(String::new(), |b| format!(": {b}"))
+                )))
+                .note(Note::help(
+                    "let the value be dropped after the lock is released: take it out under the lock into a variable declared before the guard, and drop it once the guard is gone",
                 ));
         } else {
             for n in why_expects(input, summaries, v.target.callee) {

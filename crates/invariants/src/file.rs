@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, and of `[[never_fails]]` tables with the keys `function`, `callee` and `because` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` and `[[holds_last]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, and of `[[never_fails]]` tables with the keys `function`, `callee` and `because` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +56,8 @@ struct RawFile {
     empty_when_stored: Vec<Spanned<RawStored>>,
     #[serde(default)]
     kept_alive: Vec<Spanned<RawKept>>,
+    #[serde(default)]
+    holds_last: Vec<Spanned<RawKept>>,
     #[serde(default)]
     never_fails: Vec<Spanned<RawNeverFails>>,
 }
@@ -91,6 +93,7 @@ enum Table {
     EmptyAtTeardown,
     EmptyWhenStored,
     KeptAlive,
+    HoldsLast,
 }
 
 #[derive(Deserialize)]
@@ -241,7 +244,20 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             Table::KeptAlive,
         )
     });
-    let mut entries: Vec<_> = torn.chain(stored).chain(kept).collect();
+    let last = raw.holds_last.into_iter().map(|entry| {
+        let span = entry.span();
+        let e = entry.into_inner();
+        (
+            span,
+            e.ty,
+            e.field,
+            e.because,
+            e.taken_by,
+            "taken_by",
+            Table::HoldsLast,
+        )
+    });
+    let mut entries: Vec<_> = torn.chain(stored).chain(kept).chain(last).collect();
     // In the file's order, whichever table an entry is in.
     entries.sort_by_key(|e| e.0.start);
     for (span, ty, field, because, functions, key, table) in entries {
@@ -292,6 +308,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                     stored_by: names,
                 },
                 Table::KeptAlive => Invariant::KeptAlive {
+                    ty,
+                    field,
+                    taken_by: names,
+                },
+                Table::HoldsLast => Invariant::HoldsLast {
                     ty,
                     field,
                     taken_by: names,

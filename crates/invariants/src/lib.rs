@@ -1,7 +1,7 @@
 //! Declared invariants: facts the program keeps across objects and over
 //! time that no function body shows, stated by the people who know them.
 //!
-//! Four kinds:
+//! Five kinds:
 //! - **empty at teardown**: field `F` of struct `T` holds an empty value
 //!   (`None`, an empty list) whenever a `T` is torn down, because some
 //!   function empties it before the last reference to the `T` can go.
@@ -25,6 +25,15 @@
 //!   `Registration` borrows its own `Arc<Thread>` and takes the thread off
 //!   the list (under the same lock) before it goes, and
 //!   `ready_threads ⊆ threads`.
+//! - **holds last**: a reference taken out of field `F` of struct `T` (by
+//!   the functions named) can be the last one: the rest of the object's
+//!   holders may be gone by then, so dropping it can run the object's
+//!   teardown. The opposite of kept alive, for the list a teardown drains:
+//!   Binder's `Process::deferred_release` empties
+//!   `ProcessInner::delivered_deaths` after it released every other
+//!   holder of those deaths, and a drop of one under the process lock is
+//!   then a certain bug (the upstream fix "avoid holding lock when
+//!   dropping delivered_death").
 //! - **never fails**: every call of function `C` that function `F` makes
 //!   returns its success variant (`Ok`, `Some`), by a precondition `F`'s
 //!   callers keep, so the failure arm of the switch on its result never
@@ -125,7 +134,19 @@
 //! whose arguments is a borrow of `F` (`&mut x.f`, `&x.f`) while the others
 //! carry no owned values (references, raw pointers, numbers), and the
 //! locals moved out of that result (`if let Some(t) = x.f.pop_front()`),
-//! if nothing else is ever written into them.
+//! if nothing else is ever written into them. The drop of the old value a
+//! store into `F` runs is covered too (recognised as for empty when
+//! stored): that value was in `F` until the store.
+//!
+//! A holds-last declaration makes the same drops (recognised the same way)
+//! drop a reference that can be the last: the teardown's expectation
+//! joins the drop's own, so a drop under a lock whose teardown may sleep
+//! is a `sleep-in-atomic` error rather than a `last-reference-in-atomic`
+//! warning. Where the analysis itself shows the reference is not the last
+//! (kept alive by a borrow, a container, an identity), that proof stands:
+//! the declaration says the reference *can* be the last, not that it is
+//! on every path. A drop covered by both a kept-alive and a holds-last
+//! declaration is a contradiction, reported as such.
 //!
 //! A never-fails declaration fixes the variant of each covered call's
 //! result where the body analysis reaches the call, as a value fact
@@ -178,6 +199,14 @@ pub enum Invariant {
         field: String,
         taken_by: Vec<String>,
     },
+    /// A reference taken out of field `field` of the struct `ty` (by the
+    /// functions `taken_by` names; by any when empty) can be the last one:
+    /// the object's teardown can run where it is dropped.
+    HoldsLast {
+        ty: String,
+        field: String,
+        taken_by: Vec<String>,
+    },
     /// Every call of `callee` that `function` makes returns its success
     /// variant (`Ok`, `Some`): its failure paths cannot run there, by a
     /// precondition the function's callers keep (a capacity reserved
@@ -201,6 +230,23 @@ pub enum Origin {
 }
 
 impl Declaration {
+    /// Where it was declared, as `file:line:col`.
+    pub fn declared_at(&self, program: &program::Program) -> String {
+        match &self.origin {
+            Origin::File {
+                path, line, col, ..
+            } => format!("{}:{line}:{col}", path.display()),
+            Origin::Attribute { krate, span } => {
+                let file = program
+                    .crates
+                    .get(*krate as usize)
+                    .and_then(|c| c.dump.file(span.file))
+                    .unwrap_or("?");
+                format!("{file}:{}:{}", span.lo_line, span.lo_col)
+            }
+        }
+    }
+
     /// The declaration in a few words: "`ProcessInner.binderfs_file` is
     /// empty at teardown".
     pub fn describe(&self) -> String {
@@ -228,6 +274,25 @@ impl Declaration {
                         .collect();
                     format!(
                         "what `{}` takes out of `{short}.{field}` is kept alive elsewhere",
+                        by.join("`, `")
+                    )
+                }
+            }
+            Invariant::HoldsLast {
+                ty,
+                field,
+                taken_by,
+            } => {
+                let short = ty.rsplit("::").next().unwrap_or(ty);
+                if taken_by.is_empty() {
+                    format!("a reference taken out of `{short}.{field}` can be the last")
+                } else {
+                    let by: Vec<&str> = taken_by
+                        .iter()
+                        .map(|f| f.rsplit("::").next().unwrap_or(f))
+                        .collect();
+                    format!(
+                        "what `{}` takes out of `{short}.{field}` can be the last reference",
                         by.join("`, `")
                     )
                 }
@@ -284,7 +349,8 @@ pub struct Misplaced {
 }
 
 /// The attribute form: every field carrying `#[kanalyze::empty_at_teardown]`,
-/// `#[kanalyze::empty_when_stored]` or `#[kanalyze::kept_alive]`. Its item path is the struct's path
+/// `#[kanalyze::empty_when_stored]`, `#[kanalyze::kept_alive]` or
+/// `#[kanalyze::holds_last]`. Its item path is the struct's path
 /// followed by the field name. The attribute on anything but a struct field
 /// is returned as misplaced.
 pub fn from_annotations<'a>(
@@ -329,6 +395,7 @@ pub fn from_annotations<'a>(
                 K::EmptyAtTeardown { because } => ("empty_at_teardown", because),
                 K::EmptyWhenStored { because } => ("empty_when_stored", because),
                 K::KeptAlive { because } => ("kept_alive", because),
+                K::HoldsLast { because } => ("holds_last", because),
                 _ => continue,
             };
             let on_field = item.kind == "field";
@@ -357,7 +424,12 @@ pub fn from_annotations<'a>(
                         field,
                         stored_by: Vec::new(),
                     },
-                    _ => Invariant::KeptAlive {
+                    "kept_alive" => Invariant::KeptAlive {
+                        ty,
+                        field,
+                        taken_by: Vec::new(),
+                    },
+                    _ => Invariant::HoldsLast {
                         ty,
                         field,
                         taken_by: Vec::new(),

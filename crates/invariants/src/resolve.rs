@@ -20,6 +20,9 @@ pub struct Resolved {
     /// Function → the blocks that drop (or `mem::drop`) a reference taken
     /// out of a kept-alive field, which is therefore not the last one.
     not_last: HashMap<FnId, Vec<(BlockId, usize)>>,
+    /// Function → the blocks that drop (or `mem::drop`) a reference taken
+    /// out of a holds-last field, which can therefore be the last one.
+    last: HashMap<FnId, Vec<(BlockId, usize)>>,
     /// Function → the call blocks whose result a never-fails declaration
     /// says holds its success variant: (block, declaration, variant).
     succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>>,
@@ -27,7 +30,7 @@ pub struct Resolved {
 
 /// One application of a declaration: a drop it elides, in a drop glue (empty
 /// at teardown) or a storing function (empty when stored), or a drop of a
-/// reference it says is not the last (kept alive).
+/// reference it says is not the last (kept alive), or can be (holds last).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Use {
     pub function: FnId,
@@ -80,6 +83,18 @@ impl Resolved {
         self.not_last.get(&f).into_iter().flatten().map(|(b, _)| *b)
     }
 
+    /// The blocks of `f` that drop a reference a holds-last declaration
+    /// says can be the last one.
+    pub fn last_in(&self, f: FnId) -> impl Iterator<Item = BlockId> + '_ {
+        self.last.get(&f).into_iter().flatten().map(|(b, _)| *b)
+    }
+
+    /// The holds-last declaration that covers the drop at `block` of `f`.
+    pub fn last_at(&self, f: FnId, block: BlockId) -> Option<&Declaration> {
+        let &(_, d) = self.last.get(&f)?.iter().find(|(b, _)| *b == block)?;
+        self.declarations.get(d)
+    }
+
     /// The calls of `f` whose result a never-fails declaration says holds
     /// its success variant: (block, variant).
     pub fn succeeds_in(&self, f: FnId) -> impl Iterator<Item = (BlockId, u128)> + '_ {
@@ -94,7 +109,7 @@ impl Resolved {
     /// order.
     pub fn uses(&self) -> Vec<Vec<Use>> {
         let mut out = vec![Vec::new(); self.declarations.len()];
-        for (&glue, sites) in self.elided.iter().chain(&self.not_last) {
+        for (&glue, sites) in self.elided.iter().chain(&self.not_last).chain(&self.last) {
             for &(block, d) in sites {
                 out[d].push(Use {
                     function: glue,
@@ -119,6 +134,19 @@ impl Resolved {
             declarations: self.declarations.clone(),
             elided: HashMap::new(),
             not_last: HashMap::new(),
+            last: HashMap::new(),
+            succeeds: HashMap::new(),
+        }
+    }
+
+    /// The same, with only the holds-last declarations applied (for
+    /// measuring what the others remove together).
+    pub fn without_removing(&self) -> Resolved {
+        Resolved {
+            declarations: self.declarations.clone(),
+            elided: HashMap::new(),
+            not_last: HashMap::new(),
+            last: self.last.clone(),
             succeeds: HashMap::new(),
         }
     }
@@ -151,6 +179,7 @@ impl Resolved {
             declarations: self.declarations.clone(),
             elided: filter(&self.elided),
             not_last: filter(&self.not_last),
+            last: filter(&self.last),
             succeeds,
         }
     }
@@ -183,14 +212,16 @@ pub fn resolve(
     // Empty-when-stored: (declaration, struct path, field index, the
     // functions it covers; empty = all).
     let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
-    // Kept-alive: (declaration, struct path, field index).
-    let mut kept: Vec<(usize, &str, u32, &[String])> = Vec::new();
+    // Kept-alive and holds-last: (declaration, struct path, field index,
+    // the functions it covers, whether it says "can be the last").
+    let mut kept: Vec<(usize, &str, u32, &[String], bool)> = Vec::new();
     let mut succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>> = HashMap::new();
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field) = match &decl.invariant {
             Invariant::EmptyAtTeardown { ty, field, .. }
             | Invariant::EmptyWhenStored { ty, field, .. }
-            | Invariant::KeptAlive { ty, field, .. } => (ty, field),
+            | Invariant::KeptAlive { ty, field, .. }
+            | Invariant::HoldsLast { ty, field, .. } => (ty, field),
             Invariant::NeverFails { function, callee } => {
                 match never_fails::find(program, function, callee) {
                     never_fails::Found::NoFunction => {
@@ -306,7 +337,7 @@ pub fn resolve(
                 }
                 stores.push((d, ty.as_str(), index, stored_by.as_slice()));
             }
-            Invariant::KeptAlive { taken_by, .. } => {
+            Invariant::KeptAlive { taken_by, .. } | Invariant::HoldsLast { taken_by, .. } => {
                 for taker in taken_by {
                     if !program
                         .bodies()
@@ -315,7 +346,8 @@ pub fn resolve(
                         problems.push(missing(d, "taken_by", taker));
                     }
                 }
-                kept.push((d, ty.as_str(), index, taken_by.as_slice()));
+                let last = matches!(decl.invariant, Invariant::HoldsLast { .. });
+                kept.push((d, ty.as_str(), index, taken_by.as_slice(), last));
             }
             // Resolved above.
             Invariant::NeverFails { .. } => {}
@@ -350,25 +382,31 @@ pub fn resolve(
     }
     // One pass over the bodies, in parallel (each is decoded once, and
     // only when a declaration asks for it): the stores the
-    // empty-when-stored declarations cover, and, per kept-alive
-    // declaration, whether a body borrows its field. Both are facts of a
+    // empty-when-stored declarations cover, and, per kept-alive or
+    // holds-last declaration, whether a body borrows its field and the
+    // stores into it it covers (the old value a store drops was in the
+    // field until then, so what the declaration says of the field's
+    // references holds of it). All are facts of a
     // body and its dump (the functions a declaration covers are chosen by
     // the instance's own item path), kept per dump under a label naming
     // the declarations' fields and functions.
     #[allow(clippy::type_complexity)]
-    let per_body: Vec<(FnId, Vec<(BlockId, usize)>, Vec<usize>)> = if stores.is_empty()
-        && kept.is_empty()
-    {
+    let per_body: Vec<(
+        FnId,
+        Vec<(BlockId, usize)>,
+        Vec<usize>,
+        Vec<(BlockId, usize)>,
+    )> = if stores.is_empty() && kept.is_empty() {
         Vec::new()
     } else {
         let label = format!(
-            "invariants: stores into {:?}, borrows of {:?}, v1",
+            "invariants: stores into {:?}, borrows of {:?}, v2",
             stores
                 .iter()
                 .map(|&(_, ty, index, stored_by)| (ty, index, stored_by))
                 .collect::<Vec<_>>(),
             kept.iter()
-                .map(|&(_, ty, index, _)| (ty, index))
+                .map(|&(_, ty, index, taken_by, _)| (ty, index, taken_by))
                 .collect::<Vec<_>>()
         );
         let ids: Vec<FnId> = program.bodies().map(|(f, _, _)| f).collect();
@@ -385,14 +423,23 @@ pub fn resolve(
                 .collect();
             let borrowing: Vec<bool> = kept
                 .iter()
-                .map(|&(_, ty, index, _)| borrows_field(&krate.dump, body, ty, index))
+                .map(|&(_, ty, index, ..)| borrows_field(&krate.dump, body, ty, index))
                 .collect();
-            (stores, borrowing)
+            let kept_stores: Vec<Vec<BlockId>> = kept
+                .iter()
+                .map(|&(_, ty, index, taken_by, _)| {
+                    if !taken_by.is_empty() && !taken_by.iter().any(|p| *p == inst.item_path) {
+                        return Vec::new();
+                    }
+                    store_sites(&krate.dump, body, ty, index)
+                })
+                .collect();
+            (stores, borrowing, kept_stores)
         });
         ids.into_iter()
             .zip(found)
             .filter_map(|(f, found)| {
-                let (stores_found, borrowing) = found?;
+                let (stores_found, borrowing, kept_stores) = found?;
                 let mut covered = Vec::new();
                 for (&(d, ..), blocks) in stores.iter().zip(stores_found) {
                     for block in blocks {
@@ -405,38 +452,63 @@ pub fn resolve(
                     .filter(|(_, b)| **b)
                     .map(|(k, _)| k)
                     .collect();
-                Some((f, covered, borrowing))
+                let mut replaced = Vec::new();
+                for (&(d, ..), blocks) in kept.iter().zip(kept_stores) {
+                    for block in blocks {
+                        replaced.push((block, d));
+                    }
+                }
+                Some((f, covered, borrowing, replaced))
             })
             .collect()
     };
     let mut borrowers: Vec<Vec<FnId>> = vec![Vec::new(); kept.len()];
-    for (f, covered, borrowing) in per_body {
+    let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
+    let mut last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
+    for (f, covered, borrowing, replaced) in per_body {
         if !covered.is_empty() {
             elided.entry(f).or_default().extend(covered);
+        }
+        for (block, d) in replaced {
+            let map = if matches!(declarations[d].invariant, Invariant::HoldsLast { .. }) {
+                &mut last
+            } else {
+                &mut not_last
+            };
+            map.entry(f).or_default().push((block, d));
         }
         for k in borrowing {
             borrowers[k].push(f);
         }
     }
-    // The drops of what is taken out of the kept-alive fields.
-    let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    for (&(d, ty, index, taken_by), borrowers) in kept.iter().zip(borrowers) {
+    // The drops of what is taken out of the kept-alive and holds-last
+    // fields.
+    for (&(d, ty, index, taken_by, is_last), borrowers) in kept.iter().zip(borrowers) {
         for (f, block) in kept_alive_drops(program, ty, index, borrowers) {
             // Restricted to the drops in the functions named.
             if !taken_by.is_empty() && !taken_by.iter().any(|t| *t == program.function(f).item_path)
             {
                 continue;
             }
-            not_last.entry(f).or_default().push((block, d));
+            let map = if is_last { &mut last } else { &mut not_last };
+            map.entry(f).or_default().push((block, d));
         }
     }
     for (d, decl) in declarations.iter().enumerate() {
-        if let Invariant::KeptAlive {
-            ty,
-            field,
-            taken_by,
-        } = &decl.invariant
-            && !not_last.values().flatten().any(|&(_, e)| e == d)
+        let (ty, field, taken_by, applied, kind) = match &decl.invariant {
+            Invariant::KeptAlive {
+                ty,
+                field,
+                taken_by,
+            } => (ty, field, taken_by, &not_last, "a kept-alive"),
+            Invariant::HoldsLast {
+                ty,
+                field,
+                taken_by,
+            } => (ty, field, taken_by, &last, "a holds-last"),
+            _ => continue,
+        };
+        if !applied.values().flatten().any(|&(_, e)| e == d)
             && !problems.iter().any(|p| p.declaration == d)
         {
             let who = if taken_by.is_empty() {
@@ -447,8 +519,37 @@ pub fn resolve(
             problems.push(Problem {
                 declaration: d,
                 kind: ProblemKind::NoMatch,
-                message: format!("{who} takes a reference out of `{field}` of `{ty}` and drops it"),
-                help: Some("a kept-alive invariant is about references taken out of the field (the result of a call that borrows it, such as `pop_front`, `remove` or `mem::take`) and dropped; the program drops none".to_string()),
+                message: format!("{who} takes a reference out of `{field}` of `{ty}` and drops it, or stores over one"),
+                help: Some(format!("{kind} invariant is about references taken out of the field (the result of a call that borrows it, such as `pop_front`, `remove` or `mem::take`) and dropped, and about the old value a store into the field drops; the program has neither")),
+            });
+        }
+    }
+    // One drop cannot be both: the reference it drops is never the last
+    // one, and it can be the last one.
+    for (f, sites) in &last {
+        for &(block, d) in sites {
+            let Some(&(_, k)) = not_last
+                .get(f)
+                .and_then(|v| v.iter().find(|(b, _)| *b == block))
+            else {
+                continue;
+            };
+            if problems.iter().any(|p| p.declaration == d) {
+                continue;
+            }
+            problems.push(Problem {
+                declaration: d,
+                kind: ProblemKind::Contradiction,
+                message: format!(
+                    "`{}` drops a reference{} that this declaration says can be the last, and another says is kept alive ({})",
+                    program.function(*f).item_path,
+                    program
+                        .body(*f)
+                        .and_then(|b| b.blocks.get(block as usize).map(|b| b.terminator.span.lo_line))
+                        .map_or(String::new(), |line| format!(" at line {line}")),
+                    declarations[k].describe()
+                ),
+                help: Some("a reference taken out of a field cannot be both kept alive elsewhere and the last one; narrow one of the two with `taken_by`".to_string()),
             });
         }
     }
@@ -468,7 +569,11 @@ pub fn resolve(
     if !problems.is_empty() {
         return Err(problems);
     }
-    for v in elided.values_mut().chain(not_last.values_mut()) {
+    for v in elided
+        .values_mut()
+        .chain(not_last.values_mut())
+        .chain(last.values_mut())
+    {
         v.sort_unstable();
         v.dedup();
     }
@@ -476,6 +581,7 @@ pub fn resolve(
         declarations,
         elided,
         not_last,
+        last,
         succeeds,
     })
 }

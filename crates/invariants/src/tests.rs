@@ -122,6 +122,47 @@ fn kept_alive_entries_are_read_among_the_others() {
 }
 
 #[test]
+fn holds_last_entries_are_read_in_file_order() {
+    let text = "[[holds_last]]\ntype = \"b::Inner\"\nfield = \"delivered\"\ntaken_by = [\"b::Proc::release\"]\nbecause = \"release drains it after every other holder let go\"\n\n[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"ready\"\nbecause = \"each waiter holds its own\"\n\n[[holds_last]]\ntype = \"b::Inner\"\nfield = \"retired\"\nbecause = \"only retired objects\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(
+        d.iter().map(|d| d.invariant.clone()).collect::<Vec<_>>(),
+        [
+            Invariant::HoldsLast {
+                ty: "b::Inner".into(),
+                field: "delivered".into(),
+                taken_by: vec!["b::Proc::release".into()],
+            },
+            Invariant::KeptAlive {
+                ty: "b::Inner".into(),
+                field: "ready".into(),
+                taken_by: vec![],
+            },
+            Invariant::HoldsLast {
+                ty: "b::Inner".into(),
+                field: "retired".into(),
+                taken_by: vec![],
+            },
+        ]
+    );
+    assert_eq!(
+        d[0].describe(),
+        "what `release` takes out of `Inner.delivered` can be the last reference"
+    );
+    assert_eq!(
+        d[2].describe(),
+        "a reference taken out of `Inner.retired` can be the last"
+    );
+    let e = render("[[holds_last]]\ntype = \"b::Inner\"\nfield = \"retired\"\n");
+    assert!(e.contains("missing field `because`"), "{e}");
+    let e =
+        render("[[holds_last]]\ntype = \"b::Inner<T>\"\nfield = \"retired\"\nbecause = \"x\"\n");
+    assert!(e.contains("is not a struct path"), "{e}");
+    let e = render("[[holds_last]]\ntype = \"b::Inner\"\nfield = \"a.b\"\nbecause = \"x\"\n");
+    assert!(e.contains("is not a field name"), "{e}");
+}
+
+#[test]
 fn an_empty_file_declares_nothing() {
     assert_eq!(parse(Path::new("inv.toml"), "").expect("valid"), vec![]);
 }

@@ -150,6 +150,11 @@ pub struct BodyAnalysis<'a> {
     /// invariant says is not the last one (kept alive elsewhere): the
     /// callee's last-reference expectation does not apply there.
     pub not_last: Vec<BlockId>,
+    /// Drops (and `mem::drop` calls) of a reference that a declared
+    /// invariant says can be the last one (holds last): the callee's
+    /// last-reference expectation joins its own there, unless the
+    /// analysis shows the reference is not the last.
+    pub can_be_last: Vec<BlockId>,
     /// Calls whose result a never-fails declaration says holds its
     /// success variant (`Ok`, `Some`): (block, variant).
     pub succeeds: Vec<(BlockId, u128)>,
@@ -206,6 +211,7 @@ impl<'a> BodyAnalysis<'a> {
             specialize: false,
             last_reference_tests,
             not_last: Vec::new(),
+            can_be_last: Vec::new(),
             succeeds: Vec::new(),
             drop_flags: prescan::drop_flags(dump, body),
             origins,

@@ -245,6 +245,10 @@ impl<'r, 'a> Reader<'r, 'a> {
             let (e, e_last) = if tearing_down {
                 via_last = whole == ExpectRange::TOP;
                 (ExpectRange::TOP, whole.intersect(&last))
+            } else if analysis.can_be_last.contains(&block) {
+                // Declared: the reference dropped here can be the last
+                // one, so the teardown's expectation is the drop's own.
+                (whole.intersect(&last), ExpectRange::TOP)
             } else {
                 (whole, last)
             };
