@@ -759,7 +759,7 @@ fn invariants_holds_last() {
         [
             (
                 "holds_last".to_string(),
-                "what `teardown` takes out of `Pool.drained` can be the last reference".to_string(),
+                "what `teardown` takes out of `Pool.drained` or stores over can be the last reference".to_string(),
                 vec!["invariants_last::teardown".to_string()],
                 1
             ),

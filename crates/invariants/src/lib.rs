@@ -273,7 +273,7 @@ impl Declaration {
                         .map(|f| f.rsplit("::").next().unwrap_or(f))
                         .collect();
                     format!(
-                        "what `{}` takes out of `{short}.{field}` is kept alive elsewhere",
+                        "what `{}` takes out of `{short}.{field}` or stores over is kept alive elsewhere",
                         by.join("`, `")
                     )
                 }
@@ -292,7 +292,7 @@ impl Declaration {
                         .map(|f| f.rsplit("::").next().unwrap_or(f))
                         .collect();
                     format!(
-                        "what `{}` takes out of `{short}.{field}` can be the last reference",
+                        "what `{}` takes out of `{short}.{field}` or stores over can be the last reference",
                         by.join("`, `")
                     )
                 }

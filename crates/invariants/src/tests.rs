@@ -111,7 +111,7 @@ fn kept_alive_entries_are_read_among_the_others() {
     );
     assert_eq!(
         d[0].describe(),
-        "what `remove_thread` takes out of `Inner.threads` is kept alive elsewhere"
+        "what `remove_thread` takes out of `Inner.threads` or stores over is kept alive elsewhere"
     );
     let e = render(
         "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"threads\"\ntaken_by = [\"\"]\nbecause = \"x\"\n",
@@ -147,7 +147,7 @@ fn holds_last_entries_are_read_in_file_order() {
     );
     assert_eq!(
         d[0].describe(),
-        "what `release` takes out of `Inner.delivered` can be the last reference"
+        "what `release` takes out of `Inner.delivered` or stores over can be the last reference"
     );
     assert_eq!(
         d[2].describe(),
