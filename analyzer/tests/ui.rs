@@ -731,6 +731,7 @@ fn invariants_holds_last() {
             ("warning", "teardown"),
             ("warning", "drop_drained"),
             ("error", "clear_retired_locked"),
+            ("error", "drop_retired_in_helper"),
         ]),
         "{without}"
     );
@@ -746,6 +747,7 @@ fn invariants_holds_last() {
             ("error", "teardown"),
             ("warning", "drop_drained"),
             ("error", "clear_retired_locked"),
+            ("error", "drop_retired_in_helper"),
         ]),
         "{with}"
     );
@@ -775,12 +777,13 @@ fn invariants_holds_last() {
                 vec![
                     "invariants_last::clear_retired_locked".to_string(),
                     "invariants_last::drain_retired".to_string(),
+                    "invariants_last::drop_one_retired".to_string(),
                     "invariants_last::drop_retired_after".to_string(),
                     "invariants_last::drop_retired_locked".to_string(),
                     "invariants_last::drop_through_helper".to_string(),
                     "invariants_last::retire_one".to_string(),
                 ],
-                4
+                5
             ),
         ]
     );

@@ -554,7 +554,9 @@ pub struct Reason {
     /// For `reason_last`: the requirement is the callee's own last-reference
     /// expectation (the explanation goes on in the callee's teardown terms);
     /// otherwise it is the callee's whole expectation, met on a path where
-    /// this function has just dropped a last reference.
+    /// this function has just dropped a last reference. For `reason`: the
+    /// requirement is the callee's last-reference expectation, which a
+    /// holds-last declaration made this site's own.
     pub via_last: bool,
 }
 

@@ -118,6 +118,29 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                         r.adj
                     )
                 };
+                if r.via_last {
+                    // A declaration made the callee's last-reference
+                    // expectation this site's own: the chain goes on in
+                    // the teardown's terms.
+                    let declared =
+                        input
+                            .invariants
+                            .last_at(current, r.block)
+                            .map_or(String::new(), |d| {
+                                format!(
+                                    " ({}, declared at {})",
+                                    d.describe(),
+                                    d.declared_at(input.program)
+                                )
+                            });
+                    let text = format!(
+                        "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {} if a reference it drops is the last one, and that reference can be the last{declared}",
+                        s.expect, r.callee_expect
+                    );
+                    notes.push(site_note(input, current, r.span, text));
+                    notes.extend(why_expects_last(input, summaries, r.callee));
+                    break;
+                }
                 let text = format!(
                     "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}",
                     s.expect, r.callee_expect

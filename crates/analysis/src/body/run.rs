@@ -179,6 +179,10 @@ impl<'r, 'a> Reader<'r, 'a> {
         let mut callee_expect = summary.expect;
         let mut callee_expect_last = ExpectRange::TOP;
         let mut via_last = true;
+        // The site's own expectation is the callee's last-reference one,
+        // by a holds-last declaration (the explanation goes on in the
+        // teardown's terms).
+        let mut declared_last = false;
         let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
         let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
         // What the site releases: all of it kept alive by a borrow that
@@ -248,6 +252,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             } else if analysis.can_be_last.contains(&block) {
                 // Declared: the reference dropped here can be the last
                 // one, so the teardown's expectation is the drop's own.
+                declared_last |= whole == ExpectRange::TOP && last != ExpectRange::TOP;
                 (whole.intersect(&last), ExpectRange::TOP)
             } else {
                 (whole, last)
@@ -381,7 +386,7 @@ impl<'r, 'a> Reader<'r, 'a> {
                 adj: first_adj,
                 callee_expect,
                 callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
-                via_last: false,
+                via_last: declared_last,
             });
             self.expect = next;
         }
