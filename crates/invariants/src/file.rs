@@ -231,32 +231,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             Table::EmptyAtTeardown,
         )
     });
-    let kept = raw.kept_alive.into_iter().map(|entry| {
-        let span = entry.span();
-        let e = entry.into_inner();
-        (
-            span,
-            e.ty,
-            e.field,
-            e.because,
-            e.taken_by,
-            "taken_by",
-            Table::KeptAlive,
-        )
-    });
-    let last = raw.holds_last.into_iter().map(|entry| {
-        let span = entry.span();
-        let e = entry.into_inner();
-        (
-            span,
-            e.ty,
-            e.field,
-            e.because,
-            e.taken_by,
-            "taken_by",
-            Table::HoldsLast,
-        )
-    });
+    // The two tables about references taken out of a field share a shape.
+    let taken = |entries: Vec<Spanned<RawKept>>, table: Table| {
+        entries.into_iter().map(move |entry| {
+            let span = entry.span();
+            let e = entry.into_inner();
+            (
+                span, e.ty, e.field, e.because, e.taken_by, "taken_by", table,
+            )
+        })
+    };
+    let kept = taken(raw.kept_alive, Table::KeptAlive);
+    let last = taken(raw.holds_last, Table::HoldsLast);
     let mut entries: Vec<_> = torn.chain(stored).chain(kept).chain(last).collect();
     // In the file's order, whichever table an entry is in.
     entries.sort_by_key(|e| e.0.start);

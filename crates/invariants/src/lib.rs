@@ -263,40 +263,24 @@ impl Declaration {
                 ty,
                 field,
                 taken_by,
-            } => {
-                let short = ty.rsplit("::").next().unwrap_or(ty);
-                if taken_by.is_empty() {
-                    format!("what `{short}.{field}` holds is kept alive elsewhere")
-                } else {
-                    let by: Vec<&str> = taken_by
-                        .iter()
-                        .map(|f| f.rsplit("::").next().unwrap_or(f))
-                        .collect();
-                    format!(
-                        "what `{}` takes out of `{short}.{field}` or stores over is kept alive elsewhere",
-                        by.join("`, `")
-                    )
-                }
-            }
+            } => taken_phrase(
+                ty,
+                field,
+                taken_by,
+                |f| format!("what `{f}` holds is kept alive elsewhere"),
+                "is kept alive elsewhere",
+            ),
             Invariant::HoldsLast {
                 ty,
                 field,
                 taken_by,
-            } => {
-                let short = ty.rsplit("::").next().unwrap_or(ty);
-                if taken_by.is_empty() {
-                    format!("a reference taken out of `{short}.{field}` can be the last")
-                } else {
-                    let by: Vec<&str> = taken_by
-                        .iter()
-                        .map(|f| f.rsplit("::").next().unwrap_or(f))
-                        .collect();
-                    format!(
-                        "what `{}` takes out of `{short}.{field}` or stores over can be the last reference",
-                        by.join("`, `")
-                    )
-                }
-            }
+            } => taken_phrase(
+                ty,
+                field,
+                taken_by,
+                |f| format!("a reference taken out of `{f}` can be the last"),
+                "can be the last reference",
+            ),
             Invariant::NeverFails { function, callee } => format!(
                 "`{}` never fails in `{}`",
                 last_segments(callee, 1),
@@ -304,6 +288,30 @@ impl Declaration {
             ),
         }
     }
+}
+
+/// What a kept-alive or holds-last declaration says of the references in
+/// `ty.field`: `whole("T.f")` without `taken_by`, "what `g` takes out of
+/// `T.f` or stores over {taken}" with it.
+fn taken_phrase(
+    ty: &str,
+    field: &str,
+    taken_by: &[String],
+    whole: impl Fn(&str) -> String,
+    taken: &str,
+) -> String {
+    let short = ty.rsplit("::").next().unwrap_or(ty);
+    if taken_by.is_empty() {
+        return whole(&format!("{short}.{field}"));
+    }
+    let by: Vec<&str> = taken_by
+        .iter()
+        .map(|f| f.rsplit("::").next().unwrap_or(f))
+        .collect();
+    format!(
+        "what `{}` takes out of `{short}.{field}` or stores over {taken}",
+        by.join("`, `")
+    )
 }
 
 /// The last `n` `::`-separated segments of a path, generic arguments kept
