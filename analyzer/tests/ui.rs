@@ -686,6 +686,28 @@ fn invariants_kept_alive() {
     insta::assert_snapshot!("invariants_kept_errors", errors);
 }
 
+/// A fixture whose every function is reported without the spec text
+/// `spec` and only the `reported` ones with it (written to `file` in
+/// `dir`): the run with it.
+fn cleared_by_spec(
+    dir: &std::path::Path,
+    clean: &[&str],
+    reported: &[&str],
+    file: &str,
+    spec: &str,
+) -> String {
+    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut all = [clean, reported].concat();
+    all.sort();
+    assert_eq!(reported_functions(&without), all, "{without}");
+    std::fs::write(dir.join(file), spec).unwrap();
+    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", file]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(reported_functions(&with), reported, "{with}");
+    with
+}
+
 /// Each finding of a text report as (severity, instance it is in).
 fn severities_in(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -1454,13 +1476,11 @@ fn exclusive_handle_with_spec() {
         "`exclusive_handle::kept_relocked`",
         "`exclusive_handle::unrecognised_member_written`",
     ];
-    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
-    assert_eq!(code, 0, "{stderr}");
-    let mut all = [&clean[..], &reported[..]].concat();
-    all.sort();
-    assert_eq!(reported_functions(&without), all, "{without}");
-    std::fs::write(
-        dir.join("handles.toml"),
+    let with = cleared_by_spec(
+        dir,
+        &clean,
+        &reported,
+        "handles.toml",
         concat!(
             "[rust]\n",
             "\"exclusive_handle::list::ListArcField::<U, ID>::assert_mut\" = { exclusive_to_handle = true }\n",
@@ -1468,11 +1488,7 @@ fn exclusive_handle_with_spec() {
             "\"<exclusive_handle::list::ListArc<T, ID> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
             "\"<exclusive_handle::arc::Arc<T> as core::ops::deref::Deref>::deref\" = { points_into_object = 0 }\n",
         ),
-    )
-    .unwrap();
-    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(reported_functions(&with), reported, "{with}");
+    );
     assert_eq!(instances_in(&with).len(), reported.len(), "{with}");
     insta::assert_snapshot!("exclusive_handle_with_spec", with);
 }
@@ -1560,13 +1576,11 @@ fn absent_key_with_spec() {
         "`absent_key::kept_replaced`",
         "`absent_key::kept_second_insert`",
     ];
-    let (code, without, stderr) = check_in(dir, &["--no-cache"]);
-    assert_eq!(code, 0, "{stderr}");
-    let mut all = [&clean[..], &reported[..]].concat();
-    all.sort();
-    assert_eq!(reported_functions(&without), all, "{without}");
-    std::fs::write(
-        dir.join("keys.toml"),
+    let with = cleared_by_spec(
+        dir,
+        &clean,
+        &reported,
+        "keys.toml",
         concat!(
             "[rust]\n",
             "\"absent_key::rbtree::RBTree::<K, V>::get\" = { looks_up_key = 1 }\n",
@@ -1577,11 +1591,7 @@ fn absent_key_with_spec() {
             "\"absent_key::rbtree::RBTreeNodeReservation::<K, V>::into_node\" = { node_key = 1 }\n",
             "\"absent_key::rbtree::RBTree::<K, V>::insert\" = { displaces_key_of = 1 }\n",
         ),
-    )
-    .unwrap();
-    let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "keys.toml"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(reported_functions(&with), reported, "{with}");
+    );
     // Once each, but twice for `kept_pruned` and `kept_helper_not_a_lookup`
     // (the prune's own drop of a node, and the clone `maybe` returns,
     // dropped under the lock) and once for `kept_second_insert` (its first
