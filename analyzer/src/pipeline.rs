@@ -292,6 +292,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                     invariants::Invariant::KeptAlive { .. } => "kept_alive",
                     invariants::Invariant::HoldsLast { .. } => "holds_last",
                     invariants::Invariant::NeverFails { .. } => "never_fails",
+                    invariants::Invariant::SameObject { .. } => "same_object",
                 },
                 says: d.describe(),
                 declared_at: d.declared_at(&program),

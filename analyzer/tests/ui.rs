@@ -840,6 +840,165 @@ fn invariants_holds_last() {
     insta::assert_snapshot!("invariants_last_errors", errors);
 }
 
+/// Declared same-object invariants: where a function drops a variable,
+/// the back pointer of the object it refers to names an object another
+/// variable keeps alive. The last-reference place is followed through the
+/// `Arc`'s and the `Box`'s pointers to the field; everything else stays a
+/// warning.
+#[test]
+fn invariants_same_object() {
+    let out = extract(&[CrateSpec::lib("ui/invariants_same_object.rs")]);
+    let dir = out.dir.path();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let run = |args: &[&str]| check_in(dir, args);
+    let entry = |function: &str, local: &str| {
+        format!(
+            "[[same_object]]\nfunction = \"invariants_same_object::{function}\"\nlocal = \"{local}\"\ntype = \"invariants_same_object::Node\"\nfield = \"owner\"\nsame_as = \"process\"\nbecause = \"the target's owner is the process it is submitted to\"\n"
+        )
+    };
+    write(
+        "good.toml",
+        &[
+            entry("submit", "target_node"),
+            entry("submit_late", "target"),
+            entry("submit_fresh", "target"),
+        ]
+        .concat(),
+    );
+    let warnings = |v: &[&str]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|f| {
+                (
+                    "warning".to_string(),
+                    format!("`invariants_same_object::{f}`"),
+                )
+            })
+            .collect()
+    };
+    // The attributes alone: `print_nodes` and `scan_peers` are clean.
+    let (code, without, stderr) = run(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        severities_in(&without),
+        warnings(&[
+            "Process::print_links",
+            "Process::drop_other",
+            "submit",
+            "submit_late",
+            "submit_fresh",
+            "undeclared",
+        ]),
+        "{without}"
+    );
+    // With the file: `submit` too; a dropped or fresh `process` keeps
+    // nothing alive.
+    let (code, with, stderr) = run(&["--invariants", "good.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        severities_in(&with),
+        warnings(&[
+            "Process::print_links",
+            "Process::drop_other",
+            "submit_late",
+            "submit_fresh",
+            "undeclared",
+        ]),
+        "{with}"
+    );
+    // Without any declaration, the cleared ones come back.
+    let (_, none, _) = run(&["--invariants", "good.toml", "--audit-invariants"]);
+    assert!(none.contains("same_object), removes 1 finding"), "{none}");
+    let applied = audited_uses(dir, "good.toml");
+    let mut removes: Vec<(String, u64)> = applied
+        .iter()
+        .filter(|(kind, ..)| kind == "same_object")
+        .map(|(_, says, _, n)| (says.clone(), *n))
+        .collect();
+    removes.sort();
+    assert_eq!(
+        removes,
+        [
+            (
+                "where `Process::drop_other` drops `node`, its `Node.owner` is `self`'s object"
+                    .to_string(),
+                0
+            ),
+            (
+                "where `Process::print_links` drops `link`, its `Link.owner` is `self`'s object"
+                    .to_string(),
+                0
+            ),
+            (
+                "where `Process::print_nodes` drops `node`, its `Node.owner` is `self`'s object"
+                    .to_string(),
+                1
+            ),
+            (
+                "where `Process::scan_peers` drops `node`, its `Node.owner` is `self`'s object"
+                    .to_string(),
+                1
+            ),
+            (
+                "where `invariants_same_object::submit_fresh` drops `target`, its `Node.owner` is `process`'s object"
+                    .to_string(),
+                0
+            ),
+            (
+                "where `invariants_same_object::submit_late` drops `target`, its `Node.owner` is `process`'s object"
+                    .to_string(),
+                0
+            ),
+            (
+                "where `invariants_same_object::submit` drops `target_node`, its `Node.owner` is `process`'s object"
+                    .to_string(),
+                1
+            ),
+        ]
+    );
+
+    let mut errors = String::new();
+    let one = entry("submit", "target_node");
+    for (name, text) in [
+        (
+            "no_variable.toml",
+            one.replace("\"target_node\"", "\"nodes\""),
+        ),
+        // `target` is moved into the `if let`, whose binding is dropped.
+        (
+            "moved_away.toml",
+            one.replace("\"target_node\"", "\"target\""),
+        ),
+        (
+            "owned_argument.toml",
+            one.replace("same_as = \"process\"", "same_as = \"target\""),
+        ),
+        (
+            "never_dropped.toml",
+            one.replace("\"target_node\"", "\"owner\""),
+        ),
+        ("no_field.toml", one.replace("\"owner\"", "\"parent\"")),
+        (
+            "no_function.toml",
+            one.replace("::submit\"", "::submit_now\""),
+        ),
+        (
+            "not_a_name.toml",
+            one.replace("\"target_node\"", "\"target.node\""),
+        ),
+        (
+            "missing_key.toml",
+            one.replace("same_as = \"process\"\n", ""),
+        ),
+    ] {
+        write(name, &text);
+        let (code, stdout, stderr) = run(&["--invariants", name]);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        errors.push_str(&format!("== {name}\n{stderr}"));
+    }
+    insta::assert_snapshot!("invariants_same_object_errors", errors);
+}
+
 /// The profiles: the same program as it is (no `kernel` crate for a kernel
 /// target: userspace) and as the kernel; findings entirely in the standard
 /// library counted, and shown with `--include-upstream`.

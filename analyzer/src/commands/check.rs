@@ -430,8 +430,9 @@ fn invariants_text(a: &Analysed) -> String {
     let kept = count("kept_alive");
     let calls = count("never_fails");
     let last = count("holds_last");
+    let same = count("same_object");
     let mut places = Vec::new();
-    if glues > 0 || (stores == 0 && kept == 0 && calls == 0 && last == 0) {
+    if glues > 0 || (stores == 0 && kept == 0 && calls == 0 && last == 0 && same == 0) {
         places.push(plural(glues, "drop glue", "drop glues"));
     }
     if stores > 0 {
@@ -456,6 +457,13 @@ fn invariants_text(a: &Analysed) -> String {
             calls,
             "function making calls that never fail",
             "functions making calls that never fail",
+        ));
+    }
+    if same > 0 {
+        places.push(plural(
+            same,
+            "function dropping objects whose back pointer names a live one",
+            "functions dropping objects whose back pointer names a live one",
         ));
     }
     let mut text = format!(

@@ -170,6 +170,12 @@ pub(crate) fn analyze_function(
         // A reference taken out of a field declared to hold the last one
         // can be the last where it is dropped.
         analysis.can_be_last = input.invariants.last_in(f).collect();
+        // A back pointer declared to name an object kept alive here.
+        analysis.same_objects = input
+            .invariants
+            .same_object_in(f)
+            .map(|(b, s)| (b, s.clone()))
+            .collect();
         // Exhausted iterators, clones an exclusive field's handle keeps.
         analysis.not_last.extend(not_last_drops.iter().copied());
         // A call declared never to fail returns its success variant.

@@ -222,6 +222,12 @@ pub enum PlaceStep {
         index: u32,
         discr: u128,
     },
+    /// What the pointer held at the place so far points to: the place is
+    /// in another object (`Box::drop` dropping `*self.0`, `Arc::drop`
+    /// releasing `*self.ptr`). Writes through pointers are not tracked as
+    /// changes of the argument's own memory, so only the part before the
+    /// first such step is checked unwritten.
+    Deref,
 }
 
 /// Where a function's last-reference expectation comes from, below what its
@@ -235,20 +241,26 @@ pub struct LastPlace {
     pub steps: Vec<PlaceStep>,
     /// The discriminants for which the expectation holds; `None`: any.
     pub variants: Option<Vec<u128>>,
+    /// For each step, the field it names, as `path::Struct.field` (no
+    /// generic arguments), where the body that made the step knew the
+    /// type it projects from; empty otherwise. A same-object declaration
+    /// finds the back pointer it is about by this name.
+    pub labels: Vec<String>,
 }
 
 impl LastPlace {
     /// `` `(*arg0) as variant 1.0.1`, only while it has discriminant 1 ``:
     /// the place below what the first argument holds or points to.
     pub fn describe(&self) -> String {
-        let mut out = String::from("`(*arg0)");
+        let mut out = String::from("(*arg0)");
         for s in &self.steps {
             match s {
                 PlaceStep::Field(f) => out.push_str(&format!(".{f}")),
                 PlaceStep::Variant { index, .. } => out.push_str(&format!(" as variant {index}")),
+                PlaceStep::Deref => out = format!("(*{out})"),
             }
         }
-        out.push('`');
+        let out = format!("`{out}`");
         match &self.variants {
             Some(vs) => format!(
                 "{out}, only while it has discriminant {}",
@@ -286,9 +298,19 @@ impl LastPlaces {
                     }
                     _ => None,
                 };
+                let labels = if a.labels == b.labels {
+                    a.labels
+                } else {
+                    a.labels
+                        .iter()
+                        .zip(&b.labels)
+                        .map(|(x, y)| if x == y { x.clone() } else { String::new() })
+                        .collect()
+                };
                 LastPlaces::One(LastPlace {
                     steps: a.steps,
                     variants,
+                    labels,
                 })
             }
             _ => LastPlaces::Any,

@@ -39,6 +39,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "kept_alive",
     "holds_last",
     "never_fails",
+    "same_object",
 ];
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
@@ -253,6 +254,16 @@ fn parse_i32(cursor: &mut Cursor<'_>) -> Result<i32, &'static str> {
     Ok(if negative { -value } else { value })
 }
 
+fn same_object_usage(name: &str, span: Span) -> AnnotationError {
+    error(
+        span,
+        &format!("incorrect usage of `#[kanalyze::{name}]`"),
+        Some(
+            r#"correct usage looks like `#[kanalyze::same_object("node", "Node.owner", "self", "why it holds")]`, on a function: the variable dropped, the back pointer's struct and field (the struct's last path segments are enough), the variable naming the same object, and an optional reason"#,
+        ),
+    )
+}
+
 fn never_fails_usage(name: &str, span: Span) -> AnnotationError {
     error(
         span,
@@ -391,6 +402,51 @@ fn parse_kanalyze(
                 "empty_when_stored" => KanalyzeAnnotation::EmptyWhenStored { because },
                 "kept_alive" => KanalyzeAnnotation::KeptAlive { because },
                 _ => KanalyzeAnnotation::HoldsLast { because },
+            })
+        }
+        "same_object" => {
+            let strings: Option<Vec<&String>> = match args {
+                Args::Delimited(trees) => {
+                    let mut out = Vec::new();
+                    let mut want_string = true;
+                    for t in trees {
+                        match t {
+                            Tree::Tok(Tok::Str(v)) if want_string => out.push(v),
+                            Tree::Tok(Tok::Punct(Punct::Comma)) if !want_string => {}
+                            _ => return Err(same_object_usage(name, span)),
+                        }
+                        want_string = !want_string;
+                    }
+                    Some(out)
+                }
+                _ => None,
+            };
+            let word = |s: &str| {
+                let s = s.trim();
+                !s.is_empty() && s.chars().all(|c| c == '_' || c.is_alphanumeric())
+            };
+            let (local, field, same_as, because) = match strings.as_deref() {
+                Some([l, f, a]) => (l, f, a, None),
+                Some([l, f, a, b]) if !b.trim().is_empty() => (l, f, a, Some(b.to_string())),
+                _ => return Err(same_object_usage(name, span)),
+            };
+            let Some((ty, fname)) = field.trim().rsplit_once('.') else {
+                return Err(same_object_usage(name, span));
+            };
+            if !word(local)
+                || !word(same_as)
+                || !word(fname)
+                || ty.is_empty()
+                || ty.contains(['<', '>', ' '])
+            {
+                return Err(same_object_usage(name, span));
+            }
+            Ok(KanalyzeAnnotation::SameObject {
+                local: local.trim().to_string(),
+                ty: ty.to_string(),
+                field: fname.to_string(),
+                same_as: same_as.trim().to_string(),
+                because,
             })
         }
         "never_fails" => {

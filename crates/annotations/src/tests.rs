@@ -392,7 +392,7 @@ fn kanalyze_attributes() {
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
          `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
-         `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`"
+         `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`"
     );
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
@@ -454,6 +454,43 @@ fn kanalyze_attributes() {
             because: None
         }
     );
+    assert_eq!(
+        k(
+            r#"#[kanalyze::same_object("node", "Node.owner", "self", "a process lists its own nodes")]"#
+        ),
+        SameObject {
+            local: "node".to_string(),
+            ty: "Node".to_string(),
+            field: "owner".to_string(),
+            same_as: "self".to_string(),
+            because: Some("a process lists its own nodes".to_string())
+        }
+    );
+    assert_eq!(
+        k(r#"#[kanalyze::same_object(" t ", "crate::node::Node.owner", "process",)]"#),
+        SameObject {
+            local: "t".to_string(),
+            ty: "crate::node::Node".to_string(),
+            field: "owner".to_string(),
+            same_as: "process".to_string(),
+            because: None
+        }
+    );
+    for bad in [
+        "#[kanalyze::same_object]",
+        r#"#[kanalyze::same_object("node", "Node.owner")]"#,
+        r#"#[kanalyze::same_object("node", "owner", "self")]"#,
+        r#"#[kanalyze::same_object("node.x", "Node.owner", "self")]"#,
+        r#"#[kanalyze::same_object("node", "Node<T>.owner", "self")]"#,
+        r#"#[kanalyze::same_object("node", "Node.owner", "self", "")]"#,
+        r#"#[kanalyze::same_object("node", "Node.owner", "self", "why", "more")]"#,
+        r#"#[kanalyze::same_object(local = "node")]"#,
+    ] {
+        assert!(
+            err(bad).contains("the variable dropped, the back pointer's struct and field"),
+            "{bad}"
+        );
+    }
     for bad in [
         "#[kanalyze::never_fails]",
         r#"#[kanalyze::never_fails = "push"]"#,

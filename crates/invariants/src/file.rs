@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` and `[[holds_last]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, and of `[[never_fails]]` tables with the keys `function`, `callee` and `because` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` and `[[holds_last]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, of `[[never_fails]]` tables with the keys `function`, `callee` and `because`, and of `[[same_object]]` tables with the keys `function`, `local`, `type`, `field`, `same_as` and `because` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +60,23 @@ struct RawFile {
     holds_last: Vec<Spanned<RawKept>>,
     #[serde(default)]
     never_fails: Vec<Spanned<RawNeverFails>>,
+    #[serde(default)]
+    same_object: Vec<Spanned<RawSameObject>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ function = \"crate::f\", local = \"x\", type = \"crate::Struct\", field = \"name\", same_as = \"self\", because = \"…\" }`"
+)]
+struct RawSameObject {
+    function: Spanned<String>,
+    local: Spanned<String>,
+    #[serde(rename = "type")]
+    ty: Spanned<String>,
+    field: Spanned<String>,
+    same_as: Spanned<String>,
+    because: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -195,6 +212,75 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             span.start,
             Declaration {
                 invariant: Invariant::NeverFails { function, callee },
+                origin: Origin::File {
+                    path: PathBuf::from(path),
+                    line,
+                    col,
+                    span,
+                },
+                because: Some(e.because.into_inner().trim().to_string()),
+            },
+        ));
+    }
+    for entry in raw.same_object {
+        let span = entry.span();
+        let e = entry.into_inner();
+        let function = e.function.get_ref().trim();
+        if function.is_empty()
+            || (function.contains(char::is_whitespace) && !function.contains('<'))
+        {
+            return Err(err(
+                e.function.span(),
+                format!("`{}` is not a function path", e.function.get_ref()),
+                "expected a path like `crate::module::function`",
+                Some(
+                    "`function` names a function by its item path (`kanalyze dump --item` shows paths)"
+                        .to_string(),
+                ),
+            ));
+        }
+        let ident = |key: &str, value: &Spanned<String>| {
+            let t = value.get_ref().trim();
+            let ok = !t.is_empty()
+                && t.chars().all(|c| c == '_' || c.is_alphanumeric())
+                && !t.starts_with(|c: char| c.is_ascii_digit());
+            if ok {
+                Ok(t.to_string())
+            } else {
+                Err(err(
+                    value.span(),
+                    format!("`{}` is not a variable name", value.get_ref()),
+                    "expected the name of a `let` binding or an argument, like `node` or `self`",
+                    Some(format!(
+                        "`{key}` names a variable of the function as it is written in the source"
+                    )),
+                ))
+            }
+        };
+        let local = ident("local", &e.local)?;
+        let same_as = ident("same_as", &e.same_as)?;
+        let ty = e.ty.get_ref().trim();
+        if ty.is_empty() || ty.contains(['<', '>', ' ']) {
+            return Err(err(
+                e.ty.span(),
+                format!("`{}` is not a struct path", e.ty.get_ref()),
+                "expected a path like `crate::module::Struct`, without generic arguments",
+                None,
+            ));
+        }
+        let field = ident("field", &e.field)?;
+        check_because(&e.because)?;
+        let (line, col) = line_col(text, span.start);
+        out.push((
+            span.start,
+            Declaration {
+                invariant: Invariant::SameObject {
+                    function: function.to_string(),
+                    local,
+                    ty: ty.to_string(),
+                    field,
+                    same_as,
+                },
                 origin: Origin::File {
                     path: PathBuf::from(path),
                     line,

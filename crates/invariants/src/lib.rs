@@ -156,6 +156,7 @@
 mod file;
 mod never_fails;
 mod resolve;
+pub mod same_object;
 
 use std::path::PathBuf;
 
@@ -212,6 +213,19 @@ pub enum Invariant {
     /// precondition the function's callers keep (a capacity reserved
     /// beforehand, an element known present).
     NeverFails { function: String, callee: String },
+    /// Where `function` drops its variable `local`, the object that field
+    /// `field` of the struct `ty` (a back pointer, reached from `local`
+    /// through fields and pointers) refers to is the object variable
+    /// `same_as` refers to: a shared-reference argument, or a local holding
+    /// a sharing clone, alive there. That drop then releases no last
+    /// reference through the field.
+    SameObject {
+        function: String,
+        local: String,
+        ty: String,
+        field: String,
+        same_as: String,
+    },
 }
 
 /// Where a declaration was made.
@@ -285,6 +299,17 @@ impl Declaration {
                 "`{}` never fails in `{}`",
                 last_segments(callee, 1),
                 last_segments(function, 2)
+            ),
+            Invariant::SameObject {
+                function,
+                local,
+                ty,
+                field,
+                same_as,
+            } => format!(
+                "where `{}` drops `{local}`, its `{}.{field}` is `{same_as}`'s object",
+                last_segments(function, 2),
+                last_segments(ty, 1)
             ),
         }
     }
@@ -369,6 +394,45 @@ pub fn from_annotations<'a>(
     let mut misplaced = Vec::new();
     for (path, item) in items {
         for (annotation, span) in &item.kanalyze {
+            if let K::SameObject {
+                local,
+                ty,
+                field,
+                same_as,
+                because,
+            } = annotation
+            {
+                if !matches!(
+                    item.kind.as_str(),
+                    "function" | "associated function" | "method"
+                ) {
+                    misplaced.push(Misplaced {
+                        krate: item.crate_index,
+                        span: *span,
+                        message: format!(
+                            "`#[kanalyze::same_object]` is on a {}, not on a function",
+                            item.kind
+                        ),
+                        help: "an invariant about the variables a function drops is declared on that function",
+                    });
+                    continue;
+                }
+                out.push(Declaration {
+                    invariant: Invariant::SameObject {
+                        function: path.to_string(),
+                        local: local.clone(),
+                        ty: ty.clone(),
+                        field: field.clone(),
+                        same_as: same_as.clone(),
+                    },
+                    origin: Origin::Attribute {
+                        krate: item.crate_index,
+                        span: *span,
+                    },
+                    because: because.clone(),
+                });
+                continue;
+            }
             if let K::NeverFails { callee, because } = annotation {
                 // The extractor's `def_descr` of a function item.
                 if !matches!(

@@ -8,6 +8,7 @@ use kmir::{AdtKind, BlockId, InstanceKind, Projection, TerminatorKind, TyKind};
 use program::{FnId, Program};
 
 use crate::never_fails;
+use crate::same_object;
 use crate::{Declaration, Invariant};
 
 /// The declarations and where they apply.
@@ -26,6 +27,9 @@ pub struct Resolved {
     /// Function → the call blocks whose result a never-fails declaration
     /// says holds its success variant: (block, declaration, variant).
     succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>>,
+    /// Function → the drops a same-object declaration covers: (block,
+    /// declaration, the back pointer and what keeps its object alive).
+    same: HashMap<FnId, Vec<(BlockId, usize, same_object::Site)>>,
 }
 
 /// One application of a declaration: a drop it elides, in a drop glue (empty
@@ -105,6 +109,19 @@ impl Resolved {
             .map(|&(b, _, v)| (b, v))
     }
 
+    /// The drops of `f` a same-object declaration covers: (block, the back
+    /// pointer's `path::Struct.field`, what keeps its object alive).
+    pub fn same_object_in(
+        &self,
+        f: FnId,
+    ) -> impl Iterator<Item = (BlockId, &same_object::Site)> + '_ {
+        self.same
+            .get(&f)
+            .into_iter()
+            .flatten()
+            .map(|(b, _, s)| (*b, s))
+    }
+
     /// Where each declaration applies, by declaration index, in a stable
     /// order.
     pub fn uses(&self) -> Vec<Vec<Use>> {
@@ -118,6 +135,11 @@ impl Resolved {
             }
         }
         for (&function, sites) in &self.succeeds {
+            for &(block, d, _) in sites {
+                out[d].push(Use { function, block });
+            }
+        }
+        for (&function, sites) in &self.same {
             for &(block, d, _) in sites {
                 out[d].push(Use { function, block });
             }
@@ -136,6 +158,7 @@ impl Resolved {
             not_last: HashMap::new(),
             last: HashMap::new(),
             succeeds: HashMap::new(),
+            same: HashMap::new(),
         }
     }
 
@@ -148,6 +171,7 @@ impl Resolved {
             not_last: HashMap::new(),
             last: self.last.clone(),
             succeeds: HashMap::new(),
+            same: HashMap::new(),
         }
     }
 
@@ -175,12 +199,24 @@ impl Resolved {
                 succeeds.insert(f, kept);
             }
         }
+        let mut same = HashMap::new();
+        for (&f, sites) in &self.same {
+            let kept: Vec<_> = sites
+                .iter()
+                .filter(|(_, d, _)| *d != index)
+                .cloned()
+                .collect();
+            if !kept.is_empty() {
+                same.insert(f, kept);
+            }
+        }
         Resolved {
             declarations: self.declarations.clone(),
             elided: filter(&self.elided),
             not_last: filter(&self.not_last),
             last: filter(&self.last),
             succeeds,
+            same,
         }
     }
 }
@@ -216,8 +252,87 @@ pub fn resolve(
     // the functions it covers, whether it says "can be the last").
     let mut kept: Vec<(usize, &str, u32, &[String], bool)> = Vec::new();
     let mut succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>> = HashMap::new();
+    let mut same: HashMap<FnId, Vec<(BlockId, usize, same_object::Site)>> = HashMap::new();
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field) = match &decl.invariant {
+            Invariant::SameObject {
+                function,
+                local,
+                ty,
+                field,
+                same_as,
+            } => {
+                // The struct by its path, or its last segments (the
+                // attribute form writes `Node.owner`).
+                let holders: Vec<&str> = structs
+                    .iter()
+                    .filter(|(p, fields)| {
+                        (**p == ty.as_str()
+                            || p.strip_suffix(ty.as_str())
+                                .is_some_and(|h| h.ends_with("::")))
+                            && fields.contains(&field.as_str())
+                    })
+                    .map(|(p, _)| *p)
+                    .collect();
+                let holder = match holders[..] {
+                    [h] => h,
+                    [] => {
+                        problems.push(Problem {
+                            declaration: d,
+                            kind: ProblemKind::NoMatch,
+                            message: format!("no struct `{ty}` with a field `{field}` in the program"),
+                            help: Some("name the struct that holds the back pointer, by its canonical path or its last segments, and the field as declared (`kanalyze dump --item` shows paths)".to_string()),
+                        });
+                        continue;
+                    }
+                    _ => {
+                        problems.push(Problem {
+                            declaration: d,
+                            kind: ProblemKind::Ambiguous,
+                            message: format!(
+                                "`{ty}.{field}` names fields of {} structs: {}",
+                                holders.len(),
+                                quoted(&holders)
+                            ),
+                            help: Some(
+                                "give more of the struct's path, so that it names one".to_string(),
+                            ),
+                        });
+                        continue;
+                    }
+                };
+                match same_object::find(program, function, local, holder, field, same_as) {
+                    same_object::Found::NoFunction => problems.push(missing(d, "function", function)),
+                    same_object::Found::NoVariable(key, name, several) => problems.push(Problem {
+                        declaration: d,
+                        kind: if several { ProblemKind::Ambiguous } else { ProblemKind::NoMatch },
+                        message: if several {
+                            format!("`{function}` has several variables named `{name}` (`{key}`)")
+                        } else {
+                            format!("`{function}` has no variable `{name}` (`{key}`)")
+                        },
+                        help: Some("name a `let` binding or an argument of the function, as written in the source; `same_as` must name one variable (not one bound twice, as shadowing does)".to_string()),
+                    }),
+                    same_object::Found::NotShared(ty) => problems.push(Problem {
+                        declaration: d,
+                        kind: ProblemKind::NoMatch,
+                        message: format!("`same_as` names `{same_as}`, an argument of type `{ty}`, not a shared reference"),
+                        help: Some("the object must be alive where the variable is dropped: name a shared-reference argument (`&self`, `&Arc<T>`), whose referent outlives the call, or a local holding a sharing clone (`let p = x.clone()`) that is still held there".to_string()),
+                    }),
+                    same_object::Found::NoDrop => problems.push(Problem {
+                        declaration: d,
+                        kind: ProblemKind::NoMatch,
+                        message: format!("`{function}` never drops `{local}`"),
+                        help: Some("a same-object invariant is about the drops of the variable (at the end of its scope, or `drop(x)`); one moved elsewhere is dropped there".to_string()),
+                    }),
+                    same_object::Found::Sites(sites) => {
+                        for (f, block, site) in sites {
+                            same.entry(f).or_default().push((block, d, site));
+                        }
+                    }
+                }
+                continue;
+            }
             Invariant::EmptyAtTeardown { ty, field, .. }
             | Invariant::EmptyWhenStored { ty, field, .. }
             | Invariant::KeptAlive { ty, field, .. }
@@ -350,7 +465,7 @@ pub fn resolve(
                 kept.push((d, ty.as_str(), index, taken_by.as_slice(), last));
             }
             // Resolved above.
-            Invariant::NeverFails { .. } => {}
+            Invariant::NeverFails { .. } | Invariant::SameObject { .. } => {}
         }
     }
     // The drop glues of the declared structs, and their field drops: each
@@ -583,6 +698,7 @@ pub fn resolve(
         not_last,
         last,
         succeeds,
+        same,
     })
 }
 

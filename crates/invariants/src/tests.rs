@@ -163,6 +163,52 @@ fn holds_last_entries_are_read_in_file_order() {
 }
 
 #[test]
+fn same_object_entries_are_read_in_file_order() {
+    let text = "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"ready\"\nbecause = \"each waiter holds its own\"\n\n[[same_object]]\nfunction = \"b::Proc::debug_print\"\nlocal = \"node\"\ntype = \"b::Node\"\nfield = \"owner\"\nsame_as = \"self\"\nbecause = \"a process lists its own nodes\"\n";
+    let d = parse(Path::new("inv.toml"), text).expect("valid");
+    assert_eq!(
+        d[1].invariant,
+        Invariant::SameObject {
+            function: "b::Proc::debug_print".into(),
+            local: "node".into(),
+            ty: "b::Node".into(),
+            field: "owner".into(),
+            same_as: "self".into(),
+        }
+    );
+    let Origin::File { line, .. } = &d[1].origin else {
+        panic!("a file origin")
+    };
+    assert_eq!(*line, 6);
+    assert_eq!(
+        d[1].describe(),
+        "where `Proc::debug_print` drops `node`, its `Node.owner` is `self`'s object"
+    );
+    let entry = |local: &str, ty: &str, same_as: &str| {
+        format!(
+            "[[same_object]]\nfunction = \"b::f\"\nlocal = \"{local}\"\ntype = \"{ty}\"\nfield = \"owner\"\nsame_as = \"{same_as}\"\nbecause = \"x\"\n"
+        )
+    };
+    let e = render(&entry("node.owner", "b::Node", "self"));
+    assert!(e.contains("`node.owner` is not a variable name"), "{e}");
+    let e = render(&entry("node", "b::Node", "*self"));
+    assert!(e.contains("`*self` is not a variable name"), "{e}");
+    let e = render(&entry("node", "b::Node<T>", "self"));
+    assert!(e.contains("`b::Node<T>` is not a struct path"), "{e}");
+    let e = render(
+        &entry("node", "b::Node", "self").replace("function = \"b::f\"", "function = \"b f\""),
+    );
+    assert!(e.contains("`b f` is not a function path"), "{e}");
+    let e = render(&entry("node", "b::Node", "self").replace("because = \"x\"", "because = \"\""));
+    assert!(e.contains("`because` is empty"), "{e}");
+    let e = render(&format!(
+        "{}taken_by = [\"b::g\"]\n",
+        entry("node", "b::Node", "self")
+    ));
+    assert!(e.contains("unknown field `taken_by`"), "{e}");
+}
+
+#[test]
 fn an_empty_file_declares_nothing() {
     assert_eq!(parse(Path::new("inv.toml"), "").expect("valid"), vec![]);
 }

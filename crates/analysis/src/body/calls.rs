@@ -605,6 +605,9 @@ impl BodyAnalysis<'_> {
         };
         for s in &place.steps {
             match *s {
+                // The facts are about the argument's own memory, not
+                // what a pointer there points to.
+                crate::summary::PlaceStep::Deref => return false,
                 crate::summary::PlaceStep::Field(f) => key = key.with(ProjKey::Field(f)),
                 crate::summary::PlaceStep::Variant { index, discr } => {
                     // The payload of a variant the place cannot hold: the

@@ -33,9 +33,11 @@ pub(crate) mod exhausted;
 mod guard_data;
 mod observations;
 pub mod origins;
+mod pointer_copies;
 mod prescan;
 pub mod rejecting;
 mod run;
+mod same_object;
 pub mod same_or_none;
 mod statements;
 pub mod writes;
@@ -155,6 +157,9 @@ pub struct BodyAnalysis<'a> {
     /// last-reference expectation joins its own there, unless the
     /// analysis shows the reference is not the last.
     pub can_be_last: Vec<BlockId>,
+    /// Drops a same-object declaration covers: (block, the back pointer
+    /// and what keeps its object alive).
+    pub same_objects: Vec<(BlockId, invariants::same_object::Site)>,
     /// Calls whose result a never-fails declaration says holds its
     /// success variant (`Ok`, `Some`): (block, variant).
     pub succeeds: Vec<(BlockId, u128)>,
@@ -166,6 +171,9 @@ pub struct BodyAnalysis<'a> {
     pub origins: std::sync::Arc<origins::Origins>,
     /// `derived_from`'s answers, by local.
     derived: std::sync::Mutex<HashMap<LocalId, Option<Vec<LocalId>>>>,
+    /// Locals holding copies of pointers stored below `*_1`
+    /// (`pointer_copies`), scanned on first use.
+    pointer_copies: std::sync::OnceLock<HashMap<u32, pointer_copies::Source>>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -212,11 +220,20 @@ impl<'a> BodyAnalysis<'a> {
             last_reference_tests,
             not_last: Vec::new(),
             can_be_last: Vec::new(),
+            same_objects: Vec::new(),
             succeeds: Vec::new(),
             drop_flags: prescan::drop_flags(dump, body),
             origins,
             derived: Default::default(),
+            pointer_copies: Default::default(),
         }
+    }
+
+    /// Locals holding copies of pointers stored below `*_1`.
+    pub(super) fn pointer_copies(&self) -> &HashMap<u32, pointer_copies::Source> {
+        self.pointer_copies.get_or_init(|| {
+            pointer_copies::scan(self.dump, self.body, &self.sites, self.summary_of)
+        })
     }
 
     /// The locals that may hold a pointer derived from `&mut` local `l`

@@ -235,6 +235,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             let last = if analysis.not_last.contains(&block)
                 || backed
                 || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
+                || analysis.same_object_discharges(block, &terminator.kind, summary)
                 || analysis.stored_clone_backs(
                     &p.facts,
                     &terminator.kind,
@@ -273,12 +274,17 @@ impl<'r, 'a> Reader<'r, 'a> {
                 self.last_field =
                     self.last_field
                         .join(dropped_field(analysis, block, &terminator.kind, summary));
-                self.last_place = std::mem::take(&mut self.last_place).join(dropped_place(
-                    analysis,
-                    block,
-                    &terminator.kind,
-                    summary,
-                ));
+                let dropped = dropped_place(analysis, block, &terminator.kind, summary);
+                if analysis.trace {
+                    eprintln!(
+                        "[kanalyze trace] bb{block} last place {}",
+                        match &dropped {
+                            crate::summary::LastPlaces::One(p) => p.describe(),
+                            other => format!("{other:?}"),
+                        }
+                    );
+                }
+                self.last_place = std::mem::take(&mut self.last_place).join(dropped);
             }
             if analysis.trace {
                 eprintln!(
@@ -758,11 +764,18 @@ fn dropped_place(
                 _ => return LastPlaces::Any,
             };
             let mut out = Vec::new();
+            let mut labels = Vec::new();
             let mut at = kmir::Place {
                 local: place.local,
                 projection: place.projection[..place.projection.len() - steps.len()].into(),
             };
             for p in steps {
+                labels.push(match p {
+                    Projection::Field { index, .. } => {
+                        super::pointer_copies::field_label(dump, body, &at, *index)
+                    }
+                    _ => String::new(),
+                });
                 match p {
                     Projection::Field { index, .. } => out.push(PlaceStep::Field(*index)),
                     Projection::Downcast { variant } => {
@@ -795,23 +808,157 @@ fn dropped_place(
             }
             let below = callee_last_place(summary);
             out.extend(below.steps);
+            labels.extend(below.labels);
             LastPlaces::One(LastPlace {
                 steps: out,
                 variants: below.variants,
+                labels,
             })
         }
+        // A local built around a pointer stored below `*_1` (`Arc::drop`'s
+        // `Box`): the callee's place goes through that field's pointer.
+        kmir::TerminatorKind::Drop { place, .. } if place.projection.is_empty() => {
+            let below = callee_last_place(summary);
+            match analysis.pointer_copies().get(&place.local) {
+                Some(super::pointer_copies::Source::Fields(fields)) => match &below.steps[..] {
+                    [PlaceStep::Field(i), PlaceStep::Deref, ..] => match fields.get(*i as usize) {
+                        Some(Some((steps, labels))) => {
+                            through_pointer(analysis, block, steps, labels, below, 1)
+                        }
+                        _ => LastPlaces::Any,
+                    },
+                    _ => LastPlaces::Any,
+                },
+                Some(super::pointer_copies::Source::Ptr { steps, labels }) => {
+                    through_wrapper(analysis, block, steps, labels, below)
+                }
+                _ => LastPlaces::Any,
+            }
+        }
+        // What a pointer read out of `*_1` points to (`drop((*_6))` in a
+        // `Box`'s glue).
+        kmir::TerminatorKind::Drop { place, .. }
+            if place.projection.len() == 1 && place.projection[0] == Projection::Deref =>
+        {
+            match analysis.pointer_copies().get(&place.local) {
+                Some(super::pointer_copies::Source::Ptr { steps, labels }) => {
+                    let mut below = callee_last_place(summary);
+                    below.steps.insert(0, PlaceStep::Deref);
+                    below.labels.insert(0, String::new());
+                    through_pointer(analysis, block, steps, labels, below, 0)
+                }
+                _ => LastPlaces::Any,
+            }
+        }
         kmir::TerminatorKind::Call { args, .. } => {
+            // The callee's expectation is about what its first argument
+            // holds or points to: all of it, or (its `last_place`) one
+            // place there.
+            let about_arg0 =
+                summary.last_from.as_deref() == Some(&[0][..]) || summary.last_place.is_some();
             match (summary.last_from.as_deref(), args.first()) {
-                (Some([0]), Some(kmir::Operand::Move(p)))
-                    if p.local == 1 && p.projection.is_empty() =>
+                (_, Some(kmir::Operand::Move(p)))
+                    if about_arg0 && p.local == 1 && p.projection.is_empty() =>
                 {
                     callee()
+                }
+                // The callee is given a pointer read out of `*_1`
+                // (`drop_glue(&mut *ptr)` in `Box::drop`), and says its
+                // expectation is about what that pointer points to.
+                (_, Some(kmir::Operand::Move(p) | kmir::Operand::Copy(p)))
+                    if about_arg0 && p.projection.is_empty() =>
+                {
+                    match analysis.pointer_copies().get(&p.local) {
+                        // A copy of `_1` itself (`_2 = copy _1` in a glue).
+                        Some(super::pointer_copies::Source::Arg) => callee(),
+                        // A pointer: the callee's place is below what it
+                        // points to.
+                        Some(super::pointer_copies::Source::Ptr { steps, labels })
+                            if analysis.dump.place_ty(analysis.body, p).is_some_and(|t| {
+                                matches!(
+                                    analysis.dump.ty(t).map(|t| &t.kind),
+                                    Some(kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. })
+                                )
+                            }) =>
+                        {
+                            let mut below = callee_last_place(summary);
+                            below.steps.insert(0, PlaceStep::Deref);
+                            below.labels.insert(0, String::new());
+                            through_pointer(analysis, block, steps, labels, below, 0)
+                        }
+                        // A value wrapping the pointer (`mem::drop(box)`):
+                        // the callee's place is below that value.
+                        Some(super::pointer_copies::Source::Ptr { steps, labels })
+                            if matches!(args.first(), Some(kmir::Operand::Move(_))) =>
+                        {
+                            through_wrapper(
+                                analysis,
+                                block,
+                                steps,
+                                labels,
+                                callee_last_place(summary),
+                            )
+                        }
+                        _ => LastPlaces::Any,
+                    }
                 }
                 _ => LastPlaces::Any,
             }
         }
         _ => LastPlaces::Any,
     }
+}
+
+/// A callee's place `below` in a value whose only pointer is the one
+/// stored at `steps` below `*_1` (a `Box` made from it): the fields that
+/// lead to the pointer inside the value, then the pointer, are that
+/// pointer.
+fn through_wrapper(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    steps: &[crate::summary::PlaceStep],
+    labels: &[String],
+    below: crate::summary::LastPlace,
+) -> crate::summary::LastPlaces {
+    use crate::summary::PlaceStep;
+    match below
+        .steps
+        .iter()
+        .position(|s| !matches!(s, PlaceStep::Field(_)))
+    {
+        Some(k) if below.steps[k] == PlaceStep::Deref => {
+            through_pointer(analysis, block, steps, labels, below, k)
+        }
+        _ => crate::summary::LastPlaces::Any,
+    }
+}
+
+/// The place `steps` (a pointer below `*_1`, unwritten before the site)
+/// followed by `below` from its step `skip` on (which starts with the
+/// `Deref` through that pointer).
+fn through_pointer(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    steps: &[crate::summary::PlaceStep],
+    labels: &[String],
+    below: crate::summary::LastPlace,
+    skip: usize,
+) -> crate::summary::LastPlaces {
+    use crate::summary::{LastPlace, LastPlaces};
+    if !unwritten_before(analysis, block, steps) {
+        return LastPlaces::Any;
+    }
+    let mut out = steps.to_vec();
+    out.extend(below.steps.iter().skip(skip).copied());
+    let mut names = labels.to_vec();
+    names.resize(steps.len(), String::new());
+    names.extend(below.labels.iter().skip(skip).cloned());
+    names.resize(out.len(), String::new());
+    LastPlaces::One(LastPlace {
+        steps: out,
+        variants: below.variants,
+        labels: names,
+    })
 }
 
 /// Whether nothing at, above or below the place `steps` below what the first
@@ -827,9 +974,16 @@ fn unwritten_before(
     if !writes.settled() {
         return false;
     }
-    let path = steps.iter().fold(FieldPath::AT, |p, s| match *s {
+    // Below a pointer the place is in another object: only the way to the
+    // pointer is the argument's own memory (`PlaceStep::Deref`).
+    let own = steps
+        .iter()
+        .position(|s| matches!(s, PlaceStep::Deref))
+        .map_or(steps, |i| &steps[..i]);
+    let path = own.iter().fold(FieldPath::AT, |p, s| match *s {
         PlaceStep::Field(f) => p.field(f),
         PlaceStep::Variant { index, .. } => p.variant(index),
+        PlaceStep::Deref => p,
     });
     let root = super::writes::Root::Arg(0);
     let body = analysis.body;
@@ -894,6 +1048,7 @@ pub(super) fn callee_last_place(summary: &crate::summary::Summary) -> crate::sum
         return LastPlace {
             steps: Vec::new(),
             variants: None,
+            labels: Vec::new(),
         };
     }
     let mut variants: Vec<u128> = summary
@@ -907,6 +1062,7 @@ pub(super) fn callee_last_place(summary: &crate::summary::Summary) -> crate::sum
     variants.sort_unstable();
     variants.dedup();
     LastPlace {
+        labels: vec![String::new(); steps.len()],
         steps,
         variants: Some(variants),
     }
