@@ -999,6 +999,31 @@ fn invariants_same_object() {
     insta::assert_snapshot!("invariants_same_object_errors", errors);
 }
 
+/// The same across crates, at both optimisation levels: the user crate's
+/// instances of `Arc::drop` come from the other crate's optimized MIR, where
+/// the pointer reaches the `Box` through inlined copies and transmutes.
+#[test]
+fn invariants_same_object_across_crates() {
+    for opt in ["0", "2"] {
+        let out = extract(&[
+            CrateSpec::lib("ui/crates/kowner.rs").opt(opt),
+            CrateSpec::lib("ui/crates/kowner_user.rs")
+                .with_extern("kowner")
+                .opt(opt),
+        ]);
+        let (code, stdout, stderr) = check_in(out.dir.path(), &[]);
+        assert_eq!(code, 0, "opt {opt}: {stderr}");
+        assert_eq!(
+            severities_in(&stdout),
+            [(
+                "warning".to_string(),
+                "`kowner_user::count_any`".to_string()
+            )],
+            "opt {opt}: {stdout}"
+        );
+    }
+}
+
 /// The profiles: the same program as it is (no `kernel` crate for a kernel
 /// target: userspace) and as the kernel; findings entirely in the standard
 /// library counted, and shown with `--include-upstream`.

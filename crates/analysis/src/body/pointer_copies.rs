@@ -34,16 +34,40 @@ pub(crate) enum Source {
     /// A copy of the first argument itself, or a reborrow of what it
     /// points to (`_2 = copy _1` in a drop glue).
     Arg,
-    /// It points where the pointer stored at `steps` below what the first
-    /// argument points to points (a copy, a cast, `&mut *p` of one), or it
-    /// is a value whose only pointer is that one (`Box::from_raw(p)`).
+    /// The value holds the pointer stored at `steps` below what the first
+    /// argument points to: a copy, a cast, `&mut *p` of one (`within` is
+    /// empty), a struct built around one (`Box(Unique { pointer: p, .. },
+    /// Global)`: `within` is the fields to it), or, where `within` is
+    /// `None`, a value whose only pointer it is, wherever (what
+    /// `Box::from_raw(p)` returns).
     Ptr {
         steps: Vec<PlaceStep>,
         labels: Vec<String>,
+        within: Option<Vec<u32>>,
     },
-    /// A struct built around such pointers: its field `i` holds one when
-    /// entry `i` is `Some`.
-    Fields(Vec<Option<(Vec<PlaceStep>, Vec<String>)>>),
+}
+
+impl Source {
+    /// The same pointer, one field further in (`within` of an aggregate
+    /// built around this value at field `i`).
+    fn at_field(self, i: u32) -> Source {
+        match self {
+            Source::Ptr {
+                steps,
+                labels,
+                within,
+            } => Source::Ptr {
+                steps,
+                labels,
+                within: within.map(|w| {
+                    let mut out = vec![i];
+                    out.extend(w);
+                    out
+                }),
+            },
+            Source::Arg => Source::Arg,
+        }
+    }
 }
 
 /// The sources of the locals of `body` that have one.
@@ -111,31 +135,53 @@ pub(super) fn scan(
                 let found = match &**rvalue {
                     Rvalue::Use(op) => operand_ptr(dump, body, &out, op),
                     Rvalue::CopyForDeref(p) => place_ptr(dump, body, &out, p),
+                    // A cast of the pointer itself (not of a struct
+                    // around it, whose fields a transmute may reorder).
                     Rvalue::Cast { kind, operand, .. } if address_kept(kind) => {
-                        operand_ptr(dump, body, &out, operand)
+                        operand_ptr(dump, body, &out, operand).filter(|s| {
+                            matches!(s, Source::Ptr { within, .. } if within.as_deref() == Some(&[]))
+                        })
                     }
                     Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. } => {
                         match &*q.projection {
                             [Projection::Deref] if q.local == 1 => Some(Source::Arg),
                             [Projection::Deref] => match out.get(&q.local) {
-                                Some(s @ (Source::Ptr { .. } | Source::Arg)) => Some(s.clone()),
+                                Some(s @ Source::Arg) => Some(s.clone()),
+                                // `&mut *p`: points where `p` does.
+                                Some(s @ Source::Ptr { within, .. })
+                                    if within.as_deref() == Some(&[]) =>
+                                {
+                                    Some(s.clone())
+                                }
                                 _ => None,
                             },
                             _ => None,
                         }
                     }
+                    // A struct around one such pointer, every other field
+                    // a constant (`PhantomData`, an allocator): its only
+                    // pointer is that one.
                     Rvalue::Aggregate { operands, .. } => {
-                        let fields: Vec<_> = operands
+                        let found: Vec<(usize, Source)> = operands
                             .iter()
-                            .map(|op| match operand_ptr(dump, body, &out, op) {
-                                Some(Source::Ptr { steps, labels }) => Some((steps, labels)),
-                                _ => None,
+                            .enumerate()
+                            .filter_map(|(i, op)| {
+                                operand_ptr(dump, body, &out, op)
+                                    .filter(|s| matches!(s, Source::Ptr { .. }))
+                                    .map(|s| (i, s))
                             })
                             .collect();
-                        fields
+                        let others_constant = operands
                             .iter()
-                            .any(Option::is_some)
-                            .then_some(Source::Fields(fields))
+                            .enumerate()
+                            .all(|(i, op)| {
+                                found.iter().any(|(j, _)| *j == i)
+                                    || matches!(op, Operand::Constant(_))
+                            });
+                        match <[_; 1]>::try_from(found) {
+                            Ok([(i, s)]) if others_constant => Some(s.at_field(i as u32)),
+                            _ => None,
+                        }
                     }
                     _ => None,
                 };
@@ -160,12 +206,19 @@ pub(super) fn scan(
                         })
                 });
                 if passes_arg0
-                    && let Some(Source::Ptr { steps, labels }) = args
+                    && let Some(Source::Ptr { steps, labels, .. }) = args
                         .first()
                         .and_then(|op| operand_ptr(dump, body, &out, op))
                         .filter(|s| matches!(s, Source::Ptr { .. }))
                 {
-                    out.insert(destination.local, Source::Ptr { steps, labels });
+                    out.insert(
+                        destination.local,
+                        Source::Ptr {
+                            steps,
+                            labels,
+                            within: None,
+                        },
+                    );
                     changed = true;
                 }
             }
@@ -223,7 +276,18 @@ fn place_ptr(
             v.push(proj.clone());
             at.projection = v.into();
         }
-        return Some(Source::Ptr { steps, labels });
+        // One pointer, so that "what it points to" names one place.
+        if !dump
+            .place_ty(body, p)
+            .is_some_and(|t| pointer_like(dump, t))
+        {
+            return None;
+        }
+        return Some(Source::Ptr {
+            steps,
+            labels,
+            within: Some(Vec::new()),
+        });
     }
     if !p.projection.is_empty() {
         return None;
@@ -231,6 +295,21 @@ fn place_ptr(
     match known.get(&p.local) {
         Some(s @ (Source::Ptr { .. } | Source::Arg)) => Some(s.clone()),
         _ => None,
+    }
+}
+
+/// A raw pointer, a reference, or one of the standard library's wrappers
+/// around exactly one (`NonNull`, `Unique`): a value holding one pointer.
+fn pointer_like(dump: &CrateDump, ty: kmir::TyId) -> bool {
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(kmir::TyKind::RawPtr { .. } | kmir::TyKind::Ref { .. }) => true,
+        Some(kmir::TyKind::Adt { path, .. }) => {
+            matches!(
+                path.as_str(),
+                "core::ptr::non_null::NonNull" | "core::ptr::unique::Unique"
+            )
+        }
+        _ => false,
     }
 }
 

@@ -815,23 +815,22 @@ fn dropped_place(
                 labels,
             })
         }
-        // A local built around a pointer stored below `*_1` (`Arc::drop`'s
-        // `Box`): the callee's place goes through that field's pointer.
+        // A local holding a pointer stored below `*_1`, or built around one
+        // (`Arc::drop`'s `Box`): the callee's place is below that value.
         kmir::TerminatorKind::Drop { place, .. } if place.projection.is_empty() => {
-            let below = callee_last_place(summary);
             match analysis.pointer_copies().get(&place.local) {
-                Some(super::pointer_copies::Source::Fields(fields)) => match &below.steps[..] {
-                    [PlaceStep::Field(i), PlaceStep::Deref, ..] => match fields.get(*i as usize) {
-                        Some(Some((steps, labels))) => {
-                            through_pointer(analysis, block, steps, labels, below, 1)
-                        }
-                        _ => LastPlaces::Any,
-                    },
-                    _ => LastPlaces::Any,
-                },
-                Some(super::pointer_copies::Source::Ptr { steps, labels }) => {
-                    through_wrapper(analysis, block, steps, labels, below)
-                }
+                Some(super::pointer_copies::Source::Ptr {
+                    steps,
+                    labels,
+                    within,
+                }) => through_value(
+                    analysis,
+                    block,
+                    steps,
+                    labels,
+                    within.as_deref(),
+                    callee_last_place(summary),
+                ),
                 _ => LastPlaces::Any,
             }
         }
@@ -841,7 +840,11 @@ fn dropped_place(
             if place.projection.len() == 1 && place.projection[0] == Projection::Deref =>
         {
             match analysis.pointer_copies().get(&place.local) {
-                Some(super::pointer_copies::Source::Ptr { steps, labels }) => {
+                Some(super::pointer_copies::Source::Ptr {
+                    steps,
+                    labels,
+                    within: Some(w),
+                }) if w.is_empty() => {
                     let mut below = callee_last_place(summary);
                     below.steps.insert(0, PlaceStep::Deref);
                     below.labels.insert(0, String::new());
@@ -873,8 +876,12 @@ fn dropped_place(
                         Some(super::pointer_copies::Source::Arg) => callee(),
                         // A pointer: the callee's place is below what it
                         // points to.
-                        Some(super::pointer_copies::Source::Ptr { steps, labels })
-                            if analysis.dump.place_ty(analysis.body, p).is_some_and(|t| {
+                        Some(super::pointer_copies::Source::Ptr {
+                            steps,
+                            labels,
+                            within: Some(w),
+                        }) if w.is_empty()
+                            && analysis.dump.place_ty(analysis.body, p).is_some_and(|t| {
                                 matches!(
                                     analysis.dump.ty(t).map(|t| &t.kind),
                                     Some(kmir::TyKind::Ref { .. } | kmir::TyKind::RawPtr { .. })
@@ -886,16 +893,20 @@ fn dropped_place(
                             below.labels.insert(0, String::new());
                             through_pointer(analysis, block, steps, labels, below, 0)
                         }
-                        // A value wrapping the pointer (`mem::drop(box)`):
-                        // the callee's place is below that value.
-                        Some(super::pointer_copies::Source::Ptr { steps, labels })
-                            if matches!(args.first(), Some(kmir::Operand::Move(_))) =>
-                        {
-                            through_wrapper(
+                        // A value holding the pointer, moved into the
+                        // callee (`mem::drop(box)`): the callee's place is
+                        // below that value.
+                        Some(super::pointer_copies::Source::Ptr {
+                            steps,
+                            labels,
+                            within,
+                        }) if matches!(args.first(), Some(kmir::Operand::Move(_))) => {
+                            through_value(
                                 analysis,
                                 block,
                                 steps,
                                 labels,
+                                within.as_deref(),
                                 callee_last_place(summary),
                             )
                         }
@@ -909,28 +920,38 @@ fn dropped_place(
     }
 }
 
-/// A callee's place `below` in a value whose only pointer is the one
-/// stored at `steps` below `*_1` (a `Box` made from it): the fields that
-/// lead to the pointer inside the value, then the pointer, are that
-/// pointer.
-fn through_wrapper(
+/// A callee's place `below` in a value that holds the pointer stored at
+/// `steps` below `*_1`: at the fields `within` (or, `None`, as its only
+/// pointer), then through it. The fields that lead to the pointer inside
+/// the value, then the pointer, are that pointer.
+fn through_value(
     analysis: &BodyAnalysis<'_>,
     block: BlockId,
     steps: &[crate::summary::PlaceStep],
     labels: &[String],
+    within: Option<&[u32]>,
     below: crate::summary::LastPlace,
 ) -> crate::summary::LastPlaces {
     use crate::summary::PlaceStep;
-    match below
+    let Some(k) = below
         .steps
         .iter()
         .position(|s| !matches!(s, PlaceStep::Field(_)))
-    {
-        Some(k) if below.steps[k] == PlaceStep::Deref => {
-            through_pointer(analysis, block, steps, labels, below, k)
-        }
-        _ => crate::summary::LastPlaces::Any,
+        .filter(|&k| below.steps[k] == PlaceStep::Deref)
+    else {
+        return crate::summary::LastPlaces::Any;
+    };
+    let prefix: Vec<u32> = below.steps[..k]
+        .iter()
+        .filter_map(|s| match s {
+            PlaceStep::Field(f) => Some(*f),
+            _ => None,
+        })
+        .collect();
+    if within.is_some_and(|w| w != prefix.as_slice()) {
+        return crate::summary::LastPlaces::Any;
     }
+    through_pointer(analysis, block, steps, labels, below, k)
 }
 
 /// The place `steps` (a pointer below `*_1`, unwritten before the site)
