@@ -905,6 +905,23 @@ fn invariants_same_object() {
         ]),
         "{with}"
     );
+    // The teardown's place, through the `Arc`'s and the `Box`'s pointers
+    // to the back pointer, by field names.
+    let o = kanalyze_in(
+        dir,
+        &[
+            "summary",
+            "kmir",
+            "std::ptr::drop_glue::<invariants_same_object::arc::Arc<invariants_same_object::Node>>",
+        ],
+    );
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("from dropping `(*(*arg0).0).1.1`")
+            && summary.contains("through the fields `Arc.ptr`, `ArcInner.data`, `Node.owner`"),
+        "{summary}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Without any declaration, the cleared ones come back.
     let (_, none, _) = run(&["--invariants", "good.toml", "--audit-invariants"]);
     assert!(none.contains("same_object), removes 1 finding"), "{none}");

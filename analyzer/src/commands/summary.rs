@@ -108,6 +108,24 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "from dropping {} (`*arg0`: what `arg0` holds or points to)",
             p.describe()
         )));
+        // The fields on the way, by name (what a same-object declaration
+        // matches its back pointer against).
+        let named: Vec<&str> = p
+            .labels
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.rsplit("::").next().unwrap_or(l))
+            .collect();
+        if !named.is_empty() {
+            lines.push(SummaryLine::detail(format!(
+                "through the fields {}",
+                named
+                    .iter()
+                    .map(|l| format!("`{l}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     }
     if s.ret_exclusive {
         lines.push(SummaryLine::keyed(
