@@ -268,7 +268,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                 None,
             ));
         }
-        let field = ident("field", &e.field)?;
+        // A field is a name, or a tuple struct's index (`0`).
+        let field = e.field.get_ref().trim();
+        if field.is_empty() || !field.chars().all(|c| c == '_' || c.is_alphanumeric()) {
+            return Err(err(
+                e.field.span(),
+                format!("`{}` is not a field name", e.field.get_ref()),
+                "expected one field of the struct, like `owner` (or `0` for a tuple struct)",
+                None,
+            ));
+        }
+        let field = field.to_string();
         check_because(&e.because)?;
         let (line, col) = line_col(text, span.start);
         out.push((

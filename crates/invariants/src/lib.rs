@@ -1,7 +1,7 @@
 //! Declared invariants: facts the program keeps across objects and over
 //! time that no function body shows, stated by the people who know them.
 //!
-//! Five kinds:
+//! Six kinds:
 //! - **empty at teardown**: field `F` of struct `T` holds an empty value
 //!   (`None`, an empty list) whenever a `T` is torn down, because some
 //!   function empties it before the last reference to the `T` can go.
@@ -41,6 +41,14 @@
 //!   it moves into a bigger vector with `push_within_capacity`, which
 //!   cannot fail there: its caller passes an empty vector, and the
 //!   function checked the room.
+//! - **same object**: where function `F` drops its variable `L`, the back
+//!   pointer `T.B` in the object `L` refers to names the object variable
+//!   `S` keeps alive there, so the drop cannot release the last reference
+//!   through it. Binder's `Process::debug_print` drops, under its own
+//!   lock, nodes whose `owner` is `self`; the node's teardown would drop
+//!   that `owner`, which `&self` keeps alive. The analysis checks at each
+//!   drop that the teardown's last reference can come only through `T.B`
+//!   and that `S` keeps the object alive (`same_object`).
 //!
 //! A declaration comes in one of two equivalent forms:
 //! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
@@ -79,6 +87,19 @@
 //!
 //!   (in the source: `#[kanalyze::never_fails("Vec::push_within_capacity",
 //!   "why")]` on the function).
+//!
+//!   ```toml
+//!   [[same_object]]
+//!   function = "rust_binder::process::Process::debug_print"
+//!   local = "node"
+//!   type = "rust_binder::node::Node"
+//!   field = "owner"
+//!   same_as = "self"
+//!   because = "a process's nodes are made with owner = self"
+//!   ```
+//!
+//!   (in the source: `#[kanalyze::same_object("node", "Node.owner",
+//!   "self", "why")]` on the function).
 //!
 //! ## What is checked, what is trusted
 //! Every declaration must name something: a struct the program has, a field

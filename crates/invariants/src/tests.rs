@@ -206,6 +206,16 @@ fn same_object_entries_are_read_in_file_order() {
         entry("node", "b::Node", "self")
     ));
     assert!(e.contains("unknown field `taken_by`"), "{e}");
+    let e = render(
+        &entry("node", "b::Node", "self").replace("field = \"owner\"", "field = \"owner.process\""),
+    );
+    assert!(e.contains("`owner.process` is not a field name"), "{e}");
+    let tuple = parse(
+        Path::new("inv.toml"),
+        &entry("node", "b::Handle", "self").replace("field = \"owner\"", "field = \"0\""),
+    )
+    .expect("a tuple struct's field");
+    assert!(matches!(&tuple[0].invariant, Invariant::SameObject { field, .. } if field == "0"));
 }
 
 #[test]
