@@ -205,18 +205,32 @@ pub(super) fn scan(
                                 == Some(&[Flow::Own(0)][..])
                         })
                 });
+                // The result is one pointer, or a box around one: a
+                // result with room for two (a pair, a pointer and an
+                // offset one) could hold another pointer derived from
+                // the argument, and "its only pointer" would name neither.
+                let dest_ty = dump.place_ty(body, destination);
+                let one_pointer = dest_ty.is_some_and(|t| pointer_like(dump, t));
+                let boxed = dest_ty.is_some_and(|t| {
+                    matches!(dump.ty(t).map(|t| &t.kind),
+                        Some(kmir::TyKind::Adt { path, .. })
+                            if matches!(path.as_str(), "alloc::boxed::Box" | "kernel::alloc::kbox::Box"))
+                });
                 if passes_arg0
+                    && (one_pointer || boxed)
                     && let Some(Source::Ptr { steps, labels, .. }) = args
                         .first()
                         .and_then(|op| operand_ptr(dump, body, &out, op))
-                        .filter(|s| matches!(s, Source::Ptr { .. }))
+                        .filter(|s| {
+                            matches!(s, Source::Ptr { within, .. } if within.as_deref() == Some(&[]))
+                        })
                 {
                     out.insert(
                         destination.local,
                         Source::Ptr {
                             steps,
                             labels,
-                            within: None,
+                            within: if one_pointer { Some(Vec::new()) } else { None },
                         },
                     );
                     changed = true;
