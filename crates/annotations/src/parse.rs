@@ -254,6 +254,25 @@ fn parse_i32(cursor: &mut Cursor<'_>) -> Result<i32, &'static str> {
     Ok(if negative { -value } else { value })
 }
 
+/// The arguments as a list of string literals separated by commas (a
+/// trailing comma allowed); `None` for anything else.
+fn string_list<'a>(args: &Args<'a>) -> Option<Vec<&'a String>> {
+    let Args::Delimited(trees) = args else {
+        return None;
+    };
+    let mut out = Vec::new();
+    let mut want_string = true;
+    for t in trees.iter() {
+        match t {
+            Tree::Tok(Tok::Str(v)) if want_string => out.push(v),
+            Tree::Tok(Tok::Punct(Punct::Comma)) if !want_string => {}
+            _ => return None,
+        }
+        want_string = !want_string;
+    }
+    Some(out)
+}
+
 fn same_object_usage(name: &str, span: Span) -> AnnotationError {
     error(
         span,
@@ -405,22 +424,7 @@ fn parse_kanalyze(
             })
         }
         "same_object" => {
-            let strings: Option<Vec<&String>> = match args {
-                Args::Delimited(trees) => {
-                    let mut out = Vec::new();
-                    let mut want_string = true;
-                    for t in trees {
-                        match t {
-                            Tree::Tok(Tok::Str(v)) if want_string => out.push(v),
-                            Tree::Tok(Tok::Punct(Punct::Comma)) if !want_string => {}
-                            _ => return Err(same_object_usage(name, span)),
-                        }
-                        want_string = !want_string;
-                    }
-                    Some(out)
-                }
-                _ => None,
-            };
+            let strings = string_list(&args);
             let word = |s: &str| {
                 let s = s.trim();
                 !s.is_empty() && s.chars().all(|c| c == '_' || c.is_alphanumeric())
@@ -450,22 +454,7 @@ fn parse_kanalyze(
             })
         }
         "never_fails" => {
-            let strings: Option<Vec<&String>> = match args {
-                Args::Delimited(trees) => {
-                    let mut out = Vec::new();
-                    let mut want_string = true;
-                    for t in trees {
-                        match t {
-                            Tree::Tok(Tok::Str(v)) if want_string => out.push(v),
-                            Tree::Tok(Tok::Punct(Punct::Comma)) if !want_string => {}
-                            _ => return Err(never_fails_usage(name, span)),
-                        }
-                        want_string = !want_string;
-                    }
-                    Some(out)
-                }
-                _ => None,
-            };
+            let strings = string_list(&args);
             match strings.as_deref() {
                 Some([callee]) if !callee.trim().is_empty() => Ok(KanalyzeAnnotation::NeverFails {
                     callee: callee.trim().to_string(),

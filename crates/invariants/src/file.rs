@@ -186,24 +186,24 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
     // (offset of the entry, declaration): sorted into the file's order at
     // the end, whichever table an entry is in.
     let mut out: Vec<(usize, Declaration)> = Vec::new();
+    let function_path = |key: &str, value: &Spanned<String>| {
+        let text = value.get_ref().trim();
+        // Whitespace only inside generic arguments (`Vec::<T, A>::push`).
+        if text.is_empty() || (text.contains(char::is_whitespace) && !text.contains('<')) {
+            return Err(err(
+                value.span(),
+                format!("`{}` is not a function path", value.get_ref()),
+                "expected a path like `crate::module::function`",
+                Some(format!(
+                    "`{key}` names a function by its item path (`kanalyze dump --item` shows paths)"
+                )),
+            ));
+        }
+        Ok(text.to_string())
+    };
     for entry in raw.never_fails {
         let span = entry.span();
         let e = entry.into_inner();
-        let function_path = |key: &str, value: &Spanned<String>| {
-            let text = value.get_ref().trim();
-            // Whitespace only inside generic arguments (`Vec::<T, A>::push`).
-            if text.is_empty() || (text.contains(char::is_whitespace) && !text.contains('<')) {
-                return Err(err(
-                    value.span(),
-                    format!("`{}` is not a function path", value.get_ref()),
-                    "expected a path like `crate::module::function`",
-                    Some(format!(
-                        "`{key}` names a function by its item path (`kanalyze dump --item` shows paths)"
-                    )),
-                ));
-            }
-            Ok(text.to_string())
-        };
         let function = function_path("function", &e.function)?;
         let callee = function_path("callee", &e.callee)?;
         check_because(&e.because)?;
@@ -225,20 +225,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
     for entry in raw.same_object {
         let span = entry.span();
         let e = entry.into_inner();
-        let function = e.function.get_ref().trim();
-        if function.is_empty()
-            || (function.contains(char::is_whitespace) && !function.contains('<'))
-        {
-            return Err(err(
-                e.function.span(),
-                format!("`{}` is not a function path", e.function.get_ref()),
-                "expected a path like `crate::module::function`",
-                Some(
-                    "`function` names a function by its item path (`kanalyze dump --item` shows paths)"
-                        .to_string(),
-                ),
-            ));
-        }
+        let function = function_path("function", &e.function)?;
         let ident = |key: &str, value: &Spanned<String>| {
             let t = value.get_ref().trim();
             let ok = !t.is_empty()
@@ -285,7 +272,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             span.start,
             Declaration {
                 invariant: Invariant::SameObject {
-                    function: function.to_string(),
+                    function,
                     local,
                     ty: ty.to_string(),
                     field,

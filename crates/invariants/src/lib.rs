@@ -415,6 +415,23 @@ pub fn from_annotations<'a>(
     let mut misplaced = Vec::new();
     for (path, item) in items {
         for (annotation, span) in &item.kanalyze {
+            // The function forms: on anything but a function, misplaced.
+            let not_on_function = |attribute: &str, help: &'static str| {
+                // The extractor's `def_descr` of a function item.
+                (!matches!(
+                    item.kind.as_str(),
+                    "function" | "associated function" | "method"
+                ))
+                .then(|| Misplaced {
+                    krate: item.crate_index,
+                    span: *span,
+                    message: format!(
+                        "`#[kanalyze::{attribute}]` is on a {}, not on a function",
+                        item.kind
+                    ),
+                    help,
+                })
+            };
             if let K::SameObject {
                 local,
                 ty,
@@ -423,19 +440,11 @@ pub fn from_annotations<'a>(
                 because,
             } = annotation
             {
-                if !matches!(
-                    item.kind.as_str(),
-                    "function" | "associated function" | "method"
+                if let Some(m) = not_on_function(
+                    "same_object",
+                    "an invariant about the variables a function drops is declared on that function",
                 ) {
-                    misplaced.push(Misplaced {
-                        krate: item.crate_index,
-                        span: *span,
-                        message: format!(
-                            "`#[kanalyze::same_object]` is on a {}, not on a function",
-                            item.kind
-                        ),
-                        help: "an invariant about the variables a function drops is declared on that function",
-                    });
+                    misplaced.push(m);
                     continue;
                 }
                 out.push(Declaration {
@@ -455,20 +464,11 @@ pub fn from_annotations<'a>(
                 continue;
             }
             if let K::NeverFails { callee, because } = annotation {
-                // The extractor's `def_descr` of a function item.
-                if !matches!(
-                    item.kind.as_str(),
-                    "function" | "associated function" | "method"
+                if let Some(m) = not_on_function(
+                    "never_fails",
+                    "an invariant about the calls a function makes is declared on that function",
                 ) {
-                    misplaced.push(Misplaced {
-                        krate: item.crate_index,
-                        span: *span,
-                        message: format!(
-                            "`#[kanalyze::never_fails]` is on a {}, not on a function",
-                            item.kind
-                        ),
-                        help: "an invariant about the calls a function makes is declared on that function",
-                    });
+                    misplaced.push(m);
                     continue;
                 }
                 out.push(Declaration {

@@ -844,12 +844,7 @@ fn dropped_place(
                     steps,
                     labels,
                     within: Some(w),
-                }) if w.is_empty() => {
-                    let mut below = callee_last_place(summary);
-                    below.steps.insert(0, PlaceStep::Deref);
-                    below.labels.insert(0, String::new());
-                    through_pointer(analysis, block, steps, labels, below, 0)
-                }
+                }) if w.is_empty() => through_pointee(analysis, block, steps, labels, summary),
                 _ => LastPlaces::Any,
             }
         }
@@ -888,10 +883,7 @@ fn dropped_place(
                                 )
                             }) =>
                         {
-                            let mut below = callee_last_place(summary);
-                            below.steps.insert(0, PlaceStep::Deref);
-                            below.labels.insert(0, String::new());
-                            through_pointer(analysis, block, steps, labels, below, 0)
+                            through_pointee(analysis, block, steps, labels, summary)
                         }
                         // A value holding the pointer, moved into the
                         // callee (`mem::drop(box)`): the callee's place is
@@ -918,6 +910,21 @@ fn dropped_place(
         }
         _ => LastPlaces::Any,
     }
+}
+
+/// A callee's place below what the pointer stored at `steps` below `*_1`
+/// points to (the callee is given that pointer).
+fn through_pointee(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    steps: &[crate::summary::PlaceStep],
+    labels: &[String],
+    summary: &crate::summary::Summary,
+) -> crate::summary::LastPlaces {
+    let mut below = callee_last_place(summary);
+    below.steps.insert(0, crate::summary::PlaceStep::Deref);
+    below.labels.insert(0, String::new());
+    through_pointer(analysis, block, steps, labels, below, 0)
 }
 
 /// A callee's place `below` in a value that holds the pointer stored at
