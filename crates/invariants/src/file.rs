@@ -186,6 +186,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
     // (offset of the entry, declaration): sorted into the file's order at
     // the end, whichever table an entry is in.
     let mut out: Vec<(usize, Declaration)> = Vec::new();
+    // A declaration of the entry at `span`, with its reason.
+    let declared = |invariant: Invariant, span: Range<usize>, because: Spanned<String>| {
+        let (line, col) = line_col(text, span.start);
+        (
+            span.start,
+            Declaration {
+                invariant,
+                origin: Origin::File {
+                    path: PathBuf::from(path),
+                    line,
+                    col,
+                    span,
+                },
+                because: Some(because.into_inner().trim().to_string()),
+            },
+        )
+    };
     let function_path = |key: &str, value: &Spanned<String>| {
         let text = value.get_ref().trim();
         // Whitespace only inside generic arguments (`Vec::<T, A>::push`).
@@ -207,19 +224,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         let function = function_path("function", &e.function)?;
         let callee = function_path("callee", &e.callee)?;
         check_because(&e.because)?;
-        let (line, col) = line_col(text, span.start);
-        out.push((
-            span.start,
-            Declaration {
-                invariant: Invariant::NeverFails { function, callee },
-                origin: Origin::File {
-                    path: PathBuf::from(path),
-                    line,
-                    col,
-                    span,
-                },
-                because: Some(e.because.into_inner().trim().to_string()),
-            },
+        out.push(declared(
+            Invariant::NeverFails { function, callee },
+            span,
+            e.because,
         ));
     }
     for entry in raw.same_object {
@@ -267,25 +275,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         }
         let field = field.to_string();
         check_because(&e.because)?;
-        let (line, col) = line_col(text, span.start);
-        out.push((
-            span.start,
-            Declaration {
-                invariant: Invariant::SameObject {
-                    function,
-                    local,
-                    ty: ty.to_string(),
-                    field,
-                    same_as,
-                },
-                origin: Origin::File {
-                    path: PathBuf::from(path),
-                    line,
-                    col,
-                    span,
-                },
-                because: Some(e.because.into_inner().trim().to_string()),
+        out.push(declared(
+            Invariant::SameObject {
+                function,
+                local,
+                ty: ty.to_string(),
+                field,
+                same_as,
             },
+            span,
+            e.because,
         ));
     }
     let stored = raw.empty_when_stored.into_iter().map(|entry| {
@@ -361,11 +360,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             }
             names.push(f.get_ref().trim().to_string());
         }
-        let (line, col) = line_col(text, span.start);
         let (ty, field) = (ty_text.to_string(), field_text.to_string());
-        let start = span.start;
-        let declaration = Declaration {
-            invariant: match table {
+        out.push(declared(
+            match table {
                 Table::EmptyAtTeardown => Invariant::EmptyAtTeardown {
                     ty,
                     field,
@@ -387,15 +384,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                     taken_by: names,
                 },
             },
-            origin: Origin::File {
-                path: PathBuf::from(path),
-                line,
-                col,
-                span,
-            },
-            because: Some(because.into_inner().trim().to_string()),
-        };
-        out.push((start, declaration));
+            span,
+            because,
+        ));
     }
     out.sort_by_key(|(start, _)| *start);
     Ok(out.into_iter().map(|(_, d)| d).collect())
