@@ -22,6 +22,7 @@ mod entry_split;
 mod events;
 mod external;
 mod function;
+mod liveness;
 mod lock_runs;
 mod summary;
 
@@ -38,6 +39,7 @@ pub use context::{Context, fn_pointer_source};
 pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};
 pub use external::annotation_of;
+pub use liveness::Contract;
 pub use lock_runs::{Leak, LockRuns};
 pub use solver::Progress;
 pub use summary::{

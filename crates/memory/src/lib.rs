@@ -16,11 +16,13 @@
 
 pub mod facts;
 pub mod location;
+pub mod objects;
 pub mod places;
 
 pub use facts::{
     Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val, guard_data, is_guard_data,
 };
+pub use objects::{Bound, Bounds, FieldId, Guarded, Holder, Objects};
 pub use location::{Location, LocationData, LockClass, MAX_STEPS, Root, Step, short_type};
 pub use places::Places;
 

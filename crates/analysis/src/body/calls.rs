@@ -290,7 +290,7 @@ impl BodyAnalysis<'_> {
                 // The place an accessor returns, named before the call
                 // forgets where its argument points.
                 let accessed = self.accessor_place(&facts, terminator, t, summary);
-                facts.forget_memory(&self.escaped);
+                facts.forget_memory_values(&self.escaped);
                 if self.trace {
                     eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
                 }
@@ -409,6 +409,9 @@ impl BodyAnalysis<'_> {
                 for (l, key) in kept_refs {
                     facts.set_points_at(l, key);
                 }
+                // Object liveness: the frame rule, what the call moves
+                // away or keeps, and the result's contract.
+                self.objects_call(&path.facts, &mut facts, terminator, summary, block);
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()
                     && let TerminatorKind::Call {
@@ -486,7 +489,13 @@ impl BodyAnalysis<'_> {
                         facts.forget_memory(&self.escaped);
                         facts.write_unknown(destination, &self.escaped);
                     }
-                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    TerminatorKind::Drop { place, .. } => {
+                        if let Some(k) = PlaceKey::of(place) {
+                            let k = facts.object_key(&k);
+                            facts.objects_mut().kill(&k, None);
+                        }
+                        facts.write_unknown(place, &self.escaped)
+                    }
                     _ => {}
                 }
                 for g in self.guards_released_at(block, terminator) {

@@ -174,6 +174,12 @@ pub struct BodyAnalysis<'a> {
     /// Locals holding copies of pointers stored below `*_1`
     /// (`pointer_copies`), scanned on first use.
     pointer_copies: std::sync::OnceLock<HashMap<u32, pointer_copies::Source>>,
+    /// The field types the body's places project (object liveness asks
+    /// for the types of the places its facts name), gathered on first use.
+    field_types: std::sync::OnceLock<crate::liveness::types::FieldTypes>,
+    /// Fields declared to keep the objects taken out of them alive
+    /// elsewhere: a value taken out of one is not a last reference.
+    pub kept_alive: Vec<memory::FieldId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -226,7 +232,15 @@ impl<'a> BodyAnalysis<'a> {
             origins,
             derived: Default::default(),
             pointer_copies: Default::default(),
+            field_types: Default::default(),
+            kept_alive: Vec::new(),
         }
+    }
+
+    /// The field types of the body's places.
+    pub(crate) fn field_types(&self) -> &crate::liveness::types::FieldTypes {
+        self.field_types
+            .get_or_init(|| crate::liveness::types::FieldTypes::of_body(self.dump, self.body))
     }
 
     /// Locals holding copies of pointers stored below `*_1`.
@@ -401,7 +415,14 @@ impl Analysis for BodyAnalysis<'_> {
                 );
             }
         }
-        facts.set_split_locals(self.drop_flags.clone());
+        // Paths returning different values of a test's result stay apart
+        // (the facts each knows are what the result stands for).
+        let mut split = self.drop_flags.clone();
+        if crate::function::result_shapes(self.dump, self.body).is_some() {
+            split.push(0);
+        }
+        facts.set_split_locals(split);
+        facts.set_object_entry(self.body.arg_count, self.frozen_places());
         PcState::single(Adj::Known(0), facts)
     }
 
@@ -453,7 +474,13 @@ impl Analysis for BodyAnalysis<'_> {
                     for p in &state.paths {
                         let mut facts = p.facts.clone();
                         let feasible = match facts.resolve_operand(discr) {
-                            Some(r) => facts.assume(&r, Some(t.value), &[]),
+                            Some(r) => {
+                                let ok = facts.assume(&r, Some(t.value), &[]);
+                                if let memory::Resolved::Key(k, Aspect::Discr) = &r {
+                                    self.learn_variant(&mut facts, k);
+                                }
+                                ok
+                            }
                             None => true,
                         };
                         if feasible {
@@ -468,7 +495,13 @@ impl Analysis for BodyAnalysis<'_> {
                 for p in &state.paths {
                     let mut facts = p.facts.clone();
                     let feasible = match facts.resolve_operand(discr) {
-                        Some(r) => facts.assume(&r, None, &values),
+                        Some(r) => {
+                            let ok = facts.assume(&r, None, &values);
+                            if let memory::Resolved::Key(k, Aspect::Discr) = &r {
+                                self.learn_variant(&mut facts, k);
+                            }
+                            ok
+                        }
                         None => true,
                     };
                     if feasible {

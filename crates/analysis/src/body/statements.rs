@@ -51,7 +51,19 @@ impl BodyAnalysis<'_> {
                 } else {
                     (Vec::new(), Vec::new())
                 };
+                let objects = self.objects_plan(facts, place, rvalue);
+                // A store through references the body can name changes only
+                // that place's object facts (a `&mut` is unique, and
+                // different places behind it do not overlap).
+                let exact = self.exact_store(facts, place);
+                let saved = exact.as_ref().map(|_| facts.objects().clone());
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                if let (Some(key), Some(saved)) = (exact, saved) {
+                    let taken = self.field_id(&key);
+                    *facts.objects_mut() = saved;
+                    facts.objects_mut().kill(&key, taken);
+                }
+                self.objects_apply(facts, place, objects);
                 super::restore_facts(facts, kept);
                 // (The pointer written through keeps its value.)
                 for (l, key) in kept_refs {
@@ -215,7 +227,7 @@ impl BodyAnalysis<'_> {
     }
 
     /// The variant an aggregate builds, when it builds an enum.
-    pub(super) fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
+    pub(crate) fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
         match kind {
             AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => Some(*variant),
             _ => None,

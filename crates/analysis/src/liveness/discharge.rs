@@ -1,0 +1,247 @@
+//! The one rule that discharges a release: a drop (or a call that may
+//! drop what it is given) is not the last reference to an object when
+//! another place holds the same object, with a count of its own, and is
+//! alive and unchanged from where that was learnt to the release.
+//!
+//! "Unchanged" is the object facts' business (a change of a place kills
+//! every fact naming it, `memory::objects`); "alive" is decided here from
+//! how the place is reached: a local or argument of the function, the data
+//! of a lock a guard still holds, memory a reference argument borrows, an
+//! object a live handle counts. Each discharge says why ([`Proof`]).
+
+use kmir::{TerminatorKind, TyKind};
+use memory::{Bounds, Facts, FieldId, Holder, PlaceKey, ProjKey};
+
+use super::transfer::Frame;
+use super::types::is_reference;
+use crate::body::BodyAnalysis;
+use crate::summary::Summary;
+
+/// Why a release cannot be the last reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Proof {
+    /// What is released refers to no object (a `None`, a value moved out).
+    Nothing,
+    /// Every object it refers to is held by one of these places, each
+    /// alive and unchanged since.
+    HeldBy(Vec<Holder>),
+    /// It was taken out of a field declared to keep its objects alive.
+    Declared(FieldId),
+}
+
+impl Proof {
+    pub fn describe(&self) -> String {
+        match self {
+            Proof::Nothing => "it refers to no object here".to_string(),
+            Proof::HeldBy(hs) => format!(
+                "every object it refers to is also held by {}",
+                hs.iter()
+                    .map(super::contract::describe_holder)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+            Proof::Declared(f) => format!(
+                "it was taken out of field {} of `{}`, declared to keep its objects alive elsewhere",
+                f.index, f.owner
+            ),
+        }
+    }
+}
+
+impl BodyAnalysis<'_> {
+    /// Whether the place a holder names is alive here: reached from a
+    /// local, an argument, a held lock's data, through references an
+    /// argument lends and handles that count their objects.
+    fn alive(&self, q: &PlaceKey) -> bool {
+        if memory::is_guard_data(q.local) {
+            // Only `Deref`s of handles inside the data.
+            return self.alive_below(q, 0, true);
+        }
+        if q.local >= super::contract::RELEASED {
+            return false;
+        }
+        let arg = (1..=self.body.arg_count).contains(&q.local);
+        self.alive_below(q, 0, arg)
+    }
+
+    /// `q`'s dereferences from step `from` on, starting in memory that is
+    /// alive (`lent`: memory an argument lends, where a reference stored
+    /// lives as long as the call).
+    fn alive_below(&self, q: &PlaceKey, from: usize, lent: bool) -> bool {
+        let mut lent = lent;
+        for i in from..q.proj.len() {
+            if q.proj[i] != ProjKey::Deref {
+                continue;
+            }
+            let pointer = PlaceKey {
+                local: q.local,
+                proj: q.proj[..i].to_vec(),
+            };
+            let Some(ty) = self.object_place_ty(&pointer) else {
+                return false;
+            };
+            if is_reference(self.dump, ty) {
+                // A reference the caller lends (an argument, or stored in
+                // memory it lends): borrowed for the whole call.
+                if !(lent || (i == 0 && (1..=self.body.arg_count).contains(&q.local))) {
+                    return false;
+                }
+                lent = true;
+                continue;
+            }
+            match self.dump.ty(ty).map(|t| &t.kind) {
+                // An object counted by a handle the facts still name (a
+                // change of the handle ends them).
+                Some(TyKind::Adt { .. }) if !super::types::is_plain_pointer(self.dump, ty) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Whether holder `h` keeps what it holds alive across the release of
+    /// the values at `released` (and, for a call, across the call).
+    fn backs(&self, h: &Holder, released: &[PlaceKey], frame: Option<&Frame>, facts: &Facts) -> bool {
+        match h {
+            Holder::At(q) | Holder::Within(q) => {
+                if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
+                    return false;
+                }
+                if let Some(f) = frame {
+                    let changed = match &f.writes {
+                        Some(ws) => {
+                            ws.iter().any(|w| w.starts_with(q) || q.starts_with(w))
+                                || f.through.iter().any(|b| {
+                                    q.starts_with(b)
+                                        && q.proj[b.proj.len()..].contains(&ProjKey::Deref)
+                                        && !facts.is_frozen(q)
+                                })
+                        }
+                        None => {
+                            (q.is_memory() && !facts.is_frozen(q)) || self.escaped.contains(&q.local)
+                        }
+                    };
+                    if changed {
+                        return false;
+                    }
+                }
+                self.alive(q)
+            }
+            Holder::Taken(f) => self.kept_alive.contains(f),
+            Holder::Entry(_) => false,
+        }
+    }
+
+    /// A proof that releasing values bounded by `bounds` releases no last
+    /// reference.
+    fn discharge_bounds(
+        &self,
+        bounds: &Bounds,
+        released: &[PlaceKey],
+        frame: Option<&Frame>,
+        facts: &Facts,
+    ) -> Option<Proof> {
+        for b in bounds.iter() {
+            if b.is_empty() {
+                return Some(Proof::Nothing);
+            }
+            if b.iter().all(|h| self.backs(h, released, frame, facts)) {
+                if let [Holder::Taken(f)] = b.as_slice() {
+                    return Some(Proof::Declared(f.clone()));
+                }
+                return Some(Proof::HeldBy(b.clone()));
+            }
+        }
+        None
+    }
+
+    /// What the call or drop at this site may release as a last
+    /// reference, in this function's terms: each entry must be held
+    /// elsewhere. `None`: anything.
+    pub(crate) fn released_bounds(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> Option<Vec<Bounds>> {
+        match terminator {
+            // A drop releases at most what the value holds, and only what
+            // its glue's contract says (a field of it, say).
+            TerminatorKind::Drop { place, .. } => {
+                let k = facts.object_key(&PlaceKey::of(place)?);
+                if let Some(releases) = &summary.liveness.releases {
+                    let mapped: Option<Vec<Bounds>> = releases
+                        .iter()
+                        .map(|b| {
+                            let m = self.map_bounds_at(facts, &k, b);
+                            (!m.is_empty()).then_some(m)
+                        })
+                        .collect();
+                    if mapped.is_some() {
+                        return mapped;
+                    }
+                }
+                Some(vec![facts.objects().bounds_of(&k)?])
+            }
+            TerminatorKind::Call { args, .. } => {
+                let releases = summary.liveness.releases.as_ref()?;
+                releases
+                    .iter()
+                    .map(|b| {
+                        let m = self.map_bounds(facts, args, b, false);
+                        (!m.is_empty()).then_some(m)
+                    })
+                    .collect()
+            }
+            _ => None,
+        }
+    }
+
+    /// The proof that this site releases no last reference, if the object
+    /// facts of the path give one.
+    pub(crate) fn discharge(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> Option<Proof> {
+        let released = self.released_bounds(facts, terminator, summary)?;
+        let places = self.released_places(facts, terminator);
+        let frame = match terminator {
+            TerminatorKind::Call { args, .. } => Some(self.frame(facts, args, summary)),
+            _ => None,
+        };
+        let mut held = Vec::new();
+        for b in &released {
+            match self.discharge_bounds(b, &places, frame.as_ref(), facts)? {
+                Proof::HeldBy(hs) => held.extend(hs),
+                Proof::Nothing => {}
+                Proof::Declared(f) => return Some(Proof::Declared(f)),
+            }
+        }
+        Some(if held.is_empty() {
+            Proof::Nothing
+        } else {
+            held.sort();
+            held.dedup();
+            Proof::HeldBy(held)
+        })
+    }
+
+    /// What this site may release, in the function's entry terms (for its
+    /// contract): `None` when it names something a caller cannot.
+    pub(crate) fn release_in_entry_terms(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> Option<Vec<Bounds>> {
+        let released = self.released_bounds(facts, terminator, summary)?;
+        released
+            .iter()
+            .map(|b| {
+                super::contract::release_in_entry_terms(facts.objects(), b, self.body.arg_count)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,688 @@
+//! What statements and calls do to the object facts of a path
+//! (`memory::objects`): the transfer functions of object liveness.
+//!
+//! * an assignment moves or copies a value's facts to its destination
+//!   (`Facts` already names a local copy by its source), builds an
+//!   aggregate's from its operands', and ties an identity test's result
+//!   to what it compared;
+//! * a call applies the callee's [`Contract`](super::Contract) in the
+//!   caller's terms: the frame rule first (the object facts of every place
+//!   the callee may write go, per its write summary; nothing else does),
+//!   then the values moved into the call leave (or are kept where the
+//!   callee keeps them), then the result gets the callee's bounds, and its
+//!   guarded facts wait for a test of the result.
+
+use kmir::{
+    AggregateKind, BlockId, CastKind, Operand, Place, Rvalue, TerminatorKind, TyKind,
+};
+use memory::{Bounds, Facts, FieldId, Guarded, Holder, PlaceKey, ProjKey};
+
+use super::types::{is_plain_pointer, sole_field};
+use crate::body::BodyAnalysis;
+use crate::summary::Summary;
+
+/// What a call may change, in the caller's terms.
+pub(crate) struct Frame {
+    /// `None`: anything a pointer reaches (no write summary).
+    pub writes: Option<Vec<PlaceKey>>,
+    /// It writes through pointers stored at or below these places (in
+    /// other objects' memory).
+    pub through: Vec<PlaceKey>,
+}
+
+/// Where one part of a new value comes from.
+#[derive(Debug)]
+enum Src {
+    Move(PlaceKey),
+    Copy(PlaceKey),
+    /// A constant: it refers to no object.
+    Nothing,
+    Unknown,
+}
+
+/// What an assignment does to the object facts, worked out before the
+/// value facts change (its operands are named as they were).
+#[derive(Debug)]
+pub(crate) enum Plan {
+    None,
+    Whole(Src),
+    /// An aggregate's operands, with the variant of an enum.
+    Aggregate(Vec<Src>, Option<u32>),
+    /// The destination (a `bool`) is true exactly when `a` and `b` are the
+    /// same object (`==` of two pointers), or false (`!=`).
+    Identity {
+        a: PlaceKey,
+        b: PlaceKey,
+        eq: bool,
+    },
+}
+
+impl BodyAnalysis<'_> {
+    /// Whether a value of the place's type is copied by a move: a
+    /// pointer or a scalar (moving it leaves its source as it was).
+    pub(crate) fn copied_by_move(&self, p: &Place) -> bool {
+        self.dump.place_ty(self.body, p).is_some_and(|t| {
+            is_plain_pointer(self.dump, t)
+                || matches!(
+                    self.dump.ty(t).map(|t| &t.kind),
+                    Some(
+                        TyKind::Bool
+                            | TyKind::Char
+                            | TyKind::Int(_)
+                            | TyKind::Uint(_)
+                            | TyKind::Float(_)
+                            | TyKind::FnPtr { .. }
+                            | TyKind::FnDef { .. }
+                    )
+                )
+        })
+    }
+
+    fn src(&self, facts: &Facts, op: &Operand) -> Src {
+        match op {
+            Operand::Move(p) if self.copied_by_move(p) => {
+                PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k)))
+            }
+            Operand::Move(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k))),
+            Operand::Copy(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k))),
+            Operand::Constant(_) => Src::Nothing,
+            Operand::RuntimeChecks(_) => Src::Nothing,
+        }
+    }
+
+    /// The type of an operand's value.
+    fn operand_ty(&self, op: &Operand) -> Option<kmir::TyId> {
+        match op {
+            Operand::Copy(p) | Operand::Move(p) => self.dump.place_ty(self.body, p),
+            Operand::Constant(c) => Some(c.ty),
+            Operand::RuntimeChecks(_) => None,
+        }
+    }
+
+    /// Whether a value of `ty` is a pointer, or a struct around one
+    /// pointer (`Arc`, `NonNull`): what two of them refer to is the same
+    /// object when their bits are equal.
+    fn pointer_like(&self, ty: kmir::TyId) -> bool {
+        let mut ty = ty;
+        for _ in 0..4 {
+            if is_plain_pointer(self.dump, ty) {
+                return true;
+            }
+            match (sole_field(self.dump, ty), self.dump.ty(ty).map(|t| &t.kind)) {
+                (Some(_), Some(TyKind::Adt { args, .. })) if !args.is_empty() => {
+                    // A handle around a pointer to its first argument.
+                    return true;
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// The object part of `place = rvalue`, before the value facts change.
+    pub(crate) fn objects_plan(&self, facts: &Facts, place: &Place, rvalue: &Rvalue) -> Plan {
+        let _ = place;
+        match rvalue {
+            Rvalue::Use(op) => Plan::Whole(self.src(facts, op)),
+            Rvalue::CopyForDeref(p) => Plan::Whole(
+                PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k))),
+            ),
+            Rvalue::Cast {
+                kind: CastKind::Other(_),
+                operand,
+                ty,
+            } if self.operand_ty(operand).is_some_and(|t| self.pointer_like(t))
+                && self.pointer_like(*ty) =>
+            {
+                Plan::Whole(self.src(facts, operand))
+            }
+            Rvalue::Aggregate { kind, operands } => {
+                let variant = self.enum_variant(kind);
+                // A closure's captures are its fields.
+                let _ = matches!(kind, AggregateKind::Closure { .. });
+                Plan::Aggregate(
+                    operands.iter().map(|op| self.src(facts, op)).collect(),
+                    variant,
+                )
+            }
+            Rvalue::BinaryOp {
+                op: op @ (kmir::BinOp::Eq | kmir::BinOp::Ne),
+                lhs: Operand::Copy(a) | Operand::Move(a),
+                rhs: Operand::Copy(b) | Operand::Move(b),
+            } => {
+                let pointers = [a, b].iter().all(|p| {
+                    self.dump
+                        .place_ty(self.body, p)
+                        .is_some_and(|t| self.pointer_like(t))
+                });
+                match (pointers, PlaceKey::of(a), PlaceKey::of(b)) {
+                    (true, Some(a), Some(b)) => Plan::Identity {
+                        a: self.lift(&facts.object_key(&a)),
+                        b: self.lift(&facts.object_key(&b)),
+                        eq: *op == kmir::BinOp::Eq,
+                    },
+                    _ => Plan::None,
+                }
+            }
+            _ => Plan::None,
+        }
+    }
+
+    /// The object part of `place = rvalue`, after the value facts changed.
+    pub(crate) fn objects_apply(&self, facts: &mut Facts, place: &Place, plan: Plan) {
+        let Some(dest) = PlaceKey::of(place) else {
+            return;
+        };
+        let dest = facts.object_key(&dest);
+        match plan {
+            Plan::None => {}
+            Plan::Whole(src) => self.put(facts, &dest, src),
+            Plan::Aggregate(srcs, variant) => {
+                let base = match variant {
+                    Some(v) => dest.with(ProjKey::Downcast(v)),
+                    None => dest.clone(),
+                };
+                let mut whole = Some(Bounds::nothing());
+                for (i, src) in srcs.into_iter().enumerate() {
+                    let sub = base.with(ProjKey::Field(i as u32));
+                    self.put(facts, &sub, src);
+                    let b = facts.objects().bounds_of(&sub);
+                    whole = super::contract::join_bounds(whole, b);
+                }
+                if let Some(w) = whole {
+                    facts.objects_mut().set(dest, w);
+                }
+            }
+            Plan::Identity { a, b, eq } => {
+                if dest.proj.is_empty() {
+                    let facts_of = vec![
+                        (a.clone(), Bounds::holder(Holder::At(b.clone()))),
+                        (b, Bounds::holder(Holder::At(a))),
+                    ];
+                    facts.objects_mut().guard(
+                        dest.local,
+                        vec![Guarded {
+                            when: u128::from(eq),
+                            discr: false,
+                            two_valued: true,
+                            bounds: facts_of,
+                        }],
+                    );
+                }
+            }
+        }
+    }
+
+    /// `dest` (already written) gets the value `src` gives.
+    fn put(&self, facts: &mut Facts, dest: &PlaceKey, src: Src) {
+        match src {
+            Src::Move(q) if q != *dest => facts.objects_mut().moved(&q, dest),
+            Src::Copy(q) if q != *dest => facts.objects_mut().copied(&q, dest),
+            Src::Nothing => facts.objects_mut().set(dest.clone(), Bounds::nothing()),
+            _ => {}
+        }
+    }
+
+    /// The largest place `key` is the value of: through fields that are a
+    /// struct's only one (`(*_1).0` of an `Arc` is `*_1`).
+    pub(crate) fn lift(&self, key: &PlaceKey) -> PlaceKey {
+        let mut key = key.clone();
+        while let Some(ProjKey::Field(i)) = key.proj.last().copied() {
+            let owner = PlaceKey {
+                local: key.local,
+                proj: key.proj[..key.proj.len() - 1].to_vec(),
+            };
+            match self.object_place_ty(&owner) {
+                Some(t) if sole_field(self.dump, t) == Some(i) => key = owner,
+                _ => break,
+            }
+        }
+        key
+    }
+
+    /// After a test of `key`'s discriminant: if every variant it may still
+    /// have has no fields, it refers to no object (a `None`).
+    pub(crate) fn learn_variant(&self, facts: &mut Facts, key: &PlaceKey) {
+        let key = facts.object_key(key);
+        let Some(adt) = self.object_place_ty(&key).and_then(|t| self.dump.enum_of(t)) else {
+            return;
+        };
+        let empty = match facts.known(&key, memory::Aspect::Discr) {
+            Some(memory::Known::Is(d)) => adt
+                .variants
+                .iter()
+                .any(|v| v.discr == *d && v.fields.is_empty()),
+            Some(memory::Known::IsNot(not)) => adt
+                .variants
+                .iter()
+                .filter(|v| !not.contains(&v.discr))
+                .all(|v| v.fields.is_empty()),
+            None => false,
+        };
+        if empty {
+            facts.objects_mut().learn(key, &Bounds::nothing());
+        }
+    }
+
+    /// The place a store into `place` writes, when it is reached through
+    /// references only (from an argument, a local, or a lock's data):
+    /// nothing else can alias it.
+    pub(crate) fn exact_store(&self, facts: &Facts, place: &Place) -> Option<PlaceKey> {
+        if !place.projection.contains(&kmir::Projection::Deref) {
+            return None;
+        }
+        let key = facts.object_key(&PlaceKey::of(place)?);
+        if key.local >= super::contract::RELEASED {
+            return None;
+        }
+        for (i, step) in key.proj.iter().enumerate() {
+            if *step != ProjKey::Deref {
+                continue;
+            }
+            let pointer = PlaceKey {
+                local: key.local,
+                proj: key.proj[..i].to_vec(),
+            };
+            let ty = self.object_place_ty(&pointer)?;
+            if !super::types::is_reference(self.dump, ty) {
+                return None;
+            }
+        }
+        Some(key)
+    }
+
+    /// The type of the place a key names, where the body tells.
+    pub(crate) fn object_place_ty(&self, key: &PlaceKey) -> Option<kmir::TyId> {
+        if key.local >= super::contract::RELEASED || memory::is_guard_data(key.local) {
+            return None;
+        }
+        self.field_types().ty_of(self.dump, self.body, key)
+    }
+
+    /// The field `key` is, if its last step is a struct's field.
+    pub(crate) fn field_id(&self, key: &PlaceKey) -> Option<FieldId> {
+        let Some(ProjKey::Field(index)) = key.proj.last() else {
+            return None;
+        };
+        let owner = PlaceKey {
+            local: key.local,
+            proj: key.proj[..key.proj.len() - 1].to_vec(),
+        };
+        let adt = self.dump.adt_of(self.object_place_ty(&owner)?)?;
+        (adt.kind == kmir::AdtKind::Struct).then(|| FieldId {
+            owner: adt.path.clone(),
+            index: *index,
+        })
+    }
+
+    /// The places no write of this body's can change through a pointer
+    /// the facts do not follow: what a shared-reference argument borrows,
+    /// outside any cell (the whole pointee, or its fields without one).
+    pub(crate) fn frozen_places(&self) -> Vec<PlaceKey> {
+        let mut out = Vec::new();
+        for k in 1..=self.body.arg_count {
+            let Some(ty) = self.body.local(k).map(|l| l.ty) else {
+                continue;
+            };
+            let Some(TyKind::Ref {
+                mutable: false,
+                pointee,
+            }) = self.dump.ty(ty).map(|t| &t.kind)
+            else {
+                continue;
+            };
+            let at = PlaceKey {
+                local: k,
+                proj: vec![ProjKey::Deref],
+            };
+            if !self.dump.may_mutate_in_place(*pointee) {
+                out.push(at);
+                continue;
+            }
+            // Its fields without a cell (of a struct).
+            let Some(adt) = self.dump.adt_of(*pointee) else {
+                continue;
+            };
+            if adt.kind != kmir::AdtKind::Struct {
+                continue;
+            }
+            let known = self.field_types().fields_of(*pointee);
+            for (i, f) in adt.variants.iter().flat_map(|v| &v.fields).enumerate() {
+                let i = i as u32;
+                let frozen = match known.iter().find(|(k, _)| *k == i) {
+                    Some((_, t)) => !self.dump.may_mutate_in_place(*t),
+                    None => !self.dump.declared_may_mutate_in_place(&f.ty),
+                };
+                if frozen {
+                    out.push(at.with(ProjKey::Field(i)));
+                }
+            }
+        }
+        out
+    }
+
+    /// What a call may change, from the callee's write summary, in the
+    /// caller's terms (`pre`: the facts before the call).
+    pub(crate) fn frame(&self, pre: &Facts, args: &[Operand], summary: &Summary) -> Frame {
+        let unknown = Frame {
+            writes: None,
+            through: Vec::new(),
+        };
+        let Some(writes) = summary.writes.as_ref() else {
+            return unknown;
+        };
+        let mut out = Vec::new();
+        let mut through = Vec::new();
+        for (k, path) in writes {
+            let Some(base) = args.get(*k as usize).and_then(|op| pre.pointee(op)) else {
+                return unknown;
+            };
+            let mut p = pre.object_key(&base);
+            for &s in path.steps() {
+                p = p.with(if s & 0x8000 != 0 {
+                    ProjKey::Downcast(u32::from(s & !0x8000))
+                } else {
+                    ProjKey::Field(u32::from(s))
+                });
+            }
+            if path.through_pointer() || path.through_handle() {
+                // Into other objects, through pointers stored there: not
+                // the memory the argument points to.
+                through.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+        Frame {
+            writes: Some(out),
+            through,
+        }
+    }
+
+    /// Where every pointer a call's result holds points, from the callee's
+    /// summary (`ret_points`): somewhere at or below one place the caller
+    /// can name, or through a pointer stored there.
+    fn points_within(&self, pre: &Facts, args: &[Operand], summary: &Summary) -> Option<PlaceKey> {
+        if summary.ret_fresh {
+            return None;
+        }
+        let [(k, path)] = summary.ret_points.as_deref()? else {
+            return None;
+        };
+        let mut base = pre.object_key(&pre.pointee(args.get(*k as usize)?)?);
+        for &s in path.steps() {
+            base = base.with(if s & 0x8000 != 0 {
+                ProjKey::Downcast(u32::from(s & !0x8000))
+            } else {
+                ProjKey::Field(u32::from(s))
+            });
+        }
+        if path.through_pointer() || path.through_handle() {
+            // Where the pointers stored there point.
+            base = pre.object_key(&base.with(ProjKey::Deref));
+        }
+        Some(base)
+    }
+
+    /// A callee's bounds (in its entry terms) in the caller's, before the
+    /// call (`pre`): `Entry` is what the caller held there, `At` and
+    /// `Within` name the caller's memory the arguments point to. With
+    /// `sharing`, what the callee read from behind its first argument is
+    /// held by that memory with a count of its own.
+    pub(crate) fn map_bounds(
+        &self,
+        pre: &Facts,
+        args: &[Operand],
+        bounds: &Bounds,
+        sharing: bool,
+    ) -> Bounds {
+        bounds.expand(|h| self.map_holder(pre, args, h, sharing))
+    }
+
+    /// A drop glue's bounds (its argument points to the value dropped) in
+    /// the terms of the function dropping the value at `place`.
+    pub(crate) fn map_bounds_at(&self, pre: &Facts, place: &PlaceKey, bounds: &Bounds) -> Bounds {
+        let at = |p: &PlaceKey| -> Option<PlaceKey> {
+            if p.local != 1 || p.proj.first() != Some(&ProjKey::Deref) {
+                return None;
+            }
+            let mut q = place.clone();
+            q.proj.extend_from_slice(&p.proj[1..]);
+            Some(pre.object_key(&q))
+        };
+        bounds.expand(|h| match h {
+            Holder::Taken(_) => Some(Bounds::holder(h.clone())),
+            Holder::At(p) => Some(Bounds::holder(Holder::At(at(p)?))),
+            Holder::Within(p) => Some(Bounds::holder(Holder::Within(at(p)?))),
+            Holder::Entry(p) => pre.objects().bounds_of(&at(p)?),
+        })
+    }
+
+    fn callee_place(&self, pre: &Facts, args: &[Operand], p: &PlaceKey) -> Option<PlaceKey> {
+        let op = args.get(p.local.checked_sub(1)? as usize)?;
+        match p.proj.first() {
+            Some(ProjKey::Deref) => {
+                let base = pre.object_key(&pre.pointee(op)?);
+                let mut out = base;
+                out.proj.extend_from_slice(&p.proj[1..]);
+                Some(pre.object_key(&out))
+            }
+            _ => match op {
+                Operand::Copy(q) | Operand::Move(q) => {
+                    let mut out = pre.object_key(&PlaceKey::of(q)?);
+                    out.proj.extend_from_slice(&p.proj);
+                    Some(pre.object_key(&out))
+                }
+                _ => None,
+            },
+        }
+    }
+
+    fn map_holder(
+        &self,
+        pre: &Facts,
+        args: &[Operand],
+        h: &Holder,
+        sharing: bool,
+    ) -> Option<Bounds> {
+        match h {
+            Holder::Taken(_) => Some(Bounds::holder(h.clone())),
+            Holder::At(p) | Holder::Within(p) => {
+                // Memory behind a pointer the caller passes: its own.
+                if !p.proj.contains(&ProjKey::Deref) {
+                    return None;
+                }
+                let q = self.callee_place(pre, args, p)?;
+                Some(Bounds::holder(match h {
+                    Holder::At(_) => Holder::At(q),
+                    _ => Holder::Within(q),
+                }))
+            }
+            Holder::Entry(p) => {
+                let op = args.get(p.local.checked_sub(1)? as usize)?;
+                if p.proj.is_empty() && matches!(op, Operand::Constant(_)) {
+                    return Some(Bounds::nothing());
+                }
+                let q = self.callee_place(pre, args, p)?;
+                if sharing && p.local == 1 && p.proj.first() == Some(&ProjKey::Deref) {
+                    return Some(Bounds::holder(Holder::At(self.lift(&q))));
+                }
+                pre.objects().bounds_of(&q)
+            }
+        }
+    }
+
+    /// What a call or drop does to the object facts: `pre` the facts
+    /// before it, `facts` after the value facts' own update.
+    pub(crate) fn objects_call(
+        &self,
+        pre: &Facts,
+        facts: &mut Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+        block: BlockId,
+    ) {
+        let contract = &summary.liveness;
+        match terminator {
+            TerminatorKind::Drop { place, .. } => {
+                // The glue ends the value (and writes nothing else a
+                // caller can name: what it reaches is the value's own).
+                if let Some(k) = PlaceKey::of(place) {
+                    let k = pre.object_key(&k);
+                    facts.objects_mut().kill(&k, None);
+                }
+            }
+            TerminatorKind::Call {
+                args, destination, ..
+            } => {
+                // The frame rule: only what the callee may write changes.
+                let frame = self.frame(pre, args, summary);
+                match frame.writes {
+                    Some(places) => {
+                        for p in &places {
+                            let taken = self.field_id(p);
+                            facts.objects_mut().kill(p, taken);
+                        }
+                        // Writes through pointers stored in what the
+                        // callee is given land in other objects' memory:
+                        // what the facts name behind those pointers.
+                        for base in &frame.through {
+                            let mut behind = facts.objects().places();
+                            behind.retain(|p| {
+                                p.starts_with(base)
+                                    && p.proj[base.proj.len()..].contains(&ProjKey::Deref)
+                                    && !facts.is_frozen(p)
+                            });
+                            for p in behind {
+                                facts.objects_mut().kill(&p, None);
+                            }
+                        }
+                    }
+                    None => facts.forget_memory_objects(&self.escaped),
+                }
+                // Values moved into the call leave, unless kept.
+                for (i, op) in args.iter().enumerate() {
+                    let Operand::Move(q) = op else { continue };
+                    if self.copied_by_move(q) {
+                        continue;
+                    }
+                    let Some(q) = PlaceKey::of(q).map(|k| pre.object_key(&k)) else {
+                        continue;
+                    };
+                    let kept = contract
+                        .keeps
+                        .iter()
+                        .find(|(k, _)| *k as usize == i + 1)
+                        .and_then(|(_, h)| match h {
+                            Holder::At(p) => {
+                                Some((true, self.callee_place(pre, args, p)?))
+                            }
+                            Holder::Within(p) => {
+                                Some((false, self.callee_place(pre, args, p)?))
+                            }
+                            _ => None,
+                        });
+                    match kept {
+                        Some((true, to)) => {
+                            facts.objects_mut().kill(&to, None);
+                            facts.objects_mut().moved(&q, &to);
+                        }
+                        Some((false, into)) => facts.objects_mut().moved_into(&q, &into),
+                        // (A pointer moved in ends; what it points to is
+                        // the frame rule's business.)
+                        None => facts.objects_mut().kill_own(&q),
+                    }
+                }
+                // What the callee leaves in the arguments' memory.
+                for (p, b) in &contract.post {
+                    if let Some(q) = self.callee_place(pre, args, p) {
+                        let b = self.map_bounds(pre, args, b, false);
+                        if !b.is_empty() {
+                            facts.objects_mut().learn(q, &b);
+                        }
+                    }
+                }
+                let Some(dest) = PlaceKey::of(destination) else {
+                    return;
+                };
+                // A pointer to a place the caller can name, or pointers
+                // somewhere within one (into a container).
+                if dest.proj.is_empty()
+                    && self.view_of(block).is_none()
+                    && !self.address_taken.contains(&dest.local)
+                {
+                    match &contract.ret_ref {
+                        Some(p) => {
+                            if let Some(q) = self.callee_place(pre, args, p) {
+                                facts.set_points_at(dest.local, q);
+                            }
+                        }
+                        None => {
+                            if let Some(q) = self.points_within(pre, args, summary) {
+                                facts.set_points_within(dest.clone(), q);
+                            }
+                        }
+                    }
+                }
+                let dest = facts.object_key(&dest);
+                if let Some(ret) = &contract.ret {
+                    let b = self.map_bounds(pre, args, ret, contract.sharing);
+                    if !b.is_empty() {
+                        facts.objects_mut().set(dest.clone(), b);
+                    }
+                }
+                if dest.proj.is_empty() && !contract.ret_if.is_empty() {
+                    let guarded: Vec<Guarded> = contract
+                        .ret_if
+                        .iter()
+                        .map(|g| Guarded {
+                            when: g.when,
+                            discr: g.discr,
+                            two_valued: g.two_valued,
+                            bounds: g
+                                .bounds
+                                .iter()
+                                .filter_map(|(p, b)| {
+                                    let q = if p.local == 0 {
+                                        let mut d = dest.clone();
+                                        d.proj.extend_from_slice(&p.proj);
+                                        d
+                                    } else {
+                                        self.callee_place(pre, args, p)?
+                                    };
+                                    let b = self.map_bounds(pre, args, b, false);
+                                    (!b.is_empty()).then_some((q, b))
+                                })
+                                .collect(),
+                        })
+                        .collect();
+                    if self.trace {
+                        eprintln!(
+                            "[kanalyze trace] bb{block}: the result's guarded facts {guarded:?}"
+                        );
+                    }
+                    facts.objects_mut().guard(dest.local, guarded);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The places of a `Drop` terminator or of the operands a call moves:
+    /// what it may release, as the facts name them.
+    pub(crate) fn released_places(&self, facts: &Facts, terminator: &TerminatorKind) -> Vec<PlaceKey> {
+        match terminator {
+            TerminatorKind::Drop { place, .. } => PlaceKey::of(place)
+                .map(|k| vec![facts.object_key(&k)])
+                .unwrap_or_default(),
+            TerminatorKind::Call { args, .. } => args
+                .iter()
+                .filter_map(|op| match op {
+                    Operand::Move(p) => PlaceKey::of(p).map(|k| facts.object_key(&k)),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}

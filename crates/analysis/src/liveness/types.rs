@@ -1,0 +1,150 @@
+//! The types object liveness asks about: the type of a place named by a
+//! [`PlaceKey`], whether a struct is a handle around one pointer, whether
+//! memory reached by a place is still alive.
+//!
+//! A `PlaceKey`'s field steps carry no type; the body's own places do. The
+//! field types a body projects are gathered once per body (`FieldTypes`),
+//! which covers every field an object fact names: facts are made from the
+//! body's places, and from its callees' summaries mapped through them.
+
+use std::collections::HashMap;
+
+use kmir::{Body, CrateDump, Place, Projection, TyId, TyKind};
+use memory::{PlaceKey, ProjKey};
+
+/// The field types a body's places project, by (owner type, variant, index).
+#[derive(Debug, Default)]
+pub struct FieldTypes(HashMap<(TyId, Option<u32>, u32), TyId>);
+
+impl FieldTypes {
+    pub fn of_body(dump: &CrateDump, body: &Body) -> FieldTypes {
+        let mut out = HashMap::new();
+        kmir::visit::for_each_place(body, |place: &Place, _, _| {
+            let Some(mut ty) = body.local(place.local).map(|l| l.ty) else {
+                return;
+            };
+            let mut variant = None;
+            for p in place.projection.iter() {
+                match p {
+                    Projection::Field { index, ty: t } => {
+                        out.insert((ty, variant, *index), *t);
+                        ty = *t;
+                        variant = None;
+                    }
+                    Projection::Downcast { variant: v } => variant = Some(*v),
+                    Projection::Deref => match dump.pointee(ty) {
+                        Some(t) => {
+                            ty = t;
+                            variant = None;
+                        }
+                        None => return,
+                    },
+                    Projection::OpaqueCast(t) => ty = *t,
+                    _ => return,
+                }
+            }
+        });
+        FieldTypes(out)
+    }
+
+    /// The fields of a struct of type `ty` the body projects, with their
+    /// types.
+    pub fn fields_of(&self, ty: TyId) -> Vec<(u32, TyId)> {
+        let mut out: Vec<(u32, TyId)> = self
+            .0
+            .iter()
+            .filter(|((t, v, _), _)| *t == ty && v.is_none())
+            .map(|((_, _, i), f)| (*i, *f))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The type of the place `key` names in `body`, when every step is
+    /// known.
+    pub fn ty_of(&self, dump: &CrateDump, body: &Body, key: &PlaceKey) -> Option<TyId> {
+        let mut ty = body.local(key.local)?.ty;
+        let mut variant = None;
+        for p in &key.proj {
+            match p {
+                ProjKey::Field(i) => {
+                    ty = *self.0.get(&(ty, variant, *i))?;
+                    variant = None;
+                }
+                ProjKey::Downcast(v) => variant = Some(*v),
+                ProjKey::Deref => {
+                    ty = dump.pointee(ty)?;
+                    variant = None;
+                }
+                ProjKey::Via(_) | ProjKey::Below => return None,
+            }
+        }
+        Some(ty)
+    }
+}
+
+/// Library types that are a pointer and nothing else.
+const POINTER_NEWTYPES: &[&str] = &[
+    "core::ptr::non_null::NonNull",
+    "core::ptr::unique::Unique",
+];
+
+/// Whether a value of `ty` is a pointer that holds no count of its own: a
+/// reference, a raw pointer, `NonNull`.
+pub fn is_plain_pointer(dump: &CrateDump, ty: TyId) -> bool {
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(TyKind::Ref { .. } | TyKind::RawPtr { .. }) => true,
+        Some(TyKind::Adt { path, .. }) => POINTER_NEWTYPES.contains(&path.as_str()),
+        _ => false,
+    }
+}
+
+/// Whether `ty` is a reference (what it points to is borrowed for as long
+/// as the reference lives).
+pub fn is_reference(dump: &CrateDump, ty: TyId) -> bool {
+    matches!(dump.ty(ty).map(|t| &t.kind), Some(TyKind::Ref { .. }))
+}
+
+/// Whether a declared field type is a marker that holds no value.
+fn is_marker(ty: &str) -> bool {
+    let head = ty.split('<').next().unwrap_or(ty).trim();
+    matches!(
+        head,
+        "core::marker::PhantomData"
+            | "PhantomData"
+            | "core::marker::PhantomPinned"
+            | "PhantomPinned"
+            | "()"
+    )
+}
+
+/// The one field of a struct that holds its value, when every other field
+/// is a marker (`Arc { ptr, _p: PhantomData }`: field 0): the struct is
+/// that field, and two of them are the same object when those fields are.
+pub fn sole_field(dump: &CrateDump, ty: TyId) -> Option<u32> {
+    let adt = dump.adt_of(ty)?;
+    if adt.kind != kmir::AdtKind::Struct {
+        return None;
+    }
+    let fields = &adt.variants.first()?.fields;
+    let mut real = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !is_marker(&f.ty));
+    let (i, _) = real.next()?;
+    real.next().is_none().then_some(i as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_marker;
+
+    #[test]
+    fn markers_are_the_zero_sized_wrappers() {
+        assert!(is_marker("core::marker::PhantomData<ArcInner<T>>"));
+        assert!(is_marker("PhantomPinned"));
+        assert!(is_marker("()"));
+        assert!(!is_marker("core::ptr::non_null::NonNull<ArcInner<T>>"));
+        assert!(!is_marker("u32"));
+    }
+}
