@@ -211,6 +211,9 @@ pub(crate) fn analyze_function(
         body.arg_count,
         result_shapes(&krate.dump, body).as_ref(),
         sharing,
+        body.local(0).is_some_and(|l| {
+            crate::liveness::types::is_plain_pointer(&krate.dump, l.ty)
+        }),
     );
     if let Some(o) = &origins {
         summary.writes = Some(o.writes.summary());
@@ -253,12 +256,27 @@ pub(crate) fn analyze_function(
         summary.node_key = r.node_key.filter(|&k| k < body.arg_count);
         summary.displaces_key_of = r.displaces_key_of.filter(|&k| k < body.arg_count && k > 0);
     }
+    // A sharing clone of a handle copying its only pointer: the result
+    // refers to what the handle does, and the handle to what it does.
+    if sharing
+        && let Some(ret) = &summary.liveness.ret
+        && let [bound] = ret.iter().collect::<Vec<_>>().as_slice()
+        && let [memory::Holder::Entry(q)] = bound.as_slice()
+        && q.local == 1
+        && q.proj.first() == Some(&memory::ProjKey::Deref)
+    {
+        let types = crate::liveness::types::FieldTypes::of_body(&krate.dump, body);
+        let handle = crate::liveness::types::lift(&krate.dump, body, &types, q);
+        if handle.proj == [memory::ProjKey::Deref] {
+            summary.liveness.ret_same = Some(handle);
+        }
+    }
     // What the spec says the body cannot show, in the contract's terms.
     if let Some(r) = input.spec.rust_item(&inst.item_path) {
         let arg = |k: u32| (k < body.arg_count).then_some(k + 1);
         let c = &mut summary.liveness;
         if let Some(l) = r.returns_object_of.and_then(arg) {
-            c.ret = Some(memory::Bounds::holder(memory::Holder::At(memory::PlaceKey {
+            c.ret = Some(memory::Bounds::holder(memory::Holder::Object(memory::PlaceKey {
                 local: l,
                 proj: vec![memory::ProjKey::Deref],
             })));
@@ -267,6 +285,10 @@ pub(crate) fn analyze_function(
             c.ret = Some(memory::Bounds::holder(memory::Holder::Entry(
                 memory::PlaceKey::local(l),
             )));
+            // The value moved into the result.
+            c.keeps.retain(|(k, _)| *k != l);
+            c.keeps
+                .push((l, memory::Holder::Within(memory::PlaceKey::local(0))));
         }
         if let Some(l) = r.points_into_object.and_then(arg) {
             c.ret_ref = Some(memory::PlaceKey {

@@ -342,6 +342,36 @@ impl Facts {
         }
     }
 
+    /// Where the pointers stored at `k` (or in a value containing it)
+    /// point somewhere below, through aliases.
+    fn effective_within(&self, k: &PlaceKey) -> Option<PlaceKey> {
+        let mut base = self.normalize_fully(k);
+        loop {
+            if let Some(t) = self.within.get(&base) {
+                return Some(t.clone());
+            }
+            if base.proj.pop().is_none() {
+                return None;
+            }
+        }
+    }
+
+    /// The pointers stored at or in `place` no longer point where they did
+    /// (an object fact, like the rest of `objects`).
+    pub fn forget_within(&mut self, place: &PlaceKey) {
+        self.within
+            .retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
+    }
+
+    /// The places whose pointers point somewhere at or below a place, and
+    /// that place.
+    pub fn within_entries(&self) -> Vec<(PlaceKey, PlaceKey)> {
+        self.within
+            .iter()
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect()
+    }
+
     /// Every pointer the value at `ptr` holds points somewhere at or below
     /// `target` (`target` itself may end in `Below`).
     pub fn set_points_within(&mut self, ptr: PlaceKey, mut target: PlaceKey) {
@@ -689,8 +719,9 @@ impl Facts {
             !k.starts_with(place) && !place.starts_with(k) && *source != place.local
         });
         self.refs.retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
-        self.within
-            .retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
+        if objects {
+            self.forget_within(place);
+        }
         if !keep_addrs {
             self.addrs.retain(|k, _| !k.starts_with(place));
         }
@@ -713,6 +744,10 @@ impl Facts {
     /// change: behind pointers (but frozen memory), in locks' data, and in
     /// the locals whose address escaped.
     pub fn forget_memory_objects(&mut self, escaped: &[LocalId]) {
+        self.within.retain(|k, _| {
+            !((k.is_memory() && !self.frozen.as_ref().is_some_and(|_| false))
+                || escaped.contains(&k.local))
+        });
         let mut places = self.objects.places();
         places.retain(|p| {
             (p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local)
@@ -1162,13 +1197,6 @@ impl Facts {
             self.addrs.len(),
             self.holds.len(),
         );
-        self.vals.retain(|l, v| other.vals.get(l) == Some(v));
-        self.addrs.retain(|k, l| other.addrs.get(k) == Some(l));
-        self.holds.retain(|k, l| other.holds.get(k) == Some(l));
-        let refs = self.refs.len() + self.within.len();
-        self.refs.retain(|k, l| other.refs.get(k) == Some(l));
-        self.within.retain(|k, l| other.within.get(k) == Some(l));
-        let mut changed = refs != self.refs.len() + self.within.len();
         let value = |f: &Facts, l: LocalId, discr: bool| -> Option<crate::objects::Value> {
             let aspect = if discr { Aspect::Discr } else { Aspect::Value };
             match f.value_of(&f.resolve(&PlaceKey::local(l), aspect))? {
@@ -1181,6 +1209,25 @@ impl Facts {
             |l, d| value(self, l, d),
             |l, d| value(other, l, d),
         );
+        // A pointer one side names by an alias of a place the other names.
+        let within: BTreeMap<PlaceKey, PlaceKey> = self
+            .within
+            .keys()
+            .chain(other.within.keys())
+            .filter_map(|k| {
+                let a = self.effective_within(k)?;
+                (other.effective_within(k)? == a).then(|| (k.clone(), a))
+            })
+            .collect();
+        let within_changed = within != self.within;
+        self.within = within;
+        self.vals.retain(|l, v| other.vals.get(l) == Some(v));
+        self.addrs.retain(|k, l| other.addrs.get(k) == Some(l));
+        self.holds.retain(|k, l| other.holds.get(k) == Some(l));
+        let refs = self.refs.len();
+        self.refs.retain(|k, l| other.refs.get(k) == Some(l));
+        let mut changed = refs != self.refs.len() || within_changed;
+
         changed |= self.objects.join(&other.objects);
         changed |= self.objects.set_guarded(guarded);
         self.known

@@ -11,6 +11,9 @@
 //!   was compared equal with an identity test);
 //! * [`Holder::Within`]`(q)`: some value stored at or below `q` does (a
 //!   clone of a container's element);
+//! * [`Holder::Object`]`(q)`: `q` is memory of the object itself (what a
+//!   reference to it points to): the object is alive while that memory is
+//!   (a lookup that returns the count held on the object it is given);
 //! * [`Holder::Entry`]`(q)`: the value `q` held when the function was
 //!   entered (`q` is an argument or memory behind one); in a summary it is
 //!   how a result is tied to what the caller passed;
@@ -76,6 +79,8 @@ pub enum Holder {
     At(PlaceKey),
     /// Some value currently stored at or below this place.
     Within(PlaceKey),
+    /// The object whose memory this place is (or is in).
+    Object(PlaceKey),
     /// The value this place (an argument, or memory behind one) held on
     /// entry to the function.
     Entry(PlaceKey),
@@ -87,14 +92,26 @@ impl Holder {
     /// The place the holder names, if it names one.
     pub fn place(&self) -> Option<&PlaceKey> {
         match self {
-            Holder::At(p) | Holder::Within(p) | Holder::Entry(p) => Some(p),
+            Holder::At(p) | Holder::Within(p) | Holder::Object(p) | Holder::Entry(p) => Some(p),
             Holder::Taken(_) => None,
         }
     }
 
+    /// Whether a change of `place` changes what the holder holds: a place
+    /// it is in, or a place in its own memory (a write behind a pointer
+    /// it holds changes another object, not which object it refers to).
     fn overlaps(&self, place: &PlaceKey) -> bool {
         match self {
-            Holder::At(p) | Holder::Within(p) => p.starts_with(place) || place.starts_with(p),
+            Holder::At(p) | Holder::Within(p) => {
+                p.starts_with(place)
+                    || (place.starts_with(p)
+                        && !place.proj[p.proj.len()..].contains(&ProjKey::Deref))
+            }
+            // Only a new value of a pointer on the way names another
+            // object: the object's own memory may change.
+            Holder::Object(p) => {
+                p.starts_with(place) && p.proj[place.proj.len()..].contains(&ProjKey::Deref)
+            }
             Holder::Entry(_) | Holder::Taken(_) => false,
         }
     }
@@ -324,6 +341,13 @@ fn canonical(h: &Holder) -> Holder {
                 proj: p.proj[..i].to_vec(),
             })
         }
+        Holder::Object(p) if p.proj.contains(&ProjKey::Below) => {
+            let i = p.proj.iter().position(|s| *s == ProjKey::Below).unwrap_or(0);
+            Holder::Object(PlaceKey {
+                local: p.local,
+                proj: p.proj[..i].to_vec(),
+            })
+        }
         other => other.clone(),
     }
 }
@@ -395,7 +419,7 @@ impl Objects {
         let mut add = |b: &Bounds| {
             for bound in b.iter() {
                 for h in bound {
-                    if let Holder::At(q) | Holder::Within(q) = h {
+                    if let Holder::At(q) | Holder::Within(q) | Holder::Object(q) = h {
                         out.insert(q.clone());
                     }
                 }
@@ -671,6 +695,7 @@ impl Objects {
             Some(vec![match h {
                 Holder::At(q) => Holder::At(rename(q).unwrap_or_else(|| q.clone())),
                 Holder::Within(q) => Holder::Within(rename(q).unwrap_or_else(|| q.clone())),
+                Holder::Object(q) => Holder::Object(rename(q).unwrap_or_else(|| q.clone())),
                 other => other.clone(),
             }])
         };

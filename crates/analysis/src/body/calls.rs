@@ -412,6 +412,7 @@ impl BodyAnalysis<'_> {
                 // Object liveness: the frame rule, what the call moves
                 // away or keeps, and the result's contract.
                 self.objects_call(&path.facts, &mut facts, terminator, summary, block);
+                if self.trace { eprintln!("[kanalyze trace] bb{block}: after the call, pointers within {:?}", facts.within_entries()); }
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()
                     && let TerminatorKind::Call {

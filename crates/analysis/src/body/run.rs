@@ -200,7 +200,17 @@ impl<'r, 'a> Reader<'r, 'a> {
                     "[kanalyze trace] bb{block}: release {}",
                     match &proof {
                         Some(proof) => format!("not the last: {}", proof.describe()),
-                        None => "not shown held elsewhere".to_string(),
+                        None => format!(
+                            "not shown held elsewhere: {}",
+                            match analysis.released_bounds(&p.facts, &terminator.kind, summary) {
+                                None => "it may release anything".to_string(),
+                                Some(bs) => bs
+                                    .iter()
+                                    .map(crate::liveness::contract::describe_bounds)
+                                    .collect::<Vec<_>>()
+                                    .join("; "),
+                            }
+                        ),
                     }
                 );
             }

@@ -37,6 +37,10 @@ pub struct Contract {
     /// The result is a pointer to this place (an accessor's `&self.f`; a
     /// handle's `deref`, into the object: `(*(*arg0))`).
     pub ret_ref: Option<PlaceKey>,
+    /// The result (a sharing clone) refers to every object this place
+    /// (the handle its argument points to) refers to: a handle cloned
+    /// whole, each keeps the other's object alive.
+    pub ret_same: Option<PlaceKey>,
 }
 
 impl Contract {
@@ -50,6 +54,7 @@ impl Contract {
             releases: None,
             keeps: Vec::new(),
             ret_ref: None,
+            ret_same: None,
         }
     }
 
@@ -108,6 +113,12 @@ impl Contract {
         if let Some(p) = &self.ret_ref {
             out.push(format!("returns a pointer to {}", describe_place(p)));
         }
+        if let Some(p) = &self.ret_same {
+            out.push(format!(
+                "the result refers to every object {} refers to",
+                describe_place(p)
+            ));
+        }
         for (k, h) in &self.keeps {
             out.push(format!(
                 "keeps what `arg{}` held at {}",
@@ -144,6 +155,7 @@ pub fn describe_holder(h: &Holder) -> String {
     match h {
         Holder::At(p) => describe_place(p),
         Holder::Within(p) => format!("something within {}", describe_place(p)),
+        Holder::Object(p) => format!("the object {} is in", describe_place(p)),
         Holder::Entry(p) => format!("what {} held on entry", describe_place(p)),
         Holder::Taken(f) => format!("field {} of `{}` (taken out)", f.index, f.owner),
     }
@@ -176,7 +188,7 @@ pub fn in_arg_memory(p: &PlaceKey, args: u32) -> bool {
 /// entry), memory behind them, fields (taken).
 fn callers_terms(b: &Bounds, args: u32) -> Bounds {
     b.map(|h| match h {
-        Holder::At(p) | Holder::Within(p) if !in_arg_memory(p, args) => None,
+        Holder::At(p) | Holder::Within(p) | Holder::Object(p) if !in_arg_memory(p, args) => None,
         Holder::Entry(p) if !(1..=args).contains(&p.local) => None,
         other => Some(vec![other.clone()]),
     })
@@ -270,7 +282,10 @@ impl ReturnFacts {
             .filter_map(|l| {
                 let h = self.objects.kept(l)?;
                 match h {
-                    Holder::At(p) | Holder::Within(p) if in_arg_memory(p, args) => {
+                    // In the caller's memory, or in the result.
+                    Holder::At(p) | Holder::Within(p)
+                        if in_arg_memory(p, args) || p.local == 0 =>
+                    {
                         Some((l, h.clone()))
                     }
                     _ => None,
@@ -309,6 +324,7 @@ pub fn read(
     args: u32,
     shapes: Option<&Shapes>,
     sharing: bool,
+    ret_is_pointer: bool,
 ) -> Contract {
     let mut ret: Option<Option<Bounds>> = None;
     let mut joined: Option<ReturnFacts> = None;
@@ -320,6 +336,7 @@ pub fn read(
                 local: 0,
                 projection: Box::new([]),
             }))
+            .filter(|_| ret_is_pointer)
             .map(|p| f.object_key(&p))
             .filter(|p| in_arg_memory(p, args));
         ret_ref = Some(match ret_ref {
@@ -397,5 +414,6 @@ pub fn read(
         releases,
         keeps: keeps.unwrap_or_default(),
         ret_ref: ret_ref.flatten(),
+        ret_same: None,
     }
 }

@@ -89,11 +89,17 @@ impl BodyAnalysis<'_> {
                 lent = true;
                 continue;
             }
-            match self.dump.ty(ty).map(|t| &t.kind) {
-                // An object counted by a handle the facts still name (a
-                // change of the handle ends them).
-                Some(TyKind::Adt { .. }) if !super::types::is_plain_pointer(self.dump, ty) => {}
-                _ => return false,
+            // An object counted by a handle the facts still name (a change
+            // of the handle ends them): the handle itself, or its one
+            // pointer (`(*(*h).ptr)`).
+            let handle = self.lift(&pointer);
+            let counted = |t: kmir::TyId| {
+                matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::Adt { .. }))
+                    && !super::types::is_plain_pointer(self.dump, t)
+            };
+            if !(counted(ty) || (handle != pointer && self.object_place_ty(&handle).is_some_and(counted)))
+            {
+                return false;
             }
         }
         true
@@ -103,6 +109,11 @@ impl BodyAnalysis<'_> {
     /// the values at `released` (and, for a call, across the call).
     fn backs(&self, h: &Holder, released: &[PlaceKey], frame: Option<&Frame>, facts: &Facts) -> bool {
         match h {
+            // The object's own memory: alive while the way to it is (its
+            // contents may change; which object it is does not).
+            Holder::Object(q) => {
+                !released.iter().any(|r| q.starts_with(r) || r.starts_with(q)) && self.alive(q)
+            }
             Holder::At(q) | Holder::Within(q) => {
                 if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
                     return false;

@@ -51,8 +51,8 @@ pub(crate) enum Plan {
     /// The destination (a `bool`) is true exactly when `a` and `b` are the
     /// same object (`==` of two pointers), or false (`!=`).
     Identity {
-        a: PlaceKey,
-        b: PlaceKey,
+        a: Holder,
+        b: Holder,
         eq: bool,
     },
 }
@@ -119,6 +119,17 @@ impl BodyAnalysis<'_> {
         false
     }
 
+    /// What one side of a pointer comparison is: a counted handle (`At`,
+    /// its bits are the pointer compared) or the memory of an object a
+    /// plain pointer points into (`Object`, or the handle counting it).
+    fn identity_side(&self, facts: &Facts, p: &PlaceKey) -> Holder {
+        let lifted = self.lift(&facts.object_key(p));
+        match self.object_place_ty(&lifted) {
+            Some(t) if !is_plain_pointer(self.dump, t) => Holder::At(lifted),
+            _ => self.object_holder(&facts.object_key(&lifted.with(ProjKey::Deref))),
+        }
+    }
+
     /// The object part of `place = rvalue`, before the value facts change.
     pub(crate) fn objects_plan(&self, facts: &Facts, place: &Place, rvalue: &Rvalue) -> Plan {
         let _ = place;
@@ -157,8 +168,8 @@ impl BodyAnalysis<'_> {
                 });
                 match (pointers, PlaceKey::of(a), PlaceKey::of(b)) {
                     (true, Some(a), Some(b)) => Plan::Identity {
-                        a: self.lift(&facts.object_key(&a)),
-                        b: self.lift(&facts.object_key(&b)),
+                        a: self.identity_side(facts, &a),
+                        b: self.identity_side(facts, &b),
                         eq: *op == kmir::BinOp::Eq,
                     },
                     _ => Plan::None,
@@ -195,10 +206,15 @@ impl BodyAnalysis<'_> {
             }
             Plan::Identity { a, b, eq } => {
                 if dest.proj.is_empty() {
-                    let facts_of = vec![
-                        (a.clone(), Bounds::holder(Holder::At(b.clone()))),
-                        (b, Bounds::holder(Holder::At(a))),
-                    ];
+                    // Each handle compared is held by the other side.
+                    // (An object's memory too: a caller may name the handle
+                    // counting it.)
+                    let mut facts_of = Vec::new();
+                    for (this, other) in [(&a, &b), (&b, &a)] {
+                        if let Holder::At(h) | Holder::Object(h) = this {
+                            facts_of.push((h.clone(), Bounds::holder(other.clone())));
+                        }
+                    }
                     facts.objects_mut().guard(
                         dest.local,
                         vec![Guarded {
@@ -226,18 +242,10 @@ impl BodyAnalysis<'_> {
     /// The largest place `key` is the value of: through fields that are a
     /// struct's only one (`(*_1).0` of an `Arc` is `*_1`).
     pub(crate) fn lift(&self, key: &PlaceKey) -> PlaceKey {
-        let mut key = key.clone();
-        while let Some(ProjKey::Field(i)) = key.proj.last().copied() {
-            let owner = PlaceKey {
-                local: key.local,
-                proj: key.proj[..key.proj.len() - 1].to_vec(),
-            };
-            match self.object_place_ty(&owner) {
-                Some(t) if sole_field(self.dump, t) == Some(i) => key = owner,
-                _ => break,
-            }
+        if key.local >= super::contract::RELEASED || memory::is_guard_data(key.local) {
+            return key.clone();
         }
-        key
+        super::types::lift(self.dump, self.body, self.field_types(), key)
     }
 
     /// After a test of `key`'s discriminant: if every variant it may still
@@ -289,6 +297,39 @@ impl BodyAnalysis<'_> {
             }
         }
         Some(key)
+    }
+
+    /// What keeps the object whose memory `q` is alive, as a holder: the
+    /// handle whose pointer leads there (it counts the object), or that
+    /// memory itself (reached through a borrow).
+    pub(crate) fn object_holder(&self, q: &PlaceKey) -> Holder {
+        match self.handle_of_object(q) {
+            Some(h) => Holder::At(h),
+            None => Holder::Object(q.clone()),
+        }
+    }
+
+    /// The handle counting the object `q` is memory of: `h` for `(*h.ptr)`
+    /// or `(*h)` with `h` a counted handle (not a borrow or raw pointer).
+    pub(crate) fn handle_of_object(&self, q: &PlaceKey) -> Option<PlaceKey> {
+        let i = q.proj.iter().rposition(|s| *s == ProjKey::Deref)?;
+        let pointer = PlaceKey {
+            local: q.local,
+            proj: q.proj[..i].to_vec(),
+        };
+        let handle = self.lift(&pointer);
+        let ty = self.object_place_ty(&handle)?;
+        (matches!(self.dump.ty(ty).map(|t| &t.kind), Some(TyKind::Adt { .. }))
+            && !is_plain_pointer(self.dump, ty))
+        .then_some(handle)
+    }
+
+    /// The handle counting the object whose whole memory `q` is (`q` ends
+    /// in the dereference): what a fact about that object is a fact of.
+    pub(crate) fn handle_of_memory(&self, q: &PlaceKey) -> Option<PlaceKey> {
+        (q.proj.last() == Some(&ProjKey::Deref))
+            .then(|| self.handle_of_object(q))
+            .flatten()
     }
 
     /// The type of the place a key names, where the body tells.
@@ -409,7 +450,17 @@ impl BodyAnalysis<'_> {
         let [(k, path)] = summary.ret_points.as_deref()? else {
             return None;
         };
-        let mut base = pre.object_key(&pre.pointee(args.get(*k as usize)?)?);
+        // What the argument points to, or, for a value holding pointers
+        // (an iterator), what they point to.
+        let op = args.get(*k as usize)?;
+        let base = match pre.pointee(op) {
+            Some(p) => p,
+            None => match op {
+                Operand::Copy(q) | Operand::Move(q) => PlaceKey::of(q)?.with(ProjKey::Deref),
+                _ => return None,
+            },
+        };
+        let mut base = pre.object_key(&base);
         for &s in path.steps() {
             base = base.with(if s & 0x8000 != 0 {
                 ProjKey::Downcast(u32::from(s & !0x8000))
@@ -454,6 +505,7 @@ impl BodyAnalysis<'_> {
             Holder::Taken(_) => Some(Bounds::holder(h.clone())),
             Holder::At(p) => Some(Bounds::holder(Holder::At(at(p)?))),
             Holder::Within(p) => Some(Bounds::holder(Holder::Within(at(p)?))),
+            Holder::Object(p) => Some(Bounds::holder(self.object_holder(&at(p)?))),
             Holder::Entry(p) => pre.objects().bounds_of(&at(p)?),
         })
     }
@@ -487,6 +539,12 @@ impl BodyAnalysis<'_> {
     ) -> Option<Bounds> {
         match h {
             Holder::Taken(_) => Some(Bounds::holder(h.clone())),
+            Holder::Object(p) => {
+                if !p.proj.contains(&ProjKey::Deref) {
+                    return None;
+                }
+                Some(Bounds::holder(self.object_holder(&self.callee_place(pre, args, p)?)))
+            }
             Holder::At(p) | Holder::Within(p) => {
                 // Memory behind a pointer the caller passes: its own.
                 if !p.proj.contains(&ProjKey::Deref) {
@@ -542,6 +600,7 @@ impl BodyAnalysis<'_> {
                         for p in &places {
                             let taken = self.field_id(p);
                             facts.objects_mut().kill(p, taken);
+                            facts.forget_within(p);
                         }
                         // Writes through pointers stored in what the
                         // callee is given land in other objects' memory:
@@ -560,6 +619,26 @@ impl BodyAnalysis<'_> {
                     }
                     None => facts.forget_memory_objects(&self.escaped),
                 }
+                // A callee that stores into what an argument points to only
+                // pointers reached from there (an iterator's `next`) leaves
+                // its pointers pointing where they did.
+                for &k in &summary.stores_own {
+                    let Some(raw) = args.get(k as usize).and_then(|op| pre.pointee(op)) else {
+                        continue;
+                    };
+                    let p = pre.object_key(&raw);
+                    for (ptr, target) in pre.within_entries() {
+                        if ptr.starts_with(&p) || p.starts_with(&ptr) {
+                            // Under the name the argument had too (a copy
+                            // the call may have changed is no alias now).
+                            if ptr == p && raw != p {
+                                facts.set_points_within(raw.clone(), target.clone());
+                            }
+                            facts.set_points_within(ptr, target);
+                        }
+                    }
+                }
+                let facts_dest = PlaceKey::of(destination).map(|d| facts.object_key(&d));
                 // Values moved into the call leave, unless kept.
                 for (i, op) in args.iter().enumerate() {
                     let Operand::Move(q) = op else { continue };
@@ -569,17 +648,23 @@ impl BodyAnalysis<'_> {
                     let Some(q) = PlaceKey::of(q).map(|k| pre.object_key(&k)) else {
                         continue;
                     };
+                    // (Into the result: the destination, or a place in it.)
+                    let place_of = |p: &PlaceKey| -> Option<PlaceKey> {
+                        if p.local == 0 {
+                            let mut d = facts_dest.clone()?;
+                            d.proj.extend_from_slice(&p.proj);
+                            Some(d)
+                        } else {
+                            self.callee_place(pre, args, p)
+                        }
+                    };
                     let kept = contract
                         .keeps
                         .iter()
                         .find(|(k, _)| *k as usize == i + 1)
                         .and_then(|(_, h)| match h {
-                            Holder::At(p) => {
-                                Some((true, self.callee_place(pre, args, p)?))
-                            }
-                            Holder::Within(p) => {
-                                Some((false, self.callee_place(pre, args, p)?))
-                            }
+                            Holder::At(p) => Some((true, place_of(p)?)),
+                            Holder::Within(p) => Some((false, place_of(p)?)),
                             _ => None,
                         });
                     match kept {
@@ -596,6 +681,7 @@ impl BodyAnalysis<'_> {
                 // What the callee leaves in the arguments' memory.
                 for (p, b) in &contract.post {
                     if let Some(q) = self.callee_place(pre, args, p) {
+                        let q = self.handle_of_memory(&q).unwrap_or(q);
                         let b = self.map_bounds(pre, args, b, false);
                         if !b.is_empty() {
                             facts.objects_mut().learn(q, &b);
@@ -607,18 +693,23 @@ impl BodyAnalysis<'_> {
                 };
                 // A pointer to a place the caller can name, or pointers
                 // somewhere within one (into a container).
-                if dest.proj.is_empty()
-                    && self.view_of(block).is_none()
-                    && !self.address_taken.contains(&dest.local)
-                {
+                if dest.proj.is_empty() && self.view_of(block).is_none() {
                     match &contract.ret_ref {
                         Some(p) => {
-                            if let Some(q) = self.callee_place(pre, args, p) {
+                            if !self.address_taken.contains(&dest.local)
+                                && let Some(q) = self.callee_place(pre, args, p)
+                            {
                                 facts.set_points_at(dest.local, q);
                             }
                         }
                         None => {
-                            if let Some(q) = self.points_within(pre, args, summary) {
+                            let within = self.points_within(pre, args, summary);
+                            if self.trace {
+                                eprintln!(
+                                    "[kanalyze trace] bb{block}: the result points within {within:?}"
+                                );
+                            }
+                            if let Some(q) = within {
                                 facts.set_points_within(dest.clone(), q);
                             }
                         }
@@ -630,6 +721,14 @@ impl BodyAnalysis<'_> {
                     if !b.is_empty() {
                         facts.objects_mut().set(dest.clone(), b);
                     }
+                }
+                // A whole handle cloned: it refers to what the clone does.
+                if let Some(p) = &contract.ret_same
+                    && let Some(q) = self.callee_place(pre, args, p)
+                {
+                    facts
+                        .objects_mut()
+                        .learn(q, &Bounds::holder(Holder::At(dest.clone())));
                 }
                 if dest.proj.is_empty() && !contract.ret_if.is_empty() {
                     let guarded: Vec<Guarded> = contract
@@ -650,6 +749,9 @@ impl BodyAnalysis<'_> {
                                     } else {
                                         self.callee_place(pre, args, p)?
                                     };
+                                    // An object's memory: the handle
+                                    // counting it, where there is one.
+                                    let q = self.handle_of_memory(&q).unwrap_or(q);
                                     let b = self.map_bounds(pre, args, b, false);
                                     (!b.is_empty()).then_some((q, b))
                                 })

@@ -83,6 +83,23 @@ impl FieldTypes {
     }
 }
 
+/// The largest place `key` is the value of: through fields that are a
+/// struct's only one (`(*_1).0` of an `Arc` is `*_1`).
+pub fn lift(dump: &CrateDump, body: &Body, types: &FieldTypes, key: &PlaceKey) -> PlaceKey {
+    let mut key = key.clone();
+    while let Some(ProjKey::Field(i)) = key.proj.last().copied() {
+        let owner = PlaceKey {
+            local: key.local,
+            proj: key.proj[..key.proj.len() - 1].to_vec(),
+        };
+        match types.ty_of(dump, body, &owner) {
+            Some(t) if sole_field(dump, t) == Some(i) => key = owner,
+            _ => break,
+        }
+    }
+    key
+}
+
 /// Library types that are a pointer and nothing else.
 const POINTER_NEWTYPES: &[&str] = &[
     "core::ptr::non_null::NonNull",
