@@ -296,6 +296,9 @@ pub(crate) fn analyze_function(
                 proj: vec![memory::ProjKey::Deref, memory::ProjKey::Deref],
             });
         }
+        if let Some(l) = r.drops_rejected_by.and_then(arg) {
+            c.releases_rejected_by = Some(l);
+        }
         if let Some(l) = r.keeps_argument.and_then(arg) {
             c.keeps.retain(|(k, _)| *k != l);
             c.keeps.push((

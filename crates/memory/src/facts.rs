@@ -744,13 +744,20 @@ impl Facts {
     /// change: behind pointers (but frozen memory), in locks' data, and in
     /// the locals whose address escaped.
     pub fn forget_memory_objects(&mut self, escaped: &[LocalId]) {
+        self.forget_memory_objects_except(escaped, &[]);
+    }
+
+    /// [`Facts::forget_memory_objects`], but for the places at or below
+    /// `kept` (memory only a handle the caller holds reaches).
+    pub fn forget_memory_objects_except(&mut self, escaped: &[LocalId], kept: &[PlaceKey]) {
+        let kept_place = |p: &PlaceKey| kept.iter().any(|k| p.starts_with(k));
         self.within.retain(|k, _| {
-            !((k.is_memory() && !self.frozen.as_ref().is_some_and(|_| false))
-                || escaped.contains(&k.local))
+            kept_place(k) || !(k.is_memory() || escaped.contains(&k.local))
         });
         let mut places = self.objects.places();
         places.retain(|p| {
-            (p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local)
+            !kept_place(p)
+                && ((p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local))
         });
         // The outermost ones: a kill covers what is inside.
         places.sort();
@@ -963,6 +970,18 @@ impl Facts {
             }
             Rvalue::Ref { place: p, .. } | Rvalue::AddressOf { place: p, .. } => {
                 PlaceKey::of(p).map(|k| Val::Ref(self.normalize(&k)))
+            }
+            // A pointer cast to another pointer type: the same pointer.
+            Rvalue::Cast {
+                kind: kmir::CastKind::Other(name),
+                operand: Operand::Copy(p) | Operand::Move(p),
+                ..
+            } if **name == *"PtrToPtr" || name.starts_with("PointerCoercion(MutToConstPointer") => {
+                PlaceKey::of(p).map(|k| match self.resolve(&k, Aspect::Value) {
+                    Resolved::Const(c) => Val::Const(c),
+                    Resolved::Key(k, Aspect::Value) => Val::Copy(k),
+                    Resolved::Key(k, Aspect::Discr) => Val::Discr(k),
+                })
             }
             Rvalue::BinaryOp {
                 op: op @ (BinOp::Eq | BinOp::Ne),

@@ -286,6 +286,8 @@ impl BodyAnalysis<'_> {
                 // and in contents only a handle this body holds reaches.
                 let kept_data = self.guard_data_kept(&facts, block, terminator);
                 let kept_exclusive = self.accessor_facts_kept(&facts, terminator, targets);
+                let kept_exclusive_keys: Vec<PlaceKey> =
+                    kept_exclusive.iter().map(|k| k.0.clone()).collect();
                 let kept_refs = self.accessor_refs_kept(&facts, terminator, targets);
                 // The place an accessor returns, named before the call
                 // forgets where its argument points.
@@ -411,7 +413,10 @@ impl BodyAnalysis<'_> {
                 }
                 // Object liveness: the frame rule, what the call moves
                 // away or keeps, and the result's contract.
-                self.objects_call(&path.facts, &mut facts, terminator, summary, block);
+                // (What only a handle this body holds reaches survives, as
+                // for the value facts.)
+                let exclusive: Vec<PlaceKey> = kept_exclusive_keys.clone();
+                self.objects_call(&path.facts, &mut facts, terminator, summary, block, &exclusive);
                 if self.trace { eprintln!("[kanalyze trace] bb{block}: after the call, pointers within {:?}", facts.within_entries()); }
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()

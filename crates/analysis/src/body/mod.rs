@@ -237,6 +237,39 @@ impl<'a> BodyAnalysis<'a> {
         }
     }
 
+    /// The functions the callees of this body's call sites call with a
+    /// pointer to a value of type `env` (by its display) first: the
+    /// closures a callee given that closure runs.
+    pub(crate) fn predicates(&self, env: &str) -> Vec<FnId> {
+        let mut out: Vec<FnId> = Vec::new();
+        for targets in self.sites.values() {
+            for t in targets {
+                for (g, _) in self.program.callees(t.callee) {
+                    let f = self.program.function(g);
+                    let Some((krate, inst)) = self.program.body_of(g) else {
+                        continue;
+                    };
+                    let _ = inst;
+                    let Some(body) = self.program.body(g) else {
+                        continue;
+                    };
+                    let first = body
+                        .local(1)
+                        .and_then(|l| krate.dump.ty(l.ty))
+                        .and_then(|t| match &t.kind {
+                            kmir::TyKind::Ref { pointee, .. } => krate.dump.ty(*pointee),
+                            _ => None,
+                        });
+                    if first.is_some_and(|t| *t.display == *env) && !out.contains(&g) {
+                        let _ = f;
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The field types of the body's places.
     pub(crate) fn field_types(&self) -> &crate::liveness::types::FieldTypes {
         self.field_types

@@ -41,6 +41,11 @@ pub struct Contract {
     /// (the handle its argument points to) refers to: a handle cloned
     /// whole, each keeps the other's object alive.
     pub ret_same: Option<PlaceKey>,
+    /// It releases only the elements the predicate it is given as this
+    /// argument (a local, `_k`) returns false for (`Vec::retain`, from the
+    /// spec): what the predicate's contract says of its element when it
+    /// returns false holds of each of them.
+    pub releases_rejected_by: Option<LocalId>,
 }
 
 impl Contract {
@@ -55,6 +60,7 @@ impl Contract {
             keeps: Vec::new(),
             ret_ref: None,
             ret_same: None,
+            releases_rejected_by: None,
         }
     }
 
@@ -117,6 +123,12 @@ impl Contract {
             out.push(format!(
                 "the result refers to every object {} refers to",
                 describe_place(p)
+            ));
+        }
+        if let Some(k) = self.releases_rejected_by {
+            out.push(format!(
+                "releases only what its predicate `arg{}` rejects",
+                k.saturating_sub(1)
             ));
         }
         for (k, h) in &self.keeps {
@@ -415,5 +427,6 @@ pub fn read(
         keeps: keeps.unwrap_or_default(),
         ret_ref: ret_ref.flatten(),
         ret_same: None,
+        releases_rejected_by: None,
     }
 }

@@ -195,6 +195,19 @@ impl BodyAnalysis<'_> {
                 Some(vec![facts.objects().bounds_of(&k)?])
             }
             TerminatorKind::Call { args, .. } => {
+                // The elements its predicate rejects, and the predicate
+                // itself, which it drops.
+                if let Some(k) = summary.liveness.releases_rejected_by {
+                    let env = match args.get(k.checked_sub(1)? as usize)? {
+                        kmir::Operand::Move(p) | kmir::Operand::Copy(p) => {
+                            facts.objects().bounds_of(&facts.object_key(&PlaceKey::of(p)?))?
+                        }
+                        kmir::Operand::Constant(_) | kmir::Operand::RuntimeChecks(_) => {
+                            Bounds::nothing()
+                        }
+                    };
+                    return Some(vec![self.rejected(facts, args, k)?, env]);
+                }
                 let releases = summary.liveness.releases.as_ref()?;
                 releases
                     .iter()
@@ -254,5 +267,55 @@ impl BodyAnalysis<'_> {
                 super::contract::release_in_entry_terms(facts.objects(), b, self.body.arg_count)
             })
             .collect()
+    }
+
+    /// What the elements a predicate passed as argument local `k` rejects
+    /// refer to, in this function's terms: its contract's facts about its
+    /// element (`*_2`) when it returns false, its environment (`*_1`) being
+    /// the value passed.
+    fn rejected(&self, facts: &Facts, args: &[kmir::Operand], k: u32) -> Option<Bounds> {
+        let (kmir::Operand::Move(env) | kmir::Operand::Copy(env)) = args.get(k.checked_sub(1)? as usize)? else {
+            return None;
+        };
+        let env_ty = self.dump.place_ty(self.body, env)?;
+        let env_ty = self.dump.ty(env_ty)?.display.clone();
+        let env = facts.object_key(&PlaceKey::of(env)?);
+        // The predicate: what the callee calls with a pointer to a value of
+        // the environment's type first.
+        let mut found: Option<Bounds> = None;
+        for t in self.predicates(&env_ty) {
+            let c = &self.summary_of.get(t).liveness;
+            let element = PlaceKey {
+                local: 2,
+                proj: vec![ProjKey::Deref],
+            };
+            let g = c.ret_if.iter().find(|g| g.when == 0 && !g.discr)?;
+            let (_, b) = g.bounds.iter().find(|(p, _)| *p == element)?;
+            let mapped = b.expand(|h| {
+                let at = |p: &PlaceKey| -> Option<PlaceKey> {
+                    if p.local != 1 || p.proj.first() != Some(&ProjKey::Deref) {
+                        return None;
+                    }
+                    let mut q = env.clone();
+                    q.proj.extend_from_slice(&p.proj[1..]);
+                    Some(facts.object_key(&q))
+                };
+                match h {
+                    Holder::At(p) => Some(Bounds::holder(Holder::At(at(p)?))),
+                    Holder::Within(p) => Some(Bounds::holder(Holder::Within(at(p)?))),
+                    Holder::Object(p) => Some(Bounds::holder(self.object_holder(&at(p)?))),
+                    Holder::Taken(_) => Some(Bounds::holder(h.clone())),
+                    Holder::Entry(_) => None,
+                }
+            });
+            if mapped.is_empty() {
+                return None;
+            }
+            found = Some(match found {
+                None => mapped,
+                Some(f) => super::contract::join_bounds(Some(f), Some(mapped))?,
+            });
+        }
+        found
     }
 }

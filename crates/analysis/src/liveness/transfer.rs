@@ -55,6 +55,10 @@ pub(crate) enum Plan {
         b: Holder,
         eq: bool,
     },
+    /// The destination (a local) brings these facts once tested.
+    Guards(Vec<Guarded>),
+    /// The destination is a pointer to somewhere at or below this place.
+    Within(PlaceKey),
 }
 
 impl BodyAnalysis<'_> {
@@ -79,6 +83,15 @@ impl BodyAnalysis<'_> {
     }
 
     fn src(&self, facts: &Facts, op: &Operand) -> Src {
+        // A reference holds no count: releasing it releases nothing.
+        if let Operand::Copy(p) | Operand::Move(p) = op
+            && self
+                .dump
+                .place_ty(self.body, p)
+                .is_some_and(|t| super::types::is_reference(self.dump, t))
+        {
+            return Src::Nothing;
+        }
         match op {
             Operand::Move(p) if self.copied_by_move(p) => {
                 PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k)))
@@ -130,11 +143,39 @@ impl BodyAnalysis<'_> {
         }
     }
 
+    /// The place before the first index of `q` (an element of an array
+    /// or slice), as the facts name it.
+    fn indexed_prefix(&self, facts: &Facts, q: &Place) -> Option<PlaceKey> {
+        let i = q.projection.iter().position(|p| {
+            matches!(
+                p,
+                kmir::Projection::Index(_)
+                    | kmir::Projection::ConstantIndex { .. }
+                    | kmir::Projection::Subslice { .. }
+            )
+        })?;
+        let prefix = Place {
+            local: q.local,
+            projection: q.projection[..i].into(),
+        };
+        Some(facts.object_key(&PlaceKey::of(&prefix)?))
+    }
+
     /// The object part of `place = rvalue`, before the value facts change.
     pub(crate) fn objects_plan(&self, facts: &Facts, place: &Place, rvalue: &Rvalue) -> Plan {
         let _ = place;
         match rvalue {
             Rvalue::Use(op) => Plan::Whole(self.src(facts, op)),
+            // A pointer to an element of an array or slice: somewhere
+            // within it.
+            Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. }
+                if PlaceKey::of(q).is_none() =>
+            {
+                match self.indexed_prefix(facts, q) {
+                    Some(p) => Plan::Within(p),
+                    None => Plan::None,
+                }
+            }
             Rvalue::CopyForDeref(p) => Plan::Whole(
                 PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k))),
             ),
@@ -155,6 +196,32 @@ impl BodyAnalysis<'_> {
                     operands.iter().map(|op| self.src(facts, op)).collect(),
                     variant,
                 )
+            }
+            // `!b` of a tested `bool`: its facts, for the other value.
+            Rvalue::UnaryOp {
+                op: kmir::UnOp::Not,
+                operand: Operand::Copy(p) | Operand::Move(p),
+            } if p.projection.is_empty()
+                && self
+                    .dump
+                    .place_ty(self.body, p)
+                    .is_some_and(|t| matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::Bool))) =>
+            {
+                let l = match facts.object_key(&PlaceKey::local(p.local)) {
+                    k if k.proj.is_empty() => k.local,
+                    _ => return Plan::None,
+                };
+                let flipped: Vec<Guarded> = facts
+                    .objects()
+                    .guarded(l)
+                    .iter()
+                    .filter(|g| !g.discr && g.when <= 1)
+                    .map(|g| Guarded {
+                        when: 1 - g.when,
+                        ..g.clone()
+                    })
+                    .collect();
+                Plan::Guards(flipped)
             }
             Rvalue::BinaryOp {
                 op: op @ (kmir::BinOp::Eq | kmir::BinOp::Ne),
@@ -202,6 +269,16 @@ impl BodyAnalysis<'_> {
                 }
                 if let Some(w) = whole {
                     facts.objects_mut().set(dest, w);
+                }
+            }
+            Plan::Within(p) => {
+                if dest.proj.is_empty() {
+                    facts.set_points_within(dest, p);
+                }
+            }
+            Plan::Guards(g) => {
+                if dest.proj.is_empty() {
+                    facts.objects_mut().guard(dest.local, g);
                 }
             }
             Plan::Identity { a, b, eq } => {
@@ -579,6 +656,7 @@ impl BodyAnalysis<'_> {
         terminator: &TerminatorKind,
         summary: &Summary,
         block: BlockId,
+        exclusive: &[PlaceKey],
     ) {
         let contract = &summary.liveness;
         match terminator {
@@ -617,7 +695,7 @@ impl BodyAnalysis<'_> {
                             }
                         }
                     }
-                    None => facts.forget_memory_objects(&self.escaped),
+                    None => facts.forget_memory_objects_except(&self.escaped, exclusive),
                 }
                 // A callee that stores into what an argument points to only
                 // pointers reached from there (an iterator's `next`) leaves
@@ -673,9 +751,9 @@ impl BodyAnalysis<'_> {
                             facts.objects_mut().moved(&q, &to);
                         }
                         Some((false, into)) => facts.objects_mut().moved_into(&q, &into),
-                        // (A pointer moved in ends; what it points to is
-                        // the frame rule's business.)
-                        None => facts.objects_mut().kill_own(&q),
+                        // The value leaves, and with it the objects it
+                        // owns (what its pointers point to may be freed).
+                        None => facts.objects_mut().kill(&q, None),
                     }
                 }
                 // What the callee leaves in the arguments' memory.
@@ -696,7 +774,16 @@ impl BodyAnalysis<'_> {
                 if dest.proj.is_empty() && self.view_of(block).is_none() {
                     match &contract.ret_ref {
                         Some(p) => {
-                            if !self.address_taken.contains(&dest.local)
+                            // (Unless the value facts already name where
+                            // it points: an accessor's result.)
+                            let named = facts
+                                .pointee(&Operand::Copy(Place {
+                                    local: dest.local,
+                                    projection: Box::new([]),
+                                }))
+                                .is_some();
+                            if !named
+                                && !self.address_taken.contains(&dest.local)
                                 && let Some(q) = self.callee_place(pre, args, p)
                             {
                                 facts.set_points_at(dest.local, q);
