@@ -317,8 +317,8 @@ impl Facts {
     }
 
     /// The canonical name of `key` for object facts: through aliases and
-    /// tracked pointers, and `P.Below` behind a pointer known only to point
-    /// somewhere at or below `P`.
+    /// tracked pointers, and `P.Below.rest` for `(*p).rest` with `p` known
+    /// only to point somewhere at or below `P`.
     pub fn object_key(&self, key: &PlaceKey) -> PlaceKey {
         let k = self.normalize_fully(key);
         if self.within.is_empty() {
@@ -334,7 +334,13 @@ impl Facts {
         };
         loop {
             if let Some(t) = self.within.get(&base) {
-                return t.with(ProjKey::Below);
+                // Somewhere below the target, then what follows the
+                // dereference (an accessor's step, a field, another
+                // pointer).
+                let mut proj = t.proj.clone();
+                proj.push(ProjKey::Below);
+                proj.extend_from_slice(&k.proj[i + 1..]);
+                return PlaceKey { local: t.local, proj };
             }
             if base.proj.pop().is_none() {
                 return k;
@@ -359,8 +365,11 @@ impl Facts {
     /// The pointers stored at or in `place` no longer point where they did
     /// (an object fact, like the rest of `objects`).
     pub fn forget_within(&mut self, place: &PlaceKey) {
-        self.within
-            .retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
+        // (A write behind a pointer stored at `k` leaves where it points.)
+        self.within.retain(|k, _| {
+            !k.starts_with(place)
+                && !(place.starts_with(k) && !place.proj[k.proj.len()..].contains(&ProjKey::Deref))
+        });
     }
 
     /// The places whose pointers point somewhere at or below a place, and
@@ -372,11 +381,27 @@ impl Facts {
             .collect()
     }
 
+    /// The value now at `dest` is (part of) the one at `src`: its pointers
+    /// point where `src`'s did.
+    pub fn carry_within(&mut self, src: &PlaceKey, dest: &PlaceKey) {
+        if let Some(t) = self.effective_within(src) {
+            self.within.insert(dest.clone(), t);
+        }
+    }
+
     /// Every pointer the value at `ptr` holds points somewhere at or below
     /// `target` (`target` itself may end in `Below`).
     pub fn set_points_within(&mut self, ptr: PlaceKey, mut target: PlaceKey) {
+        // Somewhere below the part before the first `Below`; through a
+        // pointer stored there if one is crossed after it (`X.Below.Deref`:
+        // in the memory of another object).
         if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Below) {
+            let crosses = target.proj[i..].contains(&ProjKey::Deref);
             target.proj.truncate(i);
+            if crosses {
+                target.proj.push(ProjKey::Below);
+                target.proj.push(ProjKey::Deref);
+            }
         }
         self.within.insert(ptr, target);
     }
@@ -659,6 +684,15 @@ impl Facts {
                     } else {
                         self.objects.copied(&source, &root);
                     }
+                    // And where its pointers point.
+                    let within: Vec<(PlaceKey, PlaceKey)> = self
+                        .within
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&source))
+                        .map(|(k, t)| (root.with_suffix(&k.proj[source.proj.len()..]), t.clone()))
+                        .collect();
+                    self.carry_within(&source, &root);
+                    self.within.extend(within);
                     let moved: Vec<((PlaceKey, Aspect), Known)> = self
                         .known
                         .iter()
@@ -720,7 +754,28 @@ impl Facts {
         });
         self.refs.retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
         if objects {
+            // A reference through the pointer that ends here still points
+            // where it did: somewhere within the pointer's target.
+            let rehomed: Vec<(PlaceKey, PlaceKey)> = self
+                .vals
+                .iter()
+                .filter_map(|(l, v)| {
+                    let Val::Ref(r) = v else { return None };
+                    let i = r.proj.iter().position(|s| *s == ProjKey::Deref)?;
+                    let base = PlaceKey {
+                        local: r.local,
+                        proj: r.proj[..i].to_vec(),
+                    };
+                    (*l != place.local && base.starts_with(place))
+                        .then(|| Some((PlaceKey::local(*l), self.effective_within(&base)?)))
+                        .flatten()
+                })
+                .collect();
             self.forget_within(place);
+            for (l, _) in &rehomed {
+                self.vals.remove(&l.local);
+            }
+            self.within.extend(rehomed);
         }
         if !keep_addrs {
             self.addrs.retain(|k, _| !k.starts_with(place));

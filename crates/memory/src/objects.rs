@@ -62,7 +62,7 @@ pub const MAX_BOUNDS: usize = 3;
 /// places last in order are dropped (a bound on the state of one path).
 pub const MAX_PLACES: usize = 96;
 /// Longest place kept in a fact; a longer one is unknown.
-pub const MAX_PROJ: usize = 8;
+pub const MAX_PROJ: usize = 12;
 
 /// A field of a struct: its canonical path and index (a declaration about
 /// it names the same).
@@ -102,6 +102,14 @@ impl Holder {
     /// it holds changes another object, not which object it refers to).
     fn overlaps(&self, place: &PlaceKey) -> bool {
         match self {
+            Holder::At(p) | Holder::Within(p) if p.proj.contains(&ProjKey::Below) => {
+                let d = definite(p);
+                place.starts_with(&d) || d.starts_with(place)
+            }
+            Holder::Object(p) if p.proj.contains(&ProjKey::Below) => {
+                let d = definite(p);
+                d.starts_with(place) || place.starts_with(&d)
+            }
             Holder::At(p) | Holder::Within(p) => {
                 p.starts_with(place)
                     || (place.starts_with(p)
@@ -324,6 +332,13 @@ pub struct Objects {
     args: u32,
 }
 
+/// Whether a holder may name `p`: short enough (a holder may name a place
+/// somewhere below another: it stands for the one place a pointer
+/// pointed to, and a write anywhere there kills it).
+fn holder_keepable(p: &PlaceKey) -> bool {
+    p.proj.len() <= MAX_PROJ
+}
+
 /// Whether `p` is short enough to be kept in a fact, and one place (not
 /// "somewhere below").
 fn keepable(p: &PlaceKey) -> bool {
@@ -331,24 +346,48 @@ fn keepable(p: &PlaceKey) -> bool {
 }
 
 /// `h` named canonically: "the value at somewhere below `P`" is "something
-/// within `P`".
+/// within `P`". What follows the `Below` stays, up to the first pointer
+/// crossed: a holder in the memory of another object (behind a pointer
+/// stored somewhere in `P`) is not one the data of `P` protects, and the
+/// kept `Deref` says so.
 fn canonical(h: &Holder) -> Holder {
+    // (After an accessor's step, the place is kept whole: it names one
+    // place in what the accessor returns, whose type is known again.)
+    let cut = |p: &PlaceKey| -> PlaceKey {
+        let i = p.proj.iter().position(|s| *s == ProjKey::Below).unwrap_or(0);
+        let rest = &p.proj[i..];
+        let end = if rest.iter().any(|s| matches!(s, ProjKey::Via(_))) {
+            // The place is named from the accessor on: all of it.
+            p.proj.len()
+        } else {
+            match rest.iter().position(|s| *s == ProjKey::Deref) {
+                Some(j) => i + j + 1,
+                None => i,
+            }
+        };
+        PlaceKey {
+            local: p.local,
+            proj: p.proj[..end].to_vec(),
+        }
+    };
     match h {
         Holder::At(p) | Holder::Within(p) if p.proj.contains(&ProjKey::Below) => {
-            let i = p.proj.iter().position(|s| *s == ProjKey::Below).unwrap_or(0);
-            Holder::Within(PlaceKey {
-                local: p.local,
-                proj: p.proj[..i].to_vec(),
-            })
+            Holder::Within(cut(p))
         }
-        Holder::Object(p) if p.proj.contains(&ProjKey::Below) => {
-            let i = p.proj.iter().position(|s| *s == ProjKey::Below).unwrap_or(0);
-            Holder::Object(PlaceKey {
-                local: p.local,
-                proj: p.proj[..i].to_vec(),
-            })
-        }
+        Holder::Object(p) if p.proj.contains(&ProjKey::Below) => Holder::Object(cut(p)),
         other => other.clone(),
+    }
+}
+
+/// The part of `p` that names one place: up to a `Below` (a write
+/// anywhere there may be the one it stands for).
+fn definite(p: &PlaceKey) -> PlaceKey {
+    match p.proj.iter().position(|s| *s == ProjKey::Below) {
+        Some(i) => PlaceKey {
+            local: p.local,
+            proj: p.proj[..i].to_vec(),
+        },
+        None => p.clone(),
     }
 }
 
@@ -490,7 +529,7 @@ impl Objects {
         let bounds = bounds.map(|h| {
             let h = canonical(h);
             match h.place() {
-                Some(q) if !keepable(q) => None,
+                Some(q) if !holder_keepable(q) => None,
                 _ => Some(vec![h]),
             }
         });
@@ -535,17 +574,36 @@ impl Objects {
     /// `taken` is the field `p` is, if it is one (provenance for what is
     /// taken out of it). Holders naming it are replaced by its bounds.
     pub fn kill(&mut self, p: &PlaceKey, taken: Option<FieldId>) {
-        self.kill_with(p, taken, true);
+        self.kill_with(p, taken, true, None);
     }
 
     /// The value of `p` itself ends (a local going out of scope), but not
     /// the memory its pointers point to: facts named through a `Deref`
     /// below `p` stay (an argument's pointee is the caller's).
     pub fn kill_own(&mut self, p: &PlaceKey) {
-        self.kill_with(p, None, false);
+        self.kill_with(p, None, false, None);
     }
 
-    fn kill_with(&mut self, p: &PlaceKey, taken: Option<FieldId>, deep: bool) {
+    /// [`Objects::kill`] where `p` or a holder names a place somewhere
+    /// below another: `apart(p, q)` says when the two cannot overlap (the
+    /// analysis knows which accessors return which fields).
+    pub fn kill_apart(
+        &mut self,
+        p: &PlaceKey,
+        taken: Option<FieldId>,
+        apart: &dyn Fn(&PlaceKey, &PlaceKey) -> bool,
+    ) {
+        self.kill_with(p, taken, true, Some(apart));
+    }
+
+    fn kill_with(
+        &mut self,
+        p: &PlaceKey,
+        taken: Option<FieldId>,
+        deep: bool,
+        apart: Option<&dyn Fn(&PlaceKey, &PlaceKey) -> bool>,
+    ) {
+        let original = p.clone();
         // A write somewhere below a place may change anything there.
         let cut;
         let p = match p.proj.iter().position(|s| *s == ProjKey::Below) {
@@ -565,7 +623,17 @@ impl Objects {
         // The holders that name `p` or a place overlapping it, and what
         // each stands for now.
         let mut named: BTreeSet<Holder> = BTreeSet::new();
-        let hit = |h: &Holder| h.overlaps(p) && !h.place().is_some_and(|q| behind(q));
+        let hit = |h: &Holder| {
+            h.overlaps(p)
+                && !h.place().is_some_and(|q| {
+                    behind(q)
+                        || apart.is_some_and(|a| {
+                            (q.proj.contains(&ProjKey::Below)
+                                || original.proj.contains(&ProjKey::Below))
+                                && a(&original, q)
+                        })
+                })
+        };
         for b in self.bounds.values() {
             for bound in b.iter() {
                 named.extend(bound.iter().filter(|h| hit(h)).cloned());

@@ -415,9 +415,11 @@ impl BodyAnalysis<'_> {
                 // away or keeps, and the result's contract.
                 // (What only a handle this body holds reaches survives, as
                 // for the value facts.)
-                let exclusive: Vec<PlaceKey> = kept_exclusive_keys.clone();
+                let exclusive: Vec<PlaceKey> = kept_exclusive_keys
+                    .iter()
+                    .map(|k| path.facts.object_key(k))
+                    .collect();
                 self.objects_call(&path.facts, &mut facts, terminator, summary, block, &exclusive);
-                if self.trace { eprintln!("[kanalyze trace] bb{block}: after the call, pointers within {:?}", facts.within_entries()); }
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()
                     && let TerminatorKind::Call {

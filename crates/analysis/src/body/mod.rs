@@ -272,8 +272,32 @@ impl<'a> BodyAnalysis<'a> {
 
     /// The field types of the body's places.
     pub(crate) fn field_types(&self) -> &crate::liveness::types::FieldTypes {
-        self.field_types
-            .get_or_init(|| crate::liveness::types::FieldTypes::of_body(self.dump, self.body))
+        self.field_types.get_or_init(|| {
+            let mut types = crate::liveness::types::FieldTypes::of_body(self.dump, self.body);
+            // What each callee returns a reference to, from this body's
+            // calls (an accessor's step names it by callee).
+            for (block, targets) in &self.sites {
+                let Some(kmir::TerminatorKind::Call { destination, .. }) = self
+                    .body
+                    .blocks
+                    .get(*block as usize)
+                    .map(|b| &b.terminator.kind)
+                else {
+                    continue;
+                };
+                let Some(to) = self
+                    .dump
+                    .place_ty(self.body, destination)
+                    .and_then(|t| self.dump.pointee(t))
+                else {
+                    continue;
+                };
+                for t in targets {
+                    types.set_via(t.callee.0, to);
+                }
+            }
+            types
+        })
     }
 
     /// Locals holding copies of pointers stored below `*_1`.

@@ -194,7 +194,13 @@ impl<'r, 'a> Reader<'r, 'a> {
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // The one rule of object liveness: held elsewhere, or nothing.
-            let proof = analysis.discharge(&p.facts, &terminator.kind, summary);
+            let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+            let exclusive: Vec<PlaceKey> = analysis
+                .accessor_facts_kept(&p.facts, &terminator.kind, targets)
+                .into_iter()
+                .map(|k| p.facts.object_key(&k.0))
+                .collect();
+            let proof = analysis.discharge(&p.facts, &terminator.kind, summary, &exclusive);
             if analysis.trace {
                 eprintln!(
                     "[kanalyze trace] bb{block}: release {}",

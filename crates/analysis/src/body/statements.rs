@@ -57,13 +57,23 @@ impl BodyAnalysis<'_> {
                 // different places behind it do not overlap).
                 let exact = self.exact_store(facts, place);
                 let saved = exact.as_ref().map(|_| facts.objects().clone());
+                // Where a store through a pointer lands, named before the
+                // write forgets what the pointer points to.
+                let through = place
+                    .projection
+                    .contains(&kmir::Projection::Deref)
+                    .then(|| PlaceKey::of(place).map(|k| facts.object_key(&k)))
+                    .flatten();
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
                 if let (Some(key), Some(saved)) = (exact, saved) {
                     let taken = self.field_id(&key);
                     *facts.objects_mut() = saved;
-                    facts.objects_mut().kill(&key, taken);
+                    facts
+                        .objects_mut()
+                        .kill_apart(&key, taken, &|a, b| self.apart(a, b));
                 }
-                self.objects_apply(facts, place, objects);
+                let dest = through.or_else(|| PlaceKey::of(place).map(|k| facts.object_key(&k)));
+                self.objects_apply(facts, dest, objects);
                 super::restore_facts(facts, kept);
                 // (The pointer written through keeps its value.)
                 for (l, key) in kept_refs {

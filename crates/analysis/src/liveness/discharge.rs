@@ -118,23 +118,8 @@ impl BodyAnalysis<'_> {
                 if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
                     return false;
                 }
-                if let Some(f) = frame {
-                    let changed = match &f.writes {
-                        Some(ws) => {
-                            ws.iter().any(|w| w.starts_with(q) || q.starts_with(w))
-                                || f.through.iter().any(|b| {
-                                    q.starts_with(b)
-                                        && q.proj[b.proj.len()..].contains(&ProjKey::Deref)
-                                        && !facts.is_frozen(q)
-                                })
-                        }
-                        None => {
-                            (q.is_memory() && !facts.is_frozen(q)) || self.escaped.contains(&q.local)
-                        }
-                    };
-                    if changed {
-                        return false;
-                    }
+                if frame.is_some_and(|f| f.may_change(q, facts, &self.escaped)) {
+                    return false;
                 }
                 self.alive(q)
             }
@@ -228,11 +213,16 @@ impl BodyAnalysis<'_> {
         facts: &Facts,
         terminator: &TerminatorKind,
         summary: &Summary,
+        exclusive: &[PlaceKey],
     ) -> Option<Proof> {
         let released = self.released_bounds(facts, terminator, summary)?;
         let places = self.released_places(facts, terminator);
         let frame = match terminator {
-            TerminatorKind::Call { args, .. } => Some(self.frame(facts, args, summary)),
+            TerminatorKind::Call { args, .. } => {
+                let mut f = self.frame(facts, args, summary);
+                f.exclusive = exclusive.to_vec();
+                Some(f)
+            }
             _ => None,
         };
         let mut held = Vec::new();

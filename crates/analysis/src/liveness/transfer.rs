@@ -28,6 +28,37 @@ pub(crate) struct Frame {
     /// It writes through pointers stored at or below these places (in
     /// other objects' memory).
     pub through: Vec<PlaceKey>,
+    /// Places only a handle this body holds reaches, and the call is not
+    /// given a way to (`exclusive_to_handle` contents): unchanged whatever
+    /// the callee writes.
+    pub exclusive: Vec<PlaceKey>,
+}
+
+impl Frame {
+    /// Whether the call may change the value at `q` (`facts` before it,
+    /// `escaped` the locals whose address left the body).
+    pub(crate) fn may_change(&self, q: &PlaceKey, facts: &Facts, escaped: &[kmir::LocalId]) -> bool {
+        if self.exclusive.iter().any(|e| q.starts_with(e)) {
+            return false;
+        }
+        match &self.writes {
+            Some(ws) => {
+                ws.iter().any(|w| w.starts_with(q) || q.starts_with(w))
+                    || self.through.iter().any(|b| {
+                        q.starts_with(b) && crosses_pointer(&q.proj[b.proj.len()..]) && !facts.is_frozen(q)
+                    })
+            }
+            None => (q.is_memory() && !facts.is_frozen(q)) || escaped.contains(&q.local),
+        }
+    }
+}
+
+/// Whether a place's steps go through a pointer: a dereference, an
+/// accessor's step, or somewhere below (which may be behind one).
+pub(crate) fn crosses_pointer(steps: &[ProjKey]) -> bool {
+    steps
+        .iter()
+        .any(|s| matches!(s, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below))
 }
 
 /// Where one part of a new value comes from.
@@ -38,6 +69,8 @@ enum Src {
     /// A constant: it refers to no object.
     Nothing,
     Unknown,
+    /// A reference (counts nothing) read from this place.
+    Borrow(PlaceKey),
 }
 
 /// What an assignment does to the object facts, worked out before the
@@ -90,7 +123,10 @@ impl BodyAnalysis<'_> {
                 .place_ty(self.body, p)
                 .is_some_and(|t| super::types::is_reference(self.dump, t))
         {
-            return Src::Nothing;
+            return match PlaceKey::of(p) {
+                Some(k) => Src::Borrow(facts.object_key(&k)),
+                None => Src::Nothing,
+            };
         }
         match op {
             Operand::Move(p) if self.copied_by_move(p) => {
@@ -247,11 +283,11 @@ impl BodyAnalysis<'_> {
     }
 
     /// The object part of `place = rvalue`, after the value facts changed.
-    pub(crate) fn objects_apply(&self, facts: &mut Facts, place: &Place, plan: Plan) {
-        let Some(dest) = PlaceKey::of(place) else {
+    /// `dest`: the written place's canonical name.
+    pub(crate) fn objects_apply(&self, facts: &mut Facts, dest: Option<PlaceKey>, plan: Plan) {
+        let Some(dest) = dest else {
             return;
         };
-        let dest = facts.object_key(&dest);
         match plan {
             Plan::None => {}
             Plan::Whole(src) => self.put(facts, &dest, src),
@@ -309,9 +345,21 @@ impl BodyAnalysis<'_> {
     /// `dest` (already written) gets the value `src` gives.
     fn put(&self, facts: &mut Facts, dest: &PlaceKey, src: Src) {
         match src {
-            Src::Move(q) if q != *dest => facts.objects_mut().moved(&q, dest),
-            Src::Copy(q) if q != *dest => facts.objects_mut().copied(&q, dest),
+            Src::Move(q) if q != *dest => {
+                facts.carry_within(&q, dest);
+                facts.objects_mut().moved(&q, dest)
+            }
+            Src::Copy(q) if q != *dest => {
+                facts.carry_within(&q, dest);
+                facts.objects_mut().copied(&q, dest)
+            }
             Src::Nothing => facts.objects_mut().set(dest.clone(), Bounds::nothing()),
+            // A reference copied: it counts nothing, and points where the
+            // one copied did.
+            Src::Borrow(q) => {
+                facts.carry_within(&q, dest);
+                facts.objects_mut().set(dest.clone(), Bounds::nothing())
+            }
             _ => {}
         }
     }
@@ -349,6 +397,48 @@ impl BodyAnalysis<'_> {
         }
     }
 
+    /// Whether the places `p` and `q`, one of them named somewhere below a
+    /// container, surely share no memory: below the same place, each
+    /// through an accessor of an exclusive field, and the two fields, or
+    /// two fields reached the same way from them, differ.
+    pub(crate) fn apart(&self, p: &PlaceKey, q: &PlaceKey) -> bool {
+        let split = |k: &PlaceKey| -> Option<(PlaceKey, Vec<ProjKey>)> {
+            let i = k.proj.iter().position(|s| *s == ProjKey::Below)?;
+            Some((
+                PlaceKey {
+                    local: k.local,
+                    proj: k.proj[..i].to_vec(),
+                },
+                k.proj[i + 1..].to_vec(),
+            ))
+        };
+        let (Some((dp, sp)), Some((dq, sq))) = (split(p), split(q)) else {
+            return false;
+        };
+        if dp != dq || !matches!(sp.first(), Some(ProjKey::Via(_))) {
+            return false;
+        }
+        let field = |id: u32| {
+            self.summary_of
+                .get(program::FnId(id))
+                .exclusive_field
+                .clone()
+        };
+        for (a, b) in sp.iter().zip(sq.iter()) {
+            match (a, b) {
+                _ if a == b => {}
+                (ProjKey::Field(_), ProjKey::Field(_)) => return true,
+                (ProjKey::Via(x), ProjKey::Via(y)) => match (field(*x), field(*y)) {
+                    (Some(f), Some(g)) if f.disjoint(&g) => return true,
+                    (Some(f), Some(g)) if f == g => {}
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// The place a store into `place` writes, when it is reached through
     /// references only (from an argument, a local, or a lock's data):
     /// nothing else can alias it.
@@ -357,12 +447,17 @@ impl BodyAnalysis<'_> {
             return None;
         }
         let key = facts.object_key(&PlaceKey::of(place)?);
-        if key.local >= super::contract::RELEASED {
+        if key.local >= super::contract::RELEASED && !memory::is_guard_data(key.local) {
             return None;
         }
         for (i, step) in key.proj.iter().enumerate() {
-            if *step != ProjKey::Deref {
-                continue;
+            match step {
+                // Into what only a handle reaches: as exact as the handle.
+                ProjKey::Via(f) if self.summary_of.get(program::FnId(*f)).ret_exclusive => continue,
+                ProjKey::Via(_) => return None,
+                ProjKey::Deref => {}
+                // (Inline: a pointer crossed below is written `Below.Deref`.)
+                _ => continue,
             }
             let pointer = PlaceKey {
                 local: key.local,
@@ -485,6 +580,7 @@ impl BodyAnalysis<'_> {
         let unknown = Frame {
             writes: None,
             through: Vec::new(),
+            exclusive: Vec::new(),
         };
         let Some(writes) = summary.writes.as_ref() else {
             return unknown;
@@ -514,6 +610,7 @@ impl BodyAnalysis<'_> {
         Frame {
             writes: Some(out),
             through,
+            exclusive: Vec::new(),
         }
     }
 
@@ -672,12 +769,15 @@ impl BodyAnalysis<'_> {
                 args, destination, ..
             } => {
                 // The frame rule: only what the callee may write changes.
-                let frame = self.frame(pre, args, summary);
-                match frame.writes {
+                let mut frame = self.frame(pre, args, summary);
+                frame.exclusive = exclusive.to_vec();
+                match &frame.writes {
                     Some(places) => {
-                        for p in &places {
+                        for p in places.iter().filter(|p| !exclusive.iter().any(|e| p.starts_with(e))) {
                             let taken = self.field_id(p);
-                            facts.objects_mut().kill(p, taken);
+                            facts
+                                .objects_mut()
+                                .kill_apart(p, taken, &|a, b| self.apart(a, b));
                             facts.forget_within(p);
                         }
                         // Writes through pointers stored in what the
@@ -687,8 +787,9 @@ impl BodyAnalysis<'_> {
                             let mut behind = facts.objects().places();
                             behind.retain(|p| {
                                 p.starts_with(base)
-                                    && p.proj[base.proj.len()..].contains(&ProjKey::Deref)
+                                    && crosses_pointer(&p.proj[base.proj.len()..])
                                     && !facts.is_frozen(p)
+                                    && !exclusive.iter().any(|e| p.starts_with(e))
                             });
                             for p in behind {
                                 facts.objects_mut().kill(&p, None);

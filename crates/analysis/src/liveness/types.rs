@@ -12,9 +12,11 @@ use std::collections::HashMap;
 use kmir::{Body, CrateDump, Place, Projection, TyId, TyKind};
 use memory::{PlaceKey, ProjKey};
 
-/// The field types a body's places project, by (owner type, variant, index).
+/// The field types a body's places project, by (owner type, variant,
+/// index), and the type an accessor step (`ProjKey::Via`, by callee)
+/// leads to: what the references its calls here return point to.
 #[derive(Debug, Default)]
-pub struct FieldTypes(HashMap<(TyId, Option<u32>, u32), TyId>);
+pub struct FieldTypes(HashMap<(TyId, Option<u32>, u32), TyId>, HashMap<u32, TyId>);
 
 impl FieldTypes {
     pub fn of_body(dump: &CrateDump, body: &Body) -> FieldTypes {
@@ -44,7 +46,12 @@ impl FieldTypes {
                 }
             }
         });
-        FieldTypes(out)
+        FieldTypes(out, HashMap::new())
+    }
+
+    /// Records that accessor `callee`'s result points to a `ty`.
+    pub fn set_via(&mut self, callee: u32, ty: TyId) {
+        self.1.insert(callee, ty);
     }
 
     /// The fields of a struct of type `ty` the body projects, with their
@@ -62,24 +69,30 @@ impl FieldTypes {
 
     /// The type of the place `key` names in `body`, when every step is
     /// known.
+    /// (Somewhere below a place, the type is known again after an
+    /// accessor's step.)
     pub fn ty_of(&self, dump: &CrateDump, body: &Body, key: &PlaceKey) -> Option<TyId> {
-        let mut ty = body.local(key.local)?.ty;
+        let mut ty = body.local(key.local).map(|l| l.ty);
         let mut variant = None;
         for p in &key.proj {
             match p {
                 ProjKey::Field(i) => {
-                    ty = *self.0.get(&(ty, variant, *i))?;
+                    ty = Some(*self.0.get(&(ty?, variant, *i))?);
                     variant = None;
                 }
                 ProjKey::Downcast(v) => variant = Some(*v),
                 ProjKey::Deref => {
-                    ty = dump.pointee(ty)?;
+                    ty = Some(dump.pointee(ty?)?);
                     variant = None;
                 }
-                ProjKey::Via(_) | ProjKey::Below => return None,
+                ProjKey::Via(f) => {
+                    ty = Some(*self.1.get(f)?);
+                    variant = None;
+                }
+                ProjKey::Below => ty = None,
             }
         }
-        Some(ty)
+        ty
     }
 }
 
