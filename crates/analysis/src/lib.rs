@@ -22,6 +22,7 @@ mod entry_split;
 mod events;
 mod external;
 mod function;
+mod index;
 mod liveness;
 mod lock_runs;
 mod summary;

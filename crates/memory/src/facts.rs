@@ -55,6 +55,11 @@ pub enum ProjKey {
     /// container points to): only object facts name such places, as the
     /// holder of something within the container.
     Below,
+    /// Memory of some object a counted handle stored at or below the
+    /// place before it refers to (an `Arc` in a container's element): not
+    /// the container's own memory, nor memory it owns through raw
+    /// pointers.
+    Handle,
 }
 
 /// The first pseudo-local that names a guard's data (see [`guard_data`]).
@@ -106,7 +111,7 @@ impl PlaceKey {
     pub fn has_deref(&self) -> bool {
         self.proj
             .iter()
-            .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below))
+            .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle))
     }
 
     /// The place an accessor was given, for a place it returned (the
@@ -395,7 +400,10 @@ impl Facts {
         // Somewhere below the part before the first `Below`; through a
         // pointer stored there if one is crossed after it (`X.Below.Deref`:
         // in the memory of another object).
-        if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Below) {
+        if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Handle) {
+            // Behind a handle: which object is not known, nor where in it.
+            target.proj.truncate(i + 1);
+        } else if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Below) {
             let crosses = target.proj[i..].contains(&ProjKey::Deref);
             target.proj.truncate(i);
             if crosses {

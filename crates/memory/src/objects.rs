@@ -102,11 +102,11 @@ impl Holder {
     /// it holds changes another object, not which object it refers to).
     fn overlaps(&self, place: &PlaceKey) -> bool {
         match self {
-            Holder::At(p) | Holder::Within(p) if p.proj.contains(&ProjKey::Below) => {
+            Holder::At(p) | Holder::Within(p) if p.proj.iter().any(vague) => {
                 let d = definite(p);
                 place.starts_with(&d) || d.starts_with(place)
             }
-            Holder::Object(p) if p.proj.contains(&ProjKey::Below) => {
+            Holder::Object(p) if p.proj.iter().any(vague) => {
                 let d = definite(p);
                 d.starts_with(place) || place.starts_with(&d)
             }
@@ -332,6 +332,12 @@ pub struct Objects {
     args: u32,
 }
 
+/// A step that names no one place: somewhere below, or in some object a
+/// handle there refers to.
+pub fn vague(s: &ProjKey) -> bool {
+    matches!(s, ProjKey::Below | ProjKey::Handle)
+}
+
 /// Whether a holder may name `p`: short enough (a holder may name a place
 /// somewhere below another: it stands for the one place a pointer
 /// pointed to, and a write anywhere there kills it).
@@ -342,7 +348,7 @@ fn holder_keepable(p: &PlaceKey) -> bool {
 /// Whether `p` is short enough to be kept in a fact, and one place (not
 /// "somewhere below").
 fn keepable(p: &PlaceKey) -> bool {
-    p.proj.len() <= MAX_PROJ && !p.proj.contains(&ProjKey::Below)
+    p.proj.len() <= MAX_PROJ && !p.proj.iter().any(vague)
 }
 
 /// `h` named canonically: "the value at somewhere below `P`" is "something
@@ -354,7 +360,13 @@ fn canonical(h: &Holder) -> Holder {
     // (After an accessor's step, the place is kept whole: it names one
     // place in what the accessor returns, whose type is known again.)
     let cut = |p: &PlaceKey| -> PlaceKey {
-        let i = p.proj.iter().position(|s| *s == ProjKey::Below).unwrap_or(0);
+        let i = p.proj.iter().position(vague).unwrap_or(0);
+        if p.proj[i] == ProjKey::Handle {
+            return PlaceKey {
+                local: p.local,
+                proj: p.proj[..=i].to_vec(),
+            };
+        }
         let rest = &p.proj[i..];
         let end = if rest.iter().any(|s| matches!(s, ProjKey::Via(_))) {
             // The place is named from the accessor on: all of it.
@@ -371,18 +383,18 @@ fn canonical(h: &Holder) -> Holder {
         }
     };
     match h {
-        Holder::At(p) | Holder::Within(p) if p.proj.contains(&ProjKey::Below) => {
+        Holder::At(p) | Holder::Within(p) if p.proj.iter().any(vague) => {
             Holder::Within(cut(p))
         }
-        Holder::Object(p) if p.proj.contains(&ProjKey::Below) => Holder::Object(cut(p)),
+        Holder::Object(p) if p.proj.iter().any(vague) => Holder::Object(cut(p)),
         other => other.clone(),
     }
 }
 
 /// The part of `p` that names one place: up to a `Below` (a write
 /// anywhere there may be the one it stands for).
-fn definite(p: &PlaceKey) -> PlaceKey {
-    match p.proj.iter().position(|s| *s == ProjKey::Below) {
+pub fn definite(p: &PlaceKey) -> PlaceKey {
+    match p.proj.iter().position(vague) {
         Some(i) => PlaceKey {
             local: p.local,
             proj: p.proj[..i].to_vec(),
@@ -409,7 +421,7 @@ impl Objects {
     /// The bounds known of the value at `p`: its own, its entry value's
     /// while unwritten, or those of a value it is part of.
     pub fn bounds_of(&self, p: &PlaceKey) -> Option<Bounds> {
-        if p.proj.contains(&ProjKey::Below) {
+        if p.proj.iter().any(vague) {
             return None;
         }
         if let Some(b) = self.bounds.get(p) {
@@ -606,7 +618,7 @@ impl Objects {
         let original = p.clone();
         // A write somewhere below a place may change anything there.
         let cut;
-        let p = match p.proj.iter().position(|s| *s == ProjKey::Below) {
+        let p = match p.proj.iter().position(vague) {
             Some(i) => {
                 cut = PlaceKey {
                     local: p.local,
@@ -628,8 +640,8 @@ impl Objects {
                 && !h.place().is_some_and(|q| {
                     behind(q)
                         || apart.is_some_and(|a| {
-                            (q.proj.contains(&ProjKey::Below)
-                                || original.proj.contains(&ProjKey::Below))
+                            (q.proj.iter().any(vague)
+                                || original.proj.iter().any(vague))
                                 && a(&original, q)
                         })
                 })
@@ -759,13 +771,21 @@ impl Objects {
         if self.at_arg(from) {
             self.mark_written(from, true);
         }
+        // A value containing `from` (inline): what it held may now be in
+        // the part moved out.
+        let contains = |q: &PlaceKey| {
+            from.starts_with(q) && from != q && !from.proj[q.proj.len()..].contains(&ProjKey::Deref)
+        };
         let map = |h: &Holder| -> Option<Bound> {
-            Some(vec![match h {
-                Holder::At(q) => Holder::At(rename(q).unwrap_or_else(|| q.clone())),
-                Holder::Within(q) => Holder::Within(rename(q).unwrap_or_else(|| q.clone())),
-                Holder::Object(q) => Holder::Object(rename(q).unwrap_or_else(|| q.clone())),
-                other => other.clone(),
-            }])
+            Some(match h {
+                Holder::At(q) | Holder::Within(q) if contains(q) => {
+                    vec![Holder::Within(q.clone()), Holder::Within(to.clone())]
+                }
+                Holder::At(q) => vec![Holder::At(rename(q).unwrap_or_else(|| q.clone()))],
+                Holder::Within(q) => vec![Holder::Within(rename(q).unwrap_or_else(|| q.clone()))],
+                Holder::Object(q) => vec![Holder::Object(rename(q).unwrap_or_else(|| q.clone()))],
+                other => vec![other.clone()],
+            })
         };
         for b in self.bounds.values_mut() {
             *b = b.map(map);
@@ -782,6 +802,38 @@ impl Objects {
         }
         self.bounds.retain(|k, b| keepable(k) && !b.is_empty());
         self.cap();
+    }
+
+    /// The value at `from`, all that `container` (a place containing it
+    /// inline) holds, moved to `to`: what the container held is now at
+    /// `to`, and the container holds nothing (an enum's only payload moved
+    /// out of it, `(_3 as Some).0`).
+    pub fn moved_out_of(&mut self, from: &PlaceKey, container: &PlaceKey, to: &PlaceKey) {
+        // An argument's entry value, all of it, is now at `to`.
+        if container.proj.is_empty() && self.at_arg(container) && !self.was_written(container) {
+            self.kept.insert(container.local, Holder::At(to.clone()));
+        }
+        let map = |h: &Holder| -> Option<Bound> {
+            Some(vec![match h {
+                Holder::At(q) if q == container => Holder::At(to.clone()),
+                Holder::Within(q) | Holder::At(q) if q == container => Holder::Within(to.clone()),
+                other => other.clone(),
+            }])
+        };
+        for b in self.bounds.values_mut() {
+            *b = b.map(map);
+        }
+        for g in self.guarded.values_mut() {
+            for f in g.iter_mut() {
+                for (_, b) in f.bounds.iter_mut() {
+                    *b = b.map(map);
+                }
+            }
+        }
+        self.moved(from, to);
+        if keepable(container) {
+            self.bounds.insert(container.clone(), Bounds::nothing());
+        }
     }
 
     /// The value at `from` moved into some place at or below `into` (a

@@ -199,7 +199,7 @@ fn field_path(suffix: &[ProjKey]) -> FieldPath {
         p = match s {
             ProjKey::Field(i) => p.field(*i),
             ProjKey::Downcast(v) => p.variant(*v),
-            ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below => p.below(),
+            ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle => p.below(),
         };
     }
     p

@@ -177,6 +177,7 @@ pub struct BodyAnalysis<'a> {
     /// The field types the body's places project (object liveness asks
     /// for the types of the places its facts name), gathered on first use.
     field_types: std::sync::OnceLock<crate::liveness::types::FieldTypes>,
+    live_locals: std::sync::OnceLock<crate::index::LiveLocals>,
     /// Fields declared to keep the objects taken out of them alive
     /// elsewhere: a value taken out of one is not a last reference.
     pub kept_alive: Vec<memory::FieldId>,
@@ -233,6 +234,7 @@ impl<'a> BodyAnalysis<'a> {
             derived: Default::default(),
             pointer_copies: Default::default(),
             field_types: Default::default(),
+            live_locals: Default::default(),
             kept_alive: Vec::new(),
         }
     }
@@ -270,6 +272,12 @@ impl<'a> BodyAnalysis<'a> {
         out
     }
 
+    /// Which locals are read later (computed on first use).
+    pub(crate) fn live_locals(&self) -> &crate::index::LiveLocals {
+        self.live_locals
+            .get_or_init(|| crate::index::LiveLocals::compute(self.body))
+    }
+
     /// The field types of the body's places.
     pub(crate) fn field_types(&self) -> &crate::liveness::types::FieldTypes {
         self.field_types.get_or_init(|| {
@@ -294,6 +302,10 @@ impl<'a> BodyAnalysis<'a> {
                 };
                 for t in targets {
                     types.set_via(t.callee.0, to);
+                }
+                // A view of a guard: what it points to is the lock's data.
+                if let Some(g) = self.view_of(*block) {
+                    types.set_data(memory::guard_data(g), to);
                 }
             }
             types
@@ -502,7 +514,7 @@ impl Analysis for BodyAnalysis<'_> {
             return;
         }
         for p in &mut state.paths {
-            self.apply_facts(&mut p.facts, statement);
+            self.apply_facts(&mut p.facts, statement, (block, index));
         }
         // Facts may have become equal: keep one path per adjustment.
         let paths = std::mem::take(&mut state.paths);

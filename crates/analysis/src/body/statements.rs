@@ -23,7 +23,8 @@ impl BodyAnalysis<'_> {
         self.dump.enum_of(ty)?.discriminant(variant)
     }
 
-    pub(super) fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
+    /// (`at`: the statement's block and index.)
+    pub(super) fn apply_facts(&self, facts: &mut Facts, statement: &Statement, at: (BlockId, usize)) {
         match &statement.kind {
             StatementKind::Assign { place, rvalue } => {
                 // Pointers in the new value, read before the write.
@@ -51,7 +52,7 @@ impl BodyAnalysis<'_> {
                 } else {
                     (Vec::new(), Vec::new())
                 };
-                let objects = self.objects_plan(facts, place, rvalue);
+                let objects = self.objects_plan(facts, place, rvalue, at);
                 // A store through references the body can name changes only
                 // that place's object facts (a `&mut` is unique, and
                 // different places behind it do not overlap).

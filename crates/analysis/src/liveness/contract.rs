@@ -158,6 +158,7 @@ pub fn describe_place(p: &PlaceKey) -> String {
             ProjKey::Downcast(v) => s.push_str(&format!(" as variant {v}")),
             ProjKey::Via(n) => s.push_str(&format!(".<via {n}>")),
             ProjKey::Below => s.push_str(".<somewhere below>"),
+            ProjKey::Handle => s.push_str(".<in an object a handle there refers to>"),
         }
     }
     format!("`{s}`")

@@ -77,6 +77,12 @@ impl BodyAnalysis<'_> {
                 local: q.local,
                 proj: q.proj[..i].to_vec(),
             };
+            // A pointer in a held lock's data (an `RBTree`'s, a `KVec`'s)
+            // leads to memory the data owns: alive while the data holds it
+            // (the lock protects it; see `body::guard_data`).
+            if memory::is_guard_data(q.local) && lent && self.is_raw_pointer(&pointer) {
+                continue;
+            }
             let Some(ty) = self.object_place_ty(&pointer) else {
                 return false;
             };
@@ -115,13 +121,26 @@ impl BodyAnalysis<'_> {
                 !released.iter().any(|r| q.starts_with(r) || r.starts_with(q)) && self.alive(q)
             }
             Holder::At(q) | Holder::Within(q) => {
-                if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
-                    return false;
+                let why = if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
+                    "it is released too"
+                } else if frame.is_some_and(|f| f.may_change(q, facts, &self.escaped, &|a, b| self.apart(a, b))) {
+                    "the call may change it"
+                } else if !self.alive(q) {
+                    "its memory is not known to stay alive"
+                } else {
+                    return true;
+                };
+                if self.trace {
+                    eprintln!(
+                        "[kanalyze trace]   holder {} does not back the release: {why}{}",
+                        super::contract::describe_holder(h),
+                        match frame {
+                            Some(f) => format!(" (the call writes {:?}, through pointers in {:?})", f.writes, f.through),
+                            None => String::new(),
+                        }
+                    );
                 }
-                if frame.is_some_and(|f| f.may_change(q, facts, &self.escaped)) {
-                    return false;
-                }
-                self.alive(q)
+                false
             }
             Holder::Taken(f) => self.kept_alive.contains(f),
             Holder::Entry(_) => false,

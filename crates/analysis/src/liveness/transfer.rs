@@ -37,13 +37,30 @@ pub(crate) struct Frame {
 impl Frame {
     /// Whether the call may change the value at `q` (`facts` before it,
     /// `escaped` the locals whose address left the body).
-    pub(crate) fn may_change(&self, q: &PlaceKey, facts: &Facts, escaped: &[kmir::LocalId]) -> bool {
+    /// (`apart`: whether two places, one of them named vaguely, surely
+    /// share no memory.)
+    pub(crate) fn may_change(
+        &self,
+        q: &PlaceKey,
+        facts: &Facts,
+        escaped: &[kmir::LocalId],
+        apart: &dyn Fn(&PlaceKey, &PlaceKey) -> bool,
+    ) -> bool {
         if self.exclusive.iter().any(|e| q.starts_with(e)) {
             return false;
         }
+        let overlap = |w: &PlaceKey| {
+            let (dw, dq) = (memory::objects::definite(w), memory::objects::definite(q));
+            let vague = |k: &PlaceKey| k.proj.iter().any(memory::objects::vague);
+            if vague(w) || vague(q) {
+                (dw.starts_with(&dq) || dq.starts_with(&dw)) && !apart(w, q)
+            } else {
+                w.starts_with(q) || q.starts_with(w)
+            }
+        };
         match &self.writes {
             Some(ws) => {
-                ws.iter().any(|w| w.starts_with(q) || q.starts_with(w))
+                ws.iter().any(overlap)
                     || self.through.iter().any(|b| {
                         q.starts_with(b) && crosses_pointer(&q.proj[b.proj.len()..]) && !facts.is_frozen(q)
                     })
@@ -58,7 +75,7 @@ impl Frame {
 pub(crate) fn crosses_pointer(steps: &[ProjKey]) -> bool {
     steps
         .iter()
-        .any(|s| matches!(s, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below))
+        .any(|s| matches!(s, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle))
 }
 
 /// Where one part of a new value comes from.
@@ -115,7 +132,10 @@ impl BodyAnalysis<'_> {
         })
     }
 
-    fn src(&self, facts: &Facts, op: &Operand) -> Src {
+    /// (A copy of a local's own memory that is never read again hands its
+    /// value over as a move does: optimized MIR writes such moves as
+    /// copies.)
+    fn src(&self, facts: &Facts, op: &Operand, at: (BlockId, usize)) -> Src {
         // A reference holds no count: releasing it releases nothing.
         if let Operand::Copy(p) | Operand::Move(p) = op
             && self
@@ -133,6 +153,10 @@ impl BodyAnalysis<'_> {
                 PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k)))
             }
             Operand::Move(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k))),
+            // (The place it aliases, if another, must be dead too.)
+            Operand::Copy(p) if self.last_use(facts, p, at) => {
+                PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k)))
+            }
             Operand::Copy(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k))),
             Operand::Constant(_) => Src::Nothing,
             Operand::RuntimeChecks(_) => Src::Nothing,
@@ -198,10 +222,16 @@ impl BodyAnalysis<'_> {
     }
 
     /// The object part of `place = rvalue`, before the value facts change.
-    pub(crate) fn objects_plan(&self, facts: &Facts, place: &Place, rvalue: &Rvalue) -> Plan {
+    pub(crate) fn objects_plan(
+        &self,
+        facts: &Facts,
+        place: &Place,
+        rvalue: &Rvalue,
+        at: (BlockId, usize),
+    ) -> Plan {
         let _ = place;
         match rvalue {
-            Rvalue::Use(op) => Plan::Whole(self.src(facts, op)),
+            Rvalue::Use(op) => Plan::Whole(self.src(facts, op, at)),
             // A pointer to an element of an array or slice: somewhere
             // within it.
             Rvalue::Ref { place: q, .. } | Rvalue::AddressOf { place: q, .. }
@@ -222,14 +252,14 @@ impl BodyAnalysis<'_> {
             } if self.operand_ty(operand).is_some_and(|t| self.pointer_like(t))
                 && self.pointer_like(*ty) =>
             {
-                Plan::Whole(self.src(facts, operand))
+                Plan::Whole(self.src(facts, operand, at))
             }
             Rvalue::Aggregate { kind, operands } => {
                 let variant = self.enum_variant(kind);
                 // A closure's captures are its fields.
                 let _ = matches!(kind, AggregateKind::Closure { .. });
                 Plan::Aggregate(
-                    operands.iter().map(|op| self.src(facts, op)).collect(),
+                    operands.iter().map(|op| self.src(facts, op, at)).collect(),
                     variant,
                 )
             }
@@ -347,7 +377,10 @@ impl BodyAnalysis<'_> {
         match src {
             Src::Move(q) if q != *dest => {
                 facts.carry_within(&q, dest);
-                facts.objects_mut().moved(&q, dest)
+                match self.sole_payload_of(&q) {
+                    Some(container) => facts.objects_mut().moved_out_of(&q, &container, dest),
+                    None => facts.objects_mut().moved(&q, dest),
+                }
             }
             Src::Copy(q) if q != *dest => {
                 facts.carry_within(&q, dest);
@@ -367,7 +400,7 @@ impl BodyAnalysis<'_> {
     /// The largest place `key` is the value of: through fields that are a
     /// struct's only one (`(*_1).0` of an `Arc` is `*_1`).
     pub(crate) fn lift(&self, key: &PlaceKey) -> PlaceKey {
-        if key.local >= super::contract::RELEASED || memory::is_guard_data(key.local) {
+        if key.local >= super::contract::RELEASED && !memory::is_guard_data(key.local) {
             return key.clone();
         }
         super::types::lift(self.dump, self.body, self.field_types(), key)
@@ -397,11 +430,50 @@ impl BodyAnalysis<'_> {
         }
     }
 
+    /// Whether the value at `p` (a local's own memory), and at the place
+    /// it aliases, is never read again after the statement at `at`.
+    fn last_use(&self, facts: &Facts, p: &Place, at: (BlockId, usize)) -> bool {
+        let Some(k) = PlaceKey::of(p) else {
+            return false;
+        };
+        let canonical = facts.object_key(&k);
+        let dead = |l: kmir::LocalId| {
+            (l as usize) < self.body.locals.len()
+                && !self.address_taken.contains(&l)
+                && !self.live_locals().live_after(self.body, at.0, at.1, l)
+        };
+        !p.projection.contains(&kmir::Projection::Deref)
+            && !canonical.proj.contains(&ProjKey::Deref)
+            && dead(p.local)
+            && dead(canonical.local)
+    }
+
+    /// The enum `q` is the only field of a variant of (`(_3 as Some).0`):
+    /// moving `q` out leaves it holding nothing.
+    fn sole_payload_of(&self, q: &PlaceKey) -> Option<PlaceKey> {
+        let n = q.proj.len();
+        let (ProjKey::Downcast(v), ProjKey::Field(0)) = (q.proj.get(n.checked_sub(2)?)?, q.proj.get(n - 1)?) else {
+            return None;
+        };
+        let container = PlaceKey {
+            local: q.local,
+            proj: q.proj[..n - 2].to_vec(),
+        };
+        let adt = self.dump.enum_of(self.object_place_ty(&container)?)?;
+        let variant = adt.variants.get(*v as usize)?;
+        // (MIR moves out of `(x as V)` only where `x` is a `V`: its one
+        // field is all it holds.)
+        (variant.fields.len() == 1).then_some(container)
+    }
+
     /// Whether the places `p` and `q`, one of them named somewhere below a
     /// container, surely share no memory: below the same place, each
     /// through an accessor of an exclusive field, and the two fields, or
     /// two fields reached the same way from them, differ.
     pub(crate) fn apart(&self, p: &PlaceKey, q: &PlaceKey) -> bool {
+        if let Some(x) = self.handle_apart(p, q).or_else(|| self.handle_apart(q, p)) {
+            return x;
+        }
         let split = |k: &PlaceKey| -> Option<(PlaceKey, Vec<ProjKey>)> {
             let i = k.proj.iter().position(|s| *s == ProjKey::Below)?;
             Some((
@@ -434,6 +506,59 @@ impl BodyAnalysis<'_> {
                     _ => return false,
                 },
                 _ => return false,
+            }
+        }
+        false
+    }
+
+    /// `apart` when `p` is in some object a handle stored below `X`
+    /// refers to (`X.Handle...`): `q` below `X` is apart from it when it
+    /// is the container's own memory, inline or behind raw pointers it
+    /// owns (an object a counted handle refers to is separate memory, and
+    /// a reference may point into one). `None`: `p` is not such a place.
+    fn handle_apart(&self, p: &PlaceKey, q: &PlaceKey) -> Option<bool> {
+        let i = p.proj.iter().position(|s| *s == ProjKey::Handle)?;
+        let x = PlaceKey {
+            local: p.local,
+            proj: p.proj[..i].to_vec(),
+        };
+        if !q.starts_with(&x) || q.proj[i..].iter().any(|s| !matches!(s, ProjKey::Deref | ProjKey::Field(_) | ProjKey::Downcast(_))) {
+            return Some(false);
+        }
+        for j in i..q.proj.len() {
+            if q.proj[j] != ProjKey::Deref {
+                continue;
+            }
+            let pointer = PlaceKey {
+                local: q.local,
+                proj: q.proj[..j].to_vec(),
+            };
+            let raw = self.is_raw_pointer(&pointer);
+            if !raw {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// Whether the place holds a raw pointer: by its type where the body
+    /// tells, else by the declared types of the fields on the way.
+    pub(crate) fn is_raw_pointer(&self, key: &PlaceKey) -> bool {
+        if let Some(t) = self.object_place_ty(key) {
+            return matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::RawPtr { .. }));
+        }
+        // The longest prefix whose type is known, then the declarations.
+        for n in (0..key.proj.len()).rev() {
+            let prefix = PlaceKey {
+                local: key.local,
+                proj: key.proj[..n].to_vec(),
+            };
+            if let Some(t) = self.object_place_ty(&prefix) {
+                let Some(from) = self.dump.ty(t).map(|t| t.display.clone()) else {
+                    return false;
+                };
+                return super::types::declared_ty_below(self.dump, &from, &key.proj[n..])
+                    .is_some_and(|d| d.starts_with('*'));
             }
         }
         false
@@ -506,7 +631,7 @@ impl BodyAnalysis<'_> {
 
     /// The type of the place a key names, where the body tells.
     pub(crate) fn object_place_ty(&self, key: &PlaceKey) -> Option<kmir::TyId> {
-        if key.local >= super::contract::RELEASED || memory::is_guard_data(key.local) {
+        if key.local >= super::contract::RELEASED && !memory::is_guard_data(key.local) {
             return None;
         }
         self.field_types().ty_of(self.dump, self.body, key)
@@ -642,7 +767,10 @@ impl BodyAnalysis<'_> {
                 ProjKey::Field(u32::from(s))
             });
         }
-        if path.through_pointer() || path.through_handle() {
+        if path.through_handle() {
+            // Into objects the handles stored there refer to.
+            base = base.with(ProjKey::Handle);
+        } else if path.through_pointer() {
             // Where the pointers stored there point.
             base = pre.object_key(&base.with(ProjKey::Deref));
         }

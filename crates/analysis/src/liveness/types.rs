@@ -16,7 +16,12 @@ use memory::{PlaceKey, ProjKey};
 /// index), and the type an accessor step (`ProjKey::Via`, by callee)
 /// leads to: what the references its calls here return point to.
 #[derive(Debug, Default)]
-pub struct FieldTypes(HashMap<(TyId, Option<u32>, u32), TyId>, HashMap<u32, TyId>);
+pub struct FieldTypes(
+    HashMap<(TyId, Option<u32>, u32), TyId>,
+    HashMap<u32, TyId>,
+    /// The type of a lock's data, by its pseudo-local (`memory::guard_data`).
+    HashMap<u32, TyId>,
+);
 
 impl FieldTypes {
     pub fn of_body(dump: &CrateDump, body: &Body) -> FieldTypes {
@@ -46,7 +51,12 @@ impl FieldTypes {
                 }
             }
         });
-        FieldTypes(out, HashMap::new())
+        FieldTypes(out, HashMap::new(), HashMap::new())
+    }
+
+    /// Records that the data pseudo-local `data` names a `ty`.
+    pub fn set_data(&mut self, data: u32, ty: TyId) {
+        self.2.insert(data, ty);
     }
 
     /// Records that accessor `callee`'s result points to a `ty`.
@@ -72,7 +82,10 @@ impl FieldTypes {
     /// (Somewhere below a place, the type is known again after an
     /// accessor's step.)
     pub fn ty_of(&self, dump: &CrateDump, body: &Body, key: &PlaceKey) -> Option<TyId> {
-        let mut ty = body.local(key.local).map(|l| l.ty);
+        let mut ty = match self.2.get(&key.local) {
+            Some(t) => Some(*t),
+            None => body.local(key.local).map(|l| l.ty),
+        };
         let mut variant = None;
         for p in &key.proj {
             match p {
@@ -89,7 +102,7 @@ impl FieldTypes {
                     ty = Some(*self.1.get(f)?);
                     variant = None;
                 }
-                ProjKey::Below => ty = None,
+                ProjKey::Below | ProjKey::Handle => ty = None,
             }
         }
         ty
@@ -177,4 +190,43 @@ mod tests {
         assert!(!is_marker("core::ptr::non_null::NonNull<ArcInner<T>>"));
         assert!(!is_marker("u32"));
     }
+}
+
+/// The declared type (as the dump writes it, generic parameters not
+/// substituted) at `steps` below a place of type `from` (its display):
+/// how the facts' places that no body projects are typed, from the ADT
+/// definitions. `None` where a step leads through a generic parameter or
+/// a pointer that is not a reference or raw pointer.
+pub fn declared_ty_below(dump: &CrateDump, from: &str, steps: &[ProjKey]) -> Option<String> {
+    let mut cur = from.trim().to_string();
+    let mut variant: Option<u32> = None;
+    for s in steps {
+        match s {
+            ProjKey::Field(i) => {
+                let head = cur.split('<').next().unwrap_or(&cur).trim();
+                let adt = dump.adt(head)?;
+                let v = adt.variants.get(variant.unwrap_or(0) as usize)?;
+                cur = v.fields.get(*i as usize)?.ty.to_string();
+                variant = None;
+            }
+            ProjKey::Downcast(v) => variant = Some(*v),
+            ProjKey::Deref => {
+                let t = cur.trim_start();
+                let rest = t
+                    .strip_prefix("*mut ")
+                    .or_else(|| t.strip_prefix("*const "))
+                    .or_else(|| t.strip_prefix("&mut "))
+                    .or_else(|| t.strip_prefix('&'))?;
+                // (A lifetime after `&`.)
+                let rest = match rest.strip_prefix('\'') {
+                    Some(r) => r.split_once(' ').map(|(_, t)| t)?,
+                    None => rest,
+                };
+                cur = rest.trim().to_string();
+                variant = None;
+            }
+            ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle => return None,
+        }
+    }
+    Some(cur)
 }
