@@ -211,9 +211,8 @@ pub(crate) fn analyze_function(
         body.arg_count,
         result_shapes(&krate.dump, body).as_ref(),
         sharing,
-        body.local(0).is_some_and(|l| {
-            crate::liveness::types::is_plain_pointer(&krate.dump, l.ty)
-        }),
+        body.local(0)
+            .is_some_and(|l| crate::liveness::types::is_plain_pointer(&krate.dump, l.ty)),
     );
     if let Some(o) = &origins {
         summary.writes = Some(o.writes.summary());
@@ -276,10 +275,12 @@ pub(crate) fn analyze_function(
         let arg = |k: u32| (k < body.arg_count).then_some(k + 1);
         let c = &mut summary.liveness;
         if let Some(l) = r.returns_object_of.and_then(arg) {
-            c.ret = Some(memory::Bounds::holder(memory::Holder::Object(memory::PlaceKey {
-                local: l,
-                proj: vec![memory::ProjKey::Deref],
-            })));
+            c.ret = Some(memory::Bounds::holder(memory::Holder::Object(
+                memory::PlaceKey {
+                    local: l,
+                    proj: vec![memory::ProjKey::Deref],
+                },
+            )));
         }
         if let Some(l) = r.returns_argument.and_then(arg) {
             c.ret = Some(memory::Bounds::holder(memory::Holder::Entry(
@@ -538,7 +539,13 @@ impl Runs {
         mut self,
         split: Option<&EntrySplit>,
         ret_field: Option<u32>,
-    ) -> (Summary, Events, Option<Case>, Option<Vec<memory::Bounds>>, Vec<memory::Facts>) {
+    ) -> (
+        Summary,
+        Events,
+        Option<Case>,
+        Option<Vec<memory::Bounds>>,
+        Vec<memory::Facts>,
+    ) {
         let releases = std::mem::take(&mut self.releases);
         let return_facts = std::mem::take(&mut self.return_facts);
         let cases = simplify(self.cases);

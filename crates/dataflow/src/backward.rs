@@ -17,7 +17,13 @@ pub trait BackwardAnalysis {
     fn bottom(&self) -> Self::Domain;
 
     /// Turns the state after `statement` into the state before it.
-    fn apply_statement(&self, state: &mut Self::Domain, statement: &Statement, block: BlockId, index: usize);
+    fn apply_statement(
+        &self,
+        state: &mut Self::Domain,
+        statement: &Statement,
+        block: BlockId,
+        index: usize,
+    );
 
     /// Turns the state after the terminator of `block` (the join of its
     /// successors' entry states) into the state before it.
@@ -35,7 +41,10 @@ pub struct BackwardResults<D> {
 }
 
 /// Runs `analysis` backward to a fixed point over `body`.
-pub fn iterate_backward<A: BackwardAnalysis>(analysis: &A, body: &Body) -> BackwardResults<A::Domain> {
+pub fn iterate_backward<A: BackwardAnalysis>(
+    analysis: &A,
+    body: &Body,
+) -> BackwardResults<A::Domain> {
     let n = body.blocks.len();
     let follow = analysis.follows_unwind();
     let mut entry: Vec<A::Domain> = (0..n).map(|_| analysis.bottom()).collect();
@@ -88,7 +97,12 @@ fn exit_state<A: BackwardAnalysis>(
     state
 }
 
-fn before_block<A: BackwardAnalysis>(analysis: &A, body: &Body, b: BlockId, mut state: A::Domain) -> A::Domain {
+fn before_block<A: BackwardAnalysis>(
+    analysis: &A,
+    body: &Body,
+    b: BlockId,
+    mut state: A::Domain,
+) -> A::Domain {
     let block = &body.blocks[b as usize];
     analysis.apply_terminator(&mut state, &block.terminator, b);
     for (i, s) in block.statements.iter().enumerate().rev() {

@@ -31,7 +31,9 @@ impl BitSet {
     }
 
     pub fn contains(&self, i: usize) -> bool {
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -41,7 +43,9 @@ impl BitSet {
     /// The members, in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, w)| {
-            (0..64).filter(move |b| w & (1 << b) != 0).map(move |b| wi * 64 + b)
+            (0..64)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| wi * 64 + b)
         })
     }
 }

@@ -130,8 +130,8 @@ impl CrateDump {
 }
 
 const PRIMITIVES: &[&str] = &[
-    "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
-    "i128", "isize", "f32", "f64", "()", "str", "!",
+    "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+    "isize", "f32", "f64", "()", "str", "!",
 ];
 
 /// The comma-separated parts of a type list, at the top level only.

@@ -109,9 +109,12 @@ impl PlaceKey {
 
     /// Behind a pointer: a dereference, or what an accessor returned.
     pub fn has_deref(&self) -> bool {
-        self.proj
-            .iter()
-            .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle))
+        self.proj.iter().any(|p| {
+            matches!(
+                p,
+                ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle
+            )
+        })
     }
 
     /// The place an accessor was given, for a place it returned (the
@@ -345,7 +348,10 @@ impl Facts {
                 let mut proj = t.proj.clone();
                 proj.push(ProjKey::Below);
                 proj.extend_from_slice(&k.proj[i + 1..]);
-                return PlaceKey { local: t.local, proj };
+                return PlaceKey {
+                    local: t.local,
+                    proj,
+                };
             }
             if base.proj.pop().is_none() {
                 return k;
@@ -760,7 +766,8 @@ impl Facts {
         self.holds.retain(|k, source| {
             !k.starts_with(place) && !place.starts_with(k) && *source != place.local
         });
-        self.refs.retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
+        self.refs
+            .retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
         if objects {
             // A reference through the pointer that ends here still points
             // where it did: somewhere within the pointer's target.
@@ -814,13 +821,11 @@ impl Facts {
     /// `kept` (memory only a handle the caller holds reaches).
     pub fn forget_memory_objects_except(&mut self, escaped: &[LocalId], kept: &[PlaceKey]) {
         let kept_place = |p: &PlaceKey| kept.iter().any(|k| p.starts_with(k));
-        self.within.retain(|k, _| {
-            kept_place(k) || !(k.is_memory() || escaped.contains(&k.local))
-        });
+        self.within
+            .retain(|k, _| kept_place(k) || !(k.is_memory() || escaped.contains(&k.local)));
         let mut places = self.objects.places();
         places.retain(|p| {
-            !kept_place(p)
-                && ((p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local))
+            !kept_place(p) && ((p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local))
         });
         // The outermost ones: a kill covers what is inside.
         places.sort();

@@ -22,8 +22,8 @@ pub mod places;
 pub use facts::{
     Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val, guard_data, is_guard_data,
 };
-pub use objects::{Bound, Bounds, FieldId, Guarded, Holder, Objects};
 pub use location::{Location, LocationData, LockClass, MAX_STEPS, Root, Step, short_type};
+pub use objects::{Bound, Bounds, FieldId, Guarded, Holder, Objects};
 pub use places::Places;
 
 /// The pseudo-local that stands for `*arg0` on entry, when a function is

@@ -131,7 +131,9 @@ pub type Bound = Vec<Holder>;
 
 /// Bounds that each hold of one value (sorted; none a superset of
 /// another, at most [`MAX_BOUNDS`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode,
+)]
 pub struct Bounds(Vec<Bound>);
 
 impl Bounds {
@@ -383,9 +385,7 @@ fn canonical(h: &Holder) -> Holder {
         }
     };
     match h {
-        Holder::At(p) | Holder::Within(p) if p.proj.iter().any(vague) => {
-            Holder::Within(cut(p))
-        }
+        Holder::At(p) | Holder::Within(p) if p.proj.iter().any(vague) => Holder::Within(cut(p)),
         Holder::Object(p) if p.proj.iter().any(vague) => Holder::Object(cut(p)),
         other => other.clone(),
     }
@@ -640,8 +640,7 @@ impl Objects {
                 && !h.place().is_some_and(|q| {
                     behind(q)
                         || apart.is_some_and(|a| {
-                            (q.proj.iter().any(vague)
-                                || original.proj.iter().any(vague))
+                            (q.proj.iter().any(vague) || original.proj.iter().any(vague))
                                 && a(&original, q)
                         })
                 })
@@ -971,7 +970,11 @@ impl Objects {
             let mut gs = Vec::new();
             for (when, discr, two) in whens {
                 let side = |o: &Objects, value: &dyn Fn(LocalId, bool) -> Option<Value>| {
-                    if let Some(g) = o.guarded(l).iter().find(|g| g.when == when && g.discr == discr) {
+                    if let Some(g) = o
+                        .guarded(l)
+                        .iter()
+                        .find(|g| g.when == when && g.discr == discr)
+                    {
                         return Side::Facts(g.bounds.clone());
                     }
                     match value(l, discr) {
@@ -1145,7 +1148,10 @@ mod tests {
         // An argument moved away takes its entry value along.
         o.kill(&l(7), None);
         o.moved(&l(1), &l(7));
-        assert_eq!(o.bounds_of(&l(7)), Some(Bounds::holder(Holder::Entry(l(1)))));
+        assert_eq!(
+            o.bounds_of(&l(7)),
+            Some(Bounds::holder(Holder::Entry(l(1))))
+        );
         assert_eq!(o.bounds_of(&l(1)), None);
     }
 
@@ -1193,7 +1199,10 @@ mod tests {
         b.kill(&deref(1), None);
         // (What was written changed.)
         assert!(a.join(&b));
-        assert_eq!(a.bounds_of(&l(3)), Some(Bounds::holder(Holder::Entry(deref(1)))));
+        assert_eq!(
+            a.bounds_of(&l(3)),
+            Some(Bounds::holder(Holder::Entry(deref(1))))
+        );
         // The place itself, written on one side, no longer holds it.
         assert_eq!(a.bounds_of(&deref(1)), None);
     }

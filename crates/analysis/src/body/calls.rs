@@ -419,7 +419,14 @@ impl BodyAnalysis<'_> {
                     .iter()
                     .map(|k| path.facts.object_key(k))
                     .collect();
-                self.objects_call(&path.facts, &mut facts, terminator, summary, block, &exclusive);
+                self.objects_call(
+                    &path.facts,
+                    &mut facts,
+                    terminator,
+                    summary,
+                    block,
+                    &exclusive,
+                );
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()
                     && let TerminatorKind::Call {

@@ -24,7 +24,12 @@ impl BodyAnalysis<'_> {
     }
 
     /// (`at`: the statement's block and index.)
-    pub(super) fn apply_facts(&self, facts: &mut Facts, statement: &Statement, at: (BlockId, usize)) {
+    pub(super) fn apply_facts(
+        &self,
+        facts: &mut Facts,
+        statement: &Statement,
+        at: (BlockId, usize),
+    ) {
         match &statement.kind {
             StatementKind::Assign { place, rvalue } => {
                 // Pointers in the new value, read before the write.

@@ -50,19 +50,37 @@ impl BackwardAnalysis for MaybeLive {
         BitSet::new(self.locals)
     }
 
-    fn apply_statement(&self, state: &mut BitSet, statement: &Statement, block: BlockId, index: usize) {
+    fn apply_statement(
+        &self,
+        state: &mut BitSet,
+        statement: &Statement,
+        block: BlockId,
+        index: usize,
+    ) {
         if let StatementKind::StorageDead(l) = &statement.kind {
             state.remove(*l as usize);
             return;
         }
         let mut du = DefUse::default();
-        du.visit_statement(statement, Location { block, statement: index });
+        du.visit_statement(
+            statement,
+            Location {
+                block,
+                statement: index,
+            },
+        );
         Self::apply(state, du);
     }
 
     fn apply_terminator(&self, state: &mut BitSet, terminator: &Terminator, block: BlockId) {
         let mut du = DefUse::default();
-        du.visit_terminator(terminator, Location { block, statement: usize::MAX });
+        du.visit_terminator(
+            terminator,
+            Location {
+                block,
+                statement: usize::MAX,
+            },
+        );
         // The return place is read by the caller.
         if matches!(terminator.kind, TerminatorKind::Return) {
             du.uses.push(0);

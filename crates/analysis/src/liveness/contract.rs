@@ -296,9 +296,7 @@ impl ReturnFacts {
                 let h = self.objects.kept(l)?;
                 match h {
                     // In the caller's memory, or in the result.
-                    Holder::At(p) | Holder::Within(p)
-                        if in_arg_memory(p, args) || p.local == 0 =>
-                    {
+                    Holder::At(p) | Holder::Within(p) if in_arg_memory(p, args) || p.local == 0 => {
                         Some((l, h.clone()))
                     }
                     _ => None,
@@ -319,8 +317,6 @@ pub fn join_bounds(a: Option<Bounds>, b: Option<Bounds>) -> Option<Bounds> {
     x.join(&y);
     x.bounds_of(&k)
 }
-
-
 
 /// What the result's value can be, for facts guarded by it: its possible
 /// values (a `bool`'s) or discriminants (an enum's).

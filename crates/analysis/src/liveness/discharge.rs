@@ -103,7 +103,8 @@ impl BodyAnalysis<'_> {
                 matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::Adt { .. }))
                     && !super::types::is_plain_pointer(self.dump, t)
             };
-            if !(counted(ty) || (handle != pointer && self.object_place_ty(&handle).is_some_and(counted)))
+            if !(counted(ty)
+                || (handle != pointer && self.object_place_ty(&handle).is_some_and(counted)))
             {
                 return false;
             }
@@ -113,17 +114,31 @@ impl BodyAnalysis<'_> {
 
     /// Whether holder `h` keeps what it holds alive across the release of
     /// the values at `released` (and, for a call, across the call).
-    fn backs(&self, h: &Holder, released: &[PlaceKey], frame: Option<&Frame>, facts: &Facts) -> bool {
+    fn backs(
+        &self,
+        h: &Holder,
+        released: &[PlaceKey],
+        frame: Option<&Frame>,
+        facts: &Facts,
+    ) -> bool {
         match h {
             // The object's own memory: alive while the way to it is (its
             // contents may change; which object it is does not).
             Holder::Object(q) => {
-                !released.iter().any(|r| q.starts_with(r) || r.starts_with(q)) && self.alive(q)
+                !released
+                    .iter()
+                    .any(|r| q.starts_with(r) || r.starts_with(q))
+                    && self.alive(q)
             }
             Holder::At(q) | Holder::Within(q) => {
-                let why = if released.iter().any(|r| r.starts_with(q) || q.starts_with(r)) {
+                let why = if released
+                    .iter()
+                    .any(|r| r.starts_with(q) || q.starts_with(r))
+                {
                     "it is released too"
-                } else if frame.is_some_and(|f| f.may_change(q, facts, &self.escaped, &|a, b| self.apart(a, b))) {
+                } else if frame.is_some_and(|f| {
+                    f.may_change(q, facts, &self.escaped, &|a, b| self.apart(a, b))
+                }) {
                     "the call may change it"
                 } else if !self.alive(q) {
                     "its memory is not known to stay alive"
@@ -135,7 +150,10 @@ impl BodyAnalysis<'_> {
                         "[kanalyze trace]   holder {} does not back the release: {why}{}",
                         super::contract::describe_holder(h),
                         match frame {
-                            Some(f) => format!(" (the call writes {:?}, through pointers in {:?})", f.writes, f.through),
+                            Some(f) => format!(
+                                " (the call writes {:?}, through pointers in {:?})",
+                                f.writes, f.through
+                            ),
                             None => String::new(),
                         }
                     );
@@ -203,9 +221,9 @@ impl BodyAnalysis<'_> {
                 // itself, which it drops.
                 if let Some(k) = summary.liveness.releases_rejected_by {
                     let env = match args.get(k.checked_sub(1)? as usize)? {
-                        kmir::Operand::Move(p) | kmir::Operand::Copy(p) => {
-                            facts.objects().bounds_of(&facts.object_key(&PlaceKey::of(p)?))?
-                        }
+                        kmir::Operand::Move(p) | kmir::Operand::Copy(p) => facts
+                            .objects()
+                            .bounds_of(&facts.object_key(&PlaceKey::of(p)?))?,
                         kmir::Operand::Constant(_) | kmir::Operand::RuntimeChecks(_) => {
                             Bounds::nothing()
                         }
@@ -283,7 +301,9 @@ impl BodyAnalysis<'_> {
     /// element (`*_2`) when it returns false, its environment (`*_1`) being
     /// the value passed.
     fn rejected(&self, facts: &Facts, args: &[kmir::Operand], k: u32) -> Option<Bounds> {
-        let (kmir::Operand::Move(env) | kmir::Operand::Copy(env)) = args.get(k.checked_sub(1)? as usize)? else {
+        let (kmir::Operand::Move(env) | kmir::Operand::Copy(env)) =
+            args.get(k.checked_sub(1)? as usize)?
+        else {
             return None;
         };
         let env_ty = self.dump.place_ty(self.body, env)?;

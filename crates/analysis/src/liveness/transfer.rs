@@ -12,9 +12,7 @@
 //!   callee keeps them), then the result gets the callee's bounds, and its
 //!   guarded facts wait for a test of the result.
 
-use kmir::{
-    AggregateKind, BlockId, CastKind, Operand, Place, Rvalue, TerminatorKind, TyKind,
-};
+use kmir::{AggregateKind, BlockId, CastKind, Operand, Place, Rvalue, TerminatorKind, TyKind};
 use memory::{Bounds, Facts, FieldId, Guarded, Holder, PlaceKey, ProjKey};
 
 use super::types::{is_plain_pointer, sole_field};
@@ -62,7 +60,9 @@ impl Frame {
             Some(ws) => {
                 ws.iter().any(overlap)
                     || self.through.iter().any(|b| {
-                        q.starts_with(b) && crosses_pointer(&q.proj[b.proj.len()..]) && !facts.is_frozen(q)
+                        q.starts_with(b)
+                            && crosses_pointer(&q.proj[b.proj.len()..])
+                            && !facts.is_frozen(q)
                     })
             }
             None => (q.is_memory() && !facts.is_frozen(q)) || escaped.contains(&q.local),
@@ -73,9 +73,12 @@ impl Frame {
 /// Whether a place's steps go through a pointer: a dereference, an
 /// accessor's step, or somewhere below (which may be behind one).
 pub(crate) fn crosses_pointer(steps: &[ProjKey]) -> bool {
-    steps
-        .iter()
-        .any(|s| matches!(s, ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle))
+    steps.iter().any(|s| {
+        matches!(
+            s,
+            ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle
+        )
+    })
 }
 
 /// Where one part of a new value comes from.
@@ -152,12 +155,16 @@ impl BodyAnalysis<'_> {
             Operand::Move(p) if self.copied_by_move(p) => {
                 PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k)))
             }
-            Operand::Move(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k))),
+            Operand::Move(p) => {
+                PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k)))
+            }
             // (The place it aliases, if another, must be dead too.)
             Operand::Copy(p) if self.last_use(facts, p, at) => {
                 PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Move(facts.object_key(&k)))
             }
-            Operand::Copy(p) => PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k))),
+            Operand::Copy(p) => {
+                PlaceKey::of(p).map_or(Src::Unknown, |k| Src::Copy(facts.object_key(&k)))
+            }
             Operand::Constant(_) => Src::Nothing,
             Operand::RuntimeChecks(_) => Src::Nothing,
         }
@@ -249,7 +256,9 @@ impl BodyAnalysis<'_> {
                 kind: CastKind::Other(_),
                 operand,
                 ty,
-            } if self.operand_ty(operand).is_some_and(|t| self.pointer_like(t))
+            } if self
+                .operand_ty(operand)
+                .is_some_and(|t| self.pointer_like(t))
                 && self.pointer_like(*ty) =>
             {
                 Plan::Whole(self.src(facts, operand, at))
@@ -268,10 +277,9 @@ impl BodyAnalysis<'_> {
                 op: kmir::UnOp::Not,
                 operand: Operand::Copy(p) | Operand::Move(p),
             } if p.projection.is_empty()
-                && self
-                    .dump
-                    .place_ty(self.body, p)
-                    .is_some_and(|t| matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::Bool))) =>
+                && self.dump.place_ty(self.body, p).is_some_and(|t| {
+                    matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::Bool))
+                }) =>
             {
                 let l = match facts.object_key(&PlaceKey::local(p.local)) {
                     k if k.proj.is_empty() => k.local,
@@ -410,7 +418,10 @@ impl BodyAnalysis<'_> {
     /// have has no fields, it refers to no object (a `None`).
     pub(crate) fn learn_variant(&self, facts: &mut Facts, key: &PlaceKey) {
         let key = facts.object_key(key);
-        let Some(adt) = self.object_place_ty(&key).and_then(|t| self.dump.enum_of(t)) else {
+        let Some(adt) = self
+            .object_place_ty(&key)
+            .and_then(|t| self.dump.enum_of(t))
+        else {
             return;
         };
         let empty = match facts.known(&key, memory::Aspect::Discr) {
@@ -452,7 +463,9 @@ impl BodyAnalysis<'_> {
     /// moving `q` out leaves it holding nothing.
     fn sole_payload_of(&self, q: &PlaceKey) -> Option<PlaceKey> {
         let n = q.proj.len();
-        let (ProjKey::Downcast(v), ProjKey::Field(0)) = (q.proj.get(n.checked_sub(2)?)?, q.proj.get(n - 1)?) else {
+        let (ProjKey::Downcast(v), ProjKey::Field(0)) =
+            (q.proj.get(n.checked_sub(2)?)?, q.proj.get(n - 1)?)
+        else {
             return None;
         };
         let container = PlaceKey {
@@ -522,7 +535,11 @@ impl BodyAnalysis<'_> {
             local: p.local,
             proj: p.proj[..i].to_vec(),
         };
-        if !q.starts_with(&x) || q.proj[i..].iter().any(|s| !matches!(s, ProjKey::Deref | ProjKey::Field(_) | ProjKey::Downcast(_))) {
+        if !q.starts_with(&x)
+            || q.proj[i..]
+                .iter()
+                .any(|s| !matches!(s, ProjKey::Deref | ProjKey::Field(_) | ProjKey::Downcast(_)))
+        {
             return Some(false);
         }
         for j in i..q.proj.len() {
@@ -545,7 +562,10 @@ impl BodyAnalysis<'_> {
     /// tells, else by the declared types of the fields on the way.
     pub(crate) fn is_raw_pointer(&self, key: &PlaceKey) -> bool {
         if let Some(t) = self.object_place_ty(key) {
-            return matches!(self.dump.ty(t).map(|t| &t.kind), Some(TyKind::RawPtr { .. }));
+            return matches!(
+                self.dump.ty(t).map(|t| &t.kind),
+                Some(TyKind::RawPtr { .. })
+            );
         }
         // The longest prefix whose type is known, then the declarations.
         for n in (0..key.proj.len()).rev() {
@@ -845,7 +865,9 @@ impl BodyAnalysis<'_> {
                 if !p.proj.contains(&ProjKey::Deref) {
                     return None;
                 }
-                Some(Bounds::holder(self.object_holder(&self.callee_place(pre, args, p)?)))
+                Some(Bounds::holder(
+                    self.object_holder(&self.callee_place(pre, args, p)?),
+                ))
             }
             Holder::At(p) | Holder::Within(p) => {
                 // Memory behind a pointer the caller passes: its own.
@@ -901,7 +923,10 @@ impl BodyAnalysis<'_> {
                 frame.exclusive = exclusive.to_vec();
                 match &frame.writes {
                     Some(places) => {
-                        for p in places.iter().filter(|p| !exclusive.iter().any(|e| p.starts_with(e))) {
+                        for p in places
+                            .iter()
+                            .filter(|p| !exclusive.iter().any(|e| p.starts_with(e)))
+                        {
                             let taken = self.field_id(p);
                             facts
                                 .objects_mut()
@@ -1088,7 +1113,11 @@ impl BodyAnalysis<'_> {
 
     /// The places of a `Drop` terminator or of the operands a call moves:
     /// what it may release, as the facts name them.
-    pub(crate) fn released_places(&self, facts: &Facts, terminator: &TerminatorKind) -> Vec<PlaceKey> {
+    pub(crate) fn released_places(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+    ) -> Vec<PlaceKey> {
         match terminator {
             TerminatorKind::Drop { place, .. } => PlaceKey::of(place)
                 .map(|k| vec![facts.object_key(&k)])

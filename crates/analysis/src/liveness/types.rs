@@ -127,10 +127,7 @@ pub fn lift(dump: &CrateDump, body: &Body, types: &FieldTypes, key: &PlaceKey) -
 }
 
 /// Library types that are a pointer and nothing else.
-const POINTER_NEWTYPES: &[&str] = &[
-    "core::ptr::non_null::NonNull",
-    "core::ptr::unique::Unique",
-];
+const POINTER_NEWTYPES: &[&str] = &["core::ptr::non_null::NonNull", "core::ptr::unique::Unique"];
 
 /// Whether a value of `ty` is a pointer that holds no count of its own: a
 /// reference, a raw pointer, `NonNull`.
@@ -170,10 +167,7 @@ pub fn sole_field(dump: &CrateDump, ty: TyId) -> Option<u32> {
         return None;
     }
     let fields = &adt.variants.first()?.fields;
-    let mut real = fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| !is_marker(&f.ty));
+    let mut real = fields.iter().enumerate().filter(|(_, f)| !is_marker(&f.ty));
     let (i, _) = real.next()?;
     real.next().is_none().then_some(i as u32)
 }
