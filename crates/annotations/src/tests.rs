@@ -351,6 +351,7 @@ fn kanalyze_attributes() {
     assert_eq!(k("#[kanalyze::releases(2,)]"), Releases(LockRef::Arg(2)));
     assert_eq!(k("#[kanalyze::must_hold(1)]"), MustHold(LockRef::Arg(1)));
     assert_eq!(k("#[kanalyze::irq_handler]"), IrqHandler);
+    assert_eq!(k("#[kanalyze::failure]"), Failure);
     assert_eq!(
         k(r#"#[kanalyze::lock_class("dev->lock")]"#),
         LockClass("dev->lock".into())
@@ -383,6 +384,10 @@ fn kanalyze_attributes() {
     assert_eq!(
         err("#[kanalyze::irq_handler(1)]"),
         "incorrect usage of `#[kanalyze::irq_handler]` | correct usage looks like `#[kanalyze::irq_handler]`: it takes no arguments"
+    );
+    assert_eq!(
+        err(r#"#[kanalyze::failure("x")]"#),
+        "incorrect usage of `#[kanalyze::failure]` | correct usage looks like `#[kanalyze::failure]`: it takes no arguments"
     );
     assert!(err(r#"#[kanalyze::lock_class("")]"#).contains("non-empty class name"));
     assert!(err("#[kanalyze::lock_class(x)]").contains("non-empty class name"));
