@@ -308,7 +308,7 @@ pub fn resolve(args: &mut AnalysisArgs) -> Result<Config, u8> {
                 c.found = Some(if args.config.is_some() {
                     "--config".to_string()
                 } else if path.parent() == Some(cwd.as_path()) {
-                    "found in the current directory".to_string()
+                    crate::pipeline::CURRENT_DIRECTORY.to_string()
                 } else {
                     format!(
                         "found in `{}`, an ancestor of the current directory",

@@ -58,7 +58,20 @@ impl Diagnostic {
     /// write to stderr is ignored on purpose: there is nowhere left to
     /// report it, and `eprintln!` would panic instead.
     pub fn emit(&self) {
-        let _ = write!(std::io::stderr().lock(), "{}", bounded(&self.to_string()));
+        let clipped = Diagnostic {
+            level: self.level,
+            message: clip_quoted(&self.message).into_owned(),
+            children: self
+                .children
+                .iter()
+                .map(|(k, t)| (*k, clip_quoted(t).into_owned()))
+                .collect(),
+        };
+        let _ = write!(
+            std::io::stderr().lock(),
+            "{}",
+            bounded(&clipped.to_string(), LINE_LIMIT)
+        );
     }
 }
 
@@ -84,6 +97,8 @@ impl fmt::Display for Diagnostic {
 
 /// At most this many bytes of a user's input are shown in a message.
 pub const SHOWN_INPUT: usize = 200;
+/// The most [`clip`] adds: `… (N bytes)`.
+const CLIP_SUFFIX: usize = 32;
 
 /// `text` as a message shows it: whole when it is short, else its first
 /// [`SHOWN_INPUT`] bytes (at a character boundary) and how long it was.
@@ -120,8 +135,10 @@ pub fn clip_quoted(message: &str) -> std::borrow::Cow<'_, str> {
             Some(i) => rest.split_at(i),
             None => (rest, ""),
         };
+        // A part [`clip`] already cut is left as it is.
+        let long = part.len() > SHOWN_INPUT + CLIP_SUFFIX;
         out.push_str(
-            if open.is_some() {
+            if open.is_some() && long {
                 clip(part)
             } else {
                 part.into()
@@ -204,37 +221,101 @@ pub fn emit_miette(d: &dyn miette::Diagnostic) {
     let mut out = String::new();
     match miette::GraphicalReportHandler::new_themed(theme)
         .with_width(100)
-        .render_report(&mut out, d)
+        .render_report(&mut out, &Clipped(d))
     {
-        Ok(()) => eprint!("{}", bounded(&out)),
+        Ok(()) => eprint!("{}", bounded(&out, SNIPPET_LINE_LIMIT)),
         // Rendering into a String only fails on a formatter error; the
         // message itself must still reach the user.
-        Err(_) => eprintln!("error: {}", bounded(&d.to_string())),
+        Err(_) => eprintln!(
+            "error: {}",
+            bounded(&clip_quoted(&d.to_string()), LINE_LIMIT)
+        ),
     }
 }
 
-/// The longest line an error prints (a source line of a snippet, a
-/// message); longer ones are cut, saying how much was left out.
-const LINE_LIMIT: usize = 500;
+/// A miette diagnostic whose message, help and labels have what they
+/// quote of a user's input clipped ([`clip_quoted`]); everything else is
+/// the diagnostic's own.
+struct Clipped<'a>(&'a dyn miette::Diagnostic);
+
+impl fmt::Debug for Clipped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.0, f)
+    }
+}
+
+impl fmt::Display for Clipped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&clip_quoted(&self.0.to_string()))
+    }
+}
+
+impl std::error::Error for Clipped<'_> {}
+
+impl miette::Diagnostic for Clipped<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.0.code()
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        self.0.severity()
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        let help = self.0.help()?.to_string();
+        Some(Box::new(clip_quoted(&help).into_owned()))
+    }
+
+    fn url<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.0.url()
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.0.source_code()
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let labels = self.0.labels()?;
+        Some(Box::new(labels.map(|l| {
+            let text = l.label().map(|t| clip_quoted(t).into_owned());
+            miette::LabeledSpan::new_with_span(text, *l.inner())
+        })))
+    }
+
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn miette::Diagnostic> + 'b>> {
+        self.0.related()
+    }
+
+    fn diagnostic_source(&self) -> Option<&dyn miette::Diagnostic> {
+        self.0.diagnostic_source()
+    }
+}
+
+/// The longest line a rustc-style error prints (a message, a list of the
+/// finding kinds); longer ones are cut, saying how much was left out.
+const LINE_LIMIT: usize = 1000;
+/// The longest line a miette error prints: its text is wrapped at 100
+/// columns, so only a source line of a snippet is longer.
+const SNIPPET_LINE_LIMIT: usize = 400;
 /// The most lines an error prints (a snippet of a value that spans many
 /// lines); the middle of a longer one is left out.
 const LINES_LIMIT: usize = 80;
 
-/// `text` (a rendered error) with every line cut to [`LINE_LIMIT`] bytes
+/// `text` (a rendered error) with every line cut to `line_limit` bytes
 /// and at most [`LINES_LIMIT`] lines: the last defence against a huge
 /// value in a user's file flooding the terminal, whatever message echoes
 /// it. The messages themselves clip what they quote ([`clip`]).
-pub fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn bounded(text: &str, line_limit: usize) -> std::borrow::Cow<'_, str> {
     let lines = text.split_inclusive('\n').count();
-    if text.len() <= LINE_LIMIT && lines <= LINES_LIMIT {
+    if text.len() <= line_limit && lines <= LINES_LIMIT {
         return std::borrow::Cow::Borrowed(text);
     }
     let cut = |line: &str| -> String {
         let body = line.strip_suffix('\n').unwrap_or(line);
-        if body.len() <= LINE_LIMIT {
+        if body.len() <= line_limit {
             return line.to_string();
         }
-        let mut end = LINE_LIMIT;
+        let mut end = line_limit;
         while !body.is_char_boundary(end) {
             end -= 1;
         }
@@ -392,10 +473,10 @@ mod tests {
     #[test]
     fn rendered_errors_are_bounded() {
         let huge = format!("error: {}\n", "y".repeat(1 << 20));
-        let b = bounded(&huge);
+        let b = bounded(&huge, 500);
         assert!(b.len() < 600, "{}", b.len());
         let many = "line\n".repeat(10_000);
-        let b = bounded(&many);
+        let b = bounded(&many, 500);
         assert_eq!(b.lines().count(), 81);
         assert!(b.contains("(9920 lines not shown)"));
     }

@@ -359,10 +359,7 @@ pub fn load_program_with(
     let t = crate::timings::mark();
     let filter = |t: &str| crate::pipeline::is_kernel_target(t);
     let options = program::LinkOptions {
-        target_filter: kernel.then_some((
-            &filter as &(dyn Fn(&str) -> bool + Sync),
-            "a kernel target (the kernel profile)",
-        )),
+        prefer: kernel.then_some(&filter as program::TargetTest<'_>),
     };
     let (program, problems) = program::link_with(crates, &options);
     summary.link_time = crate::timings::record("link", t);
@@ -427,18 +424,6 @@ pub fn load_program_with(
                 }
                 d.note("a build compiles its host tools and proc macros with the same RUSTC as the program, so their dumps land in the same directory; they are not part of the program, and the result is not partial for them")
             }
-            program::LinkProblem::NoProgramTarget { crates, wanted } => {
-                let mut d = Diagnostic::error(format!(
-                    "none of the {} dump{} is built for {wanted}",
-                    crates.len(),
-                    if crates.len() == 1 { "" } else { "s" }
-                ));
-                for c in crates {
-                    d = d.note(format!("{}: `{}`", c.describe(), c.path.display()));
-                }
-                d.note("a kernel build compiles its host tools first: were the kernel's crates built with kextract, into this directory?")
-                    .help("pass the directory of the kernel build's dumps, or `--profile userspace` for a program that is not the kernel")
-            }
             program::LinkProblem::ConflictingDuplicate { .. } => Diagnostic::warning(p.to_string())
                 .help(
                     "remove stale dumps from the directory, or point kanalyze at one build's dumps",
@@ -447,11 +432,20 @@ pub fn load_program_with(
         d.emit();
     }
     summary.duplicates = problems.len();
-    if program.crates.is_empty() {
-        // Every dump was left out (none for the program's target).
+    if kernel && let Some(d) = only_host_crates(&program, &summary.host_crates) {
+        d.emit();
         return None;
     }
     summary.missing = missing_crates(&program);
+    // A crate whose dump is among the inputs that could not be used is
+    // not missing too: that loss is counted once, as the unusable input.
+    summary.missing.retain(|m| {
+        let file = format!("{}-{}.{}", m.name, m.stable_crate_id, kmir::EXTENSION);
+        !summary
+            .skipped
+            .iter()
+            .any(|s| s.path.file_name().is_some_and(|f| f == file.as_str()))
+    });
     for m in &summary.missing {
         let d = Diagnostic::warning(format!(
             "the dump of crate `{}` is missing: {}",
@@ -480,6 +474,71 @@ pub fn load_program_with(
         .emit();
     }
     Some((program, summary))
+}
+
+/// The error for a kernel run (`--profile kernel`) over a directory that
+/// has no dump built for a kernel target but the build's host crates: the
+/// dumps of crates that link the compiler's `proc_macro` library (which
+/// only runs inside the compiler: proc macros and the crates they use)
+/// say that this is a kernel build's directory before its kernel crates
+/// were built, not kernel code compiled for the host.
+fn only_host_crates(
+    program: &program::Program,
+    left_out: &[program::HostCrate],
+) -> Option<Diagnostic> {
+    let kernel_target = program
+        .crates
+        .iter()
+        .any(|c| crate::pipeline::is_kernel_target(&c.dump.header.target));
+    let tools: Vec<&str> = program
+        .crates
+        .iter()
+        .filter(|c| {
+            c.dump
+                .header
+                .dependencies
+                .iter()
+                .any(|d| d.name == "proc_macro" && d.sysroot)
+        })
+        .map(|c| c.dump.header.crate_name.as_str())
+        .collect();
+    if kernel_target || tools.is_empty() {
+        return None;
+    }
+    let mut d = Diagnostic::error(format!(
+        "no dump is built for a kernel target: the {} dump{} are a build's host crates",
+        program.crates.len() + left_out.len(),
+        if program.crates.len() + left_out.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    ));
+    for c in &program.crates {
+        d = d.note(format!(
+            "`{}` ({}): `{}`",
+            c.dump.header.crate_name,
+            c.dump.header.target,
+            c.path.display()
+        ));
+    }
+    for c in left_out {
+        d = d.note(format!("{}: `{}`", c.describe(), c.path.display()));
+    }
+    Some(
+        d.note(format!(
+            "{} link{} the compiler's `proc_macro` library: {} run{} inside the build, not in the kernel",
+            tools
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if tools.len() == 1 { "s" } else { "" },
+            if tools.len() == 1 { "it" } else { "they" },
+            if tools.len() == 1 { "s" } else { "" },
+        ))
+        .help("the kernel's crates are missing: did the build stop before them, or write their dumps elsewhere? Pass the directory of the kernel build's dumps"),
+    )
 }
 
 /// Up to this many identical copies get a warning each; more are one

@@ -62,8 +62,15 @@ pub struct Unmatched {
 }
 
 /// "files used: configuration `x` (found …), spec `a`, …", or `None` when
-/// the run read none.
+/// the run read none but the `kanalyze.toml` of the current directory,
+/// which is in plain sight (the JSON lists it all the same).
 pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
+    if let [only] = files
+        && only.role == "configuration"
+        && only.from == CURRENT_DIRECTORY
+    {
+        return None;
+    }
     if files.is_empty() {
         return None;
     }
@@ -76,6 +83,9 @@ pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
             .join(", ")
     ))
 }
+
+/// How a configuration file found in the current directory is said.
+pub const CURRENT_DIRECTORY: &str = "found in the current directory";
 
 /// The files a run reads, in the order the summary lists them.
 pub fn files_used(
@@ -761,8 +771,8 @@ fn detect_profile(program: &Program) -> (Profile, String) {
             .iter()
             .find(|c| c.dump.header.crate_name == *first)
             .map_or("", |c| c.dump.header.target.as_str());
-        let origin = format!(
-            "detected: {} for target `{target}` depend{} on crate `kernel`, whose dump is missing",
+        let who = format!(
+            "{} for target `{target}` depend{} on crate `kernel`",
             dependents
                 .iter()
                 .take(3)
@@ -776,9 +786,9 @@ fn detect_profile(program: &Program) -> (Profile, String) {
                 },
             if dependents.len() == 1 { "s" } else { "" }
         );
+        let origin = format!("detected: {who}, whose dump is missing");
         Diagnostic::warning(format!(
-            "the kernel profile is used, but the dump of crate `kernel` is missing: {}",
-            origin.trim_start_matches("detected: ")
+            "the kernel profile is used, but the dump of crate `kernel` is missing: {who}"
         ))
         .note("every function of the `kernel` crate that the program calls is unknown to this run: the result is partial")
         .emit();

@@ -385,7 +385,7 @@ impl Baseline {
             Some(v) if BASELINE_VERSIONS.contains(&v) => {}
             Some(v) => {
                 return Err(Diagnostic::error(format!(
-                    "the baseline `{shown}` is JSON output version {v}; this kanalyze writes version {JSON_VERSION} and reads baselines of versions 1 and 2"
+                    "the baseline `{shown}` is JSON output version {v}; this kanalyze writes version {JSON_VERSION} and reads baselines of versions 1, 2 and 3"
                 ))
                 .help("regenerate it with this kanalyze: `kanalyze check --format json DIR > FILE`"));
             }
@@ -536,7 +536,8 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             }
         ));
     }
-    writeln!(out, "{line}")?;
+    // What the run read and left out, before the summary line (the last
+    // line, but for the partial result's).
     let hosts = &a.load.host_crates;
     if !hosts.is_empty() {
         writeln!(
@@ -554,6 +555,7 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     if let Some(used) = crate::pipeline::files_used_text(&a.files_used) {
         writeln!(out, "kanalyze: {used}")?;
     }
+    writeln!(out, "{line}")?;
     // The last line says when the result is partial: a nightly batch that
     // keeps only the tail of the log must see it.
     let skipped = &a.load.skipped;

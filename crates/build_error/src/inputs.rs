@@ -184,11 +184,8 @@ pub fn read(found: &Found) -> Read {
 /// against `rust_build_error` (a build that failed on one never made it).
 fn linked(data: &[u8]) -> Option<&'static str> {
     match object::File::parse(data).map(|f| object::Object::kind(&f)) {
-        Ok(object::ObjectKind::Executable) => Some(
-            "a linked executable: its calls are resolved, so it has no relocation to read; pass the objects (`.o`) or archives it was linked from",
-        ),
-        Ok(object::ObjectKind::Dynamic) => Some(
-            "a shared object: its calls are resolved, so it has no relocation to read; pass the objects (`.o`) or archives it was linked from",
+        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic) => Some(
+            "a linked file (an executable or a shared object): its calls are resolved, so it has no relocation to read; pass the objects (`.o`) or archives it was linked from",
         ),
         _ => None,
     }

@@ -162,7 +162,22 @@ pub fn write_file(dump: &CrateDump, path: &Path) -> std::io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        // Created exclusively: a link planted at the name is never written
+        // through. A file left there by a dead writer of the same pid is
+        // removed (a link is removed, not followed) and the name taken again.
+        let create = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&tmp)?;
+                create()?
+            }
+            other => other?,
+        };
         f.write_all(&bytes)?;
         f.sync_data()?;
         std::fs::rename(&tmp, path)

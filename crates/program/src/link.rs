@@ -48,13 +48,6 @@ pub enum LinkProblem {
         program_target: String,
         crates: Vec<HostCrate>,
     },
-    /// No dump is built for a target the program can have (the kernel
-    /// profile and no dump for a kernel target): every dump is left out.
-    NoProgramTarget {
-        /// What the program's target must be, in words.
-        wanted: String,
-        crates: Vec<HostCrate>,
-    },
 }
 
 /// A dump left out because of its target, and why it cannot be needed.
@@ -79,8 +72,6 @@ pub enum HostReason {
     Empty,
     /// Every dump that depends on it is a host crate (named).
     UsedOnlyBy(Vec<String>),
-    /// None of the above (only in [`LinkProblem::NoProgramTarget`]).
-    Other,
 }
 
 impl std::fmt::Display for HostReason {
@@ -92,7 +83,6 @@ impl std::fmt::Display for HostReason {
             HostReason::UsedOnlyBy(users) => {
                 write!(f, "used only by host crates ({})", users.join(", "))
             }
-            HostReason::Other => write!(f, "not for the program's target"),
         }
     }
 }
@@ -110,9 +100,9 @@ pub type TargetTest<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 /// How [`link_with`] picks the program's target.
 #[derive(Clone, Copy, Default)]
 pub struct LinkOptions<'a> {
-    /// The program's target must pass this test (the kernel profile: a
-    /// kernel target), with the test in words for messages.
-    pub target_filter: Option<(TargetTest<'a>, &'a str)>,
+    /// When some dump's target passes this test, the program's target is
+    /// one that does (the kernel profile: a kernel target).
+    pub prefer: Option<TargetTest<'a>>,
 }
 
 impl std::fmt::Display for LinkProblem {
@@ -153,16 +143,6 @@ impl std::fmt::Display for LinkProblem {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            LinkProblem::NoProgramTarget { wanted, crates } => write!(
-                f,
-                "none of the {} dump(s) is built for {wanted}: {}",
-                crates.len(),
-                crates
-                    .iter()
-                    .map(HostCrate::describe)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
             LinkProblem::IdenticalDuplicate {
                 crate_name,
                 kept,
@@ -177,41 +157,28 @@ impl std::fmt::Display for LinkProblem {
     }
 }
 
-/// The program's target: among the dumps whose target passes the options'
-/// filter, those not built for their build machine (`Header::host`) when
-/// there are any (a cross build: the rest are the build's host crates),
-/// the target with the most instances. `Err` (the filter in words) when no
-/// dump passes the filter.
-fn program_target(crates: &[LinkedCrate], options: &LinkOptions<'_>) -> Result<String, String> {
-    let candidates: Vec<&LinkedCrate> = crates
-        .iter()
-        .filter(|c| {
-            options
-                .target_filter
-                .is_none_or(|(ok, _)| ok(c.dump.header.target.as_str()))
-        })
-        .collect();
+/// The program's target: among the dumps whose target the options prefer
+/// (all when none is), the target with the most instances (a build's host
+/// crates are a small part of it).
+fn program_target(crates: &[LinkedCrate], options: &LinkOptions<'_>) -> String {
+    let preferred = |c: &&LinkedCrate| {
+        options
+            .prefer
+            .is_none_or(|ok| ok(c.dump.header.target.as_str()))
+    };
+    let mut candidates: Vec<&LinkedCrate> = crates.iter().filter(preferred).collect();
     if candidates.is_empty() {
-        return match options.target_filter {
-            Some((_, wanted)) if !crates.is_empty() => Err(wanted.to_string()),
-            _ => Ok(String::new()),
-        };
+        candidates = crates.iter().collect();
     }
-    let cross = candidates
-        .iter()
-        .any(|c| c.dump.header.target != c.dump.header.host);
     let mut by_target: BTreeMap<&str, usize> = BTreeMap::new();
     for c in candidates {
-        if cross && c.dump.header.target == c.dump.header.host {
-            continue;
-        }
         *by_target.entry(c.dump.header.target.as_str()).or_default() += c.dump.instances.len() + 1;
     }
-    Ok(by_target
+    by_target
         .iter()
         .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
         .map(|(t, _)| t.to_string())
-        .unwrap_or_default())
+        .unwrap_or_default()
 }
 
 /// For each crate of another target than `program_target`, why it is one
@@ -564,31 +531,7 @@ pub fn link_with(
 
     // 1b. One target (a kernel build also compiles host tools and
     // proc-macro dependencies through RUSTC): see `program_target`.
-    let program_target = match program_target(&crates, options) {
-        Ok(t) => t,
-        Err(wanted) => {
-            let mut left: Vec<HostCrate> = crates
-                .iter()
-                .map(|c| HostCrate {
-                    name: c.dump.header.crate_name.to_string(),
-                    path: c.path.clone(),
-                    target: c.dump.header.target.to_string(),
-                    why: HostReason::Other,
-                })
-                .collect();
-            let reasons = host_reasons(&crates, "");
-            for (h, why) in left.iter_mut().zip(reasons) {
-                h.why = why.unwrap_or(HostReason::Other);
-            }
-            problems.push(LinkProblem::NoProgramTarget {
-                wanted,
-                crates: left,
-            });
-            rayon::spawn(move || drop(crates));
-            crates = Vec::new();
-            String::new()
-        }
-    };
+    let program_target = program_target(&crates, options);
     if crates
         .iter()
         .any(|c| c.dump.header.target != program_target.as_str())
