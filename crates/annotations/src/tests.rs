@@ -396,7 +396,7 @@ fn kanalyze_attributes() {
     assert_eq!(
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
-         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
+         `must_hold`, `irq_handler`, `failure`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
          `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`"
     );
     assert_eq!(
