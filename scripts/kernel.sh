@@ -570,20 +570,9 @@ if [ "$ANALYSE" = 1 ]; then
     /usr/bin/time -o "$LOGS/check.time" -f '%e s wall, %M KiB peak RSS' \
         "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
     "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" --format json >"$LOGS/findings.json" 2>/dev/null || true
-    # Exit 3 (a partial result) is expected only for the host tools and
-    # proc-macro crates kbuild compiles with the same RUSTC: anything else
-    # left out (a corrupt dump) fails the run.
-    if [ "$status" = 3 ]; then
-        python3 - "$LOGS/findings.json" <<'PY' || { cat "$LOGS/findings.stderr" >&2; die "inputs were skipped that are not another target's"; }
-import json, sys
-skipped = json.load(open(sys.argv[1]))["summary"]["skipped_inputs"]
-bad = [s for s in skipped if not s["reason"].startswith("built for target")]
-for s in bad:
-    print(f"kernel.sh: skipped {s['path']}: {s['reason']}", file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
-        status=0
-    fi
+    # Exit 3 is a partial result: an input the kernel needs could not be
+    # used (the build's host tools and proc-macro crates, which kbuild
+    # compiles with the same RUSTC, are left out without it).
     [ "$status" -le 1 ] || { cat "$LOGS/findings.stderr" >&2; die "kanalyze failed (exit $status)"; }
     grep '^kanalyze: ' "$LOGS/findings.txt" >&2
     step_done "$(grep -v '^Command exited' "$LOGS/check.time"); findings in $LOGS/findings.txt and findings.json"
