@@ -221,21 +221,6 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "an insert: returns the entry it displaced, the variant without fields when the map `*arg0` held no entry with the key of the node `arg{k}`"
         )));
     }
-    if let Some((i, j)) = s.address_test {
-        lines.push(SummaryLine::plain(format!(
-            "an address test: returns non-zero only if `arg{i}` and `arg{j}` are equal"
-        )));
-    }
-    if let Some(f) = s.rejects_only_object_at {
-        lines.push(SummaryLine::plain(format!(
-            "a predicate rejecting one object: returns zero only if the object `arg1`'s handle counts is where field `.{f}` of `*arg0` points (or what a handle there counts)"
-        )));
-    }
-    if let Some((k, f)) = s.last_only_at {
-        lines.push(SummaryLine::plain(format!(
-            "drops only what its predicate `arg{k}` rejects: objects where field `.{f}` of `arg{k}` points"
-        )));
-    }
     if s.sharing_clone {
         lines.push(SummaryLine::plain(
             "a sharing clone: the copy holds counts on the objects its argument holds",

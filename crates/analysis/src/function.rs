@@ -91,8 +91,6 @@ pub(crate) fn analyze_function(
     let mut ret_exclusive = false;
     let mut exclusive_field = None;
     let mut same_or_none = None;
-    let mut rejects_only_object_at = None;
-    let mut last_only_at = None;
     let mut not_last_drops: Vec<kmir::BlockId> = Vec::new();
     let mut absent_key = None;
     let mut displacing_nothing: Vec<(kmir::BlockId, u128)> = Vec::new();
@@ -100,6 +98,7 @@ pub(crate) fn analyze_function(
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
+            let off = |n: &str| std::env::var("KA_OFF").is_ok_and(|v| v.split(',').any(|x| x == n)); // TEMP-EXPERIMENT
             not_last_drops =
                 exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
             // Keys a lookup found absent (`body::absent_key`).
@@ -112,8 +111,10 @@ pub(crate) fn analyze_function(
                 writes: &analysis.origins.writes,
             };
             let keys = body::absent_key::keys(&inputs, |g| analysis.origins.guard_kill_blocks(g));
+            if !off("absent_key") {
             absent_key = keys.absent_key;
             displacing_nothing = keys.displacing_nothing;
+            }
             // Clones kept alive by a handle in an exclusive field.
             let kept = body::exclusive_handle::backed_drops(&inputs, |g| {
                 analysis.origins.guard_kill_blocks(g)
@@ -124,7 +125,8 @@ pub(crate) fn analyze_function(
                     program.function(f).name
                 );
             }
-            not_last_drops.extend(kept);
+            if off("exhausted") { not_last_drops.clear(); }
+            if !off("exclusive_handle") { not_last_drops.extend(kept); }
             if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty())
             {
                 eprintln!(
@@ -143,21 +145,10 @@ pub(crate) fn analyze_function(
                     body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries)
                 })
                 .flatten();
+            if !off("same_or_none") {
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
-            rejects_only_object_at = body::rejecting::rejects_only_object_at(
-                &krate.dump,
-                body,
-                &analysis.sites,
-                summaries,
-            );
-            // `Vec::retain`: drops only what its predicate rejects.
-            last_only_at = input
-                .spec
-                .rust_item(&inst.item_path)
-                .and_then(|r| r.drops_rejected_by)
-                .filter(|&k| k < body.arg_count)
-                .and_then(|k| body::rejecting::last_only_at(body, k, &analysis.sites, summaries));
+            }
         }
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).
@@ -325,9 +316,6 @@ pub(crate) fn analyze_function(
         });
     summary.identity_test = body::origins::identity_test(&krate.dump, body);
     summary.same_or_none = same_or_none;
-    summary.address_test = body::rejecting::address_test(&krate.dump, body);
-    summary.rejects_only_object_at = rejects_only_object_at;
-    summary.last_only_at = last_only_at;
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);
@@ -607,9 +595,6 @@ impl Runs {
             sharing_clone: false,
             identity_test: None,
             same_or_none: None,
-            address_test: None,
-            rejects_only_object_at: None,
-            last_only_at: None,
             writes: None,
             ret_points: None,
             ret_fresh: true,

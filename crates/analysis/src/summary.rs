@@ -747,21 +747,6 @@ pub struct Summary {
     /// pointer (`body::same_or_none`): Binder's `is_stacked_on`, for an
     /// `Option<DArc<_>>` field and an `&Option<DArc<_>>` argument.
     pub same_or_none: Option<(ArgPlace, ArgPlace)>,
-    /// The function returns non-zero only if its two pointer arguments are
-    /// equal (`core::ptr::eq`; `body::rejecting`).
-    pub address_test: Option<(u32, u32)>,
-    /// A predicate `fn(&mut Env, &mut H) -> bool` returning zero only if
-    /// the object the handle behind its argument 1 counts is where the
-    /// reference in this field of its environment points
-    /// (`|proc| !ptr::eq(&**proc, p)`), or is the one the handle it points
-    /// to counts (`|proc| !Arc::ptr_eq(proc, p)`).
-    pub rejects_only_object_at: Option<u32>,
-    /// `(k, F)`: the function drops only elements its predicate argument
-    /// `k` rejects, and that predicate rejects only the object field `F`
-    /// of its environment points to (`Vec::retain` given such a closure):
-    /// a caller whose closure captured there a reference that outlives the
-    /// call releases no last reference through it.
-    pub last_only_at: Option<(u32, u32)>,
     /// Where the function may write, below what its arguments point to
     /// (`body::writes`, sorted); `None`: anywhere its arguments reach.
     pub writes: Option<Vec<(u32, FieldPath)>>,
@@ -839,9 +824,6 @@ impl Summary {
             identity_test: None,
             same_or_none: None,
             last_place: None,
-            address_test: None,
-            rejects_only_object_at: None,
-            last_only_at: None,
             writes: None,
             ret_points: None,
             ret_fresh: true,

@@ -35,7 +35,6 @@ mod observations;
 pub mod origins;
 mod pointer_copies;
 mod prescan;
-pub mod rejecting;
 mod run;
 mod same_object;
 pub mod same_or_none;

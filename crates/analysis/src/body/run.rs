@@ -191,6 +191,44 @@ impl<'r, 'a> Reader<'r, 'a> {
         let mut declared_last = false;
         let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
         let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+        // What the site releases by the flow-insensitive origins scan: all
+        // of it kept alive by a borrow that outlives this function, or tied
+        // by an identity test to such a handle, none of it can be the last.
+        let from_origins = analysis.released(&terminator.kind, summary);
+        let backed = analysis.origins.backed(&from_origins, block)
+            || analysis.origins.kept_clone_backs(
+                analysis.body,
+                &analysis.sites,
+                analysis.summary_of,
+                block,
+                &terminator.kind,
+                summary.last_from.as_deref(),
+            )
+            || analysis.origins.identity_backed(
+                analysis.dump,
+                analysis.body,
+                block,
+                &terminator.kind,
+                summary.last_from.as_deref(),
+                summary.last_field,
+            )
+            || analysis.origins.same_or_none_backed(
+                analysis.dump,
+                analysis.body,
+                block,
+                &terminator.kind,
+            );
+        if analysis.trace && from_origins.as_ref().is_none_or(|r| !r.is_empty()) {
+            eprintln!(
+                "[kanalyze trace] bb{block} releases {}: {}",
+                analysis.origins.describe(&from_origins),
+                if backed {
+                    "kept alive by its origins"
+                } else {
+                    "not shown kept alive by its origins"
+                }
+            );
+        }
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
             // The one rule of object liveness: held elsewhere, or nothing.
@@ -224,6 +262,13 @@ impl<'r, 'a> Reader<'r, 'a> {
             // needed only because a reference was the last.
             let last = if analysis.not_last.contains(&block)
                 || proof.is_some()
+                || backed
+                || analysis.stored_clone_backs(
+                    &p.facts,
+                    &terminator.kind,
+                    targets,
+                    summary.last_from.as_deref(),
+                )
                 || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
                 || analysis.same_object_discharges(block, &terminator.kind, summary)
             {
@@ -256,7 +301,17 @@ impl<'r, 'a> Reader<'r, 'a> {
                     (Some(all), Some(r)) => all.extend(r),
                     (all, _) => *all = None,
                 }
-                self.last_from = None;
+                // Which of this function's owned arguments the
+                // expectation is about, by the origins scan.
+                let about = if tearing_down {
+                    None
+                } else {
+                    analysis.origins.attributed(&from_origins, block)
+                };
+                match (&mut self.last_from, about) {
+                    (Some(from), Some(a)) => from.extend(a),
+                    (from, _) => *from = None,
+                }
                 self.last_field =
                     self.last_field
                         .join(dropped_field(analysis, block, &terminator.kind, summary));

@@ -306,6 +306,46 @@ impl ReturnFacts {
     }
 }
 
+/// Joins what two return paths say keeps each argument's object alive: the
+/// same holder stays; two places of one local become "some value stored
+/// below" their longest common definite prefix (the `Ok` and `Err`
+/// payloads of a result become the result: one of them holds it on every
+/// path); anything else is dropped.
+fn join_keeps(
+    a: Vec<(LocalId, Holder)>,
+    b: &[(LocalId, Holder)],
+    args: u32,
+) -> Vec<(LocalId, Holder)> {
+    a.into_iter()
+        .filter_map(|(l, h)| {
+            let (_, g) = b.iter().find(|(m, _)| *m == l)?;
+            if *g == h {
+                return Some((l, h));
+            }
+            let (p, q) = match (&h, g) {
+                (Holder::At(p) | Holder::Within(p), Holder::At(q) | Holder::Within(q))
+                    if p.local == q.local =>
+                {
+                    (memory::objects::definite(p), memory::objects::definite(q))
+                }
+                _ => return None,
+            };
+            let n = p
+                .proj
+                .iter()
+                .zip(&q.proj)
+                .take_while(|(x, y)| x == y)
+                .count();
+            let common = PlaceKey {
+                local: p.local,
+                proj: p.proj[..n].to_vec(),
+            };
+            (common.local == 0 || in_arg_memory(&common, args))
+                .then_some((l, Holder::Within(common)))
+        })
+        .collect()
+}
+
 /// Joins the bounds of two return paths (`None`: anything).
 pub fn join_bounds(a: Option<Bounds>, b: Option<Bounds>) -> Option<Bounds> {
     let (a, b) = (a?, b?);
@@ -360,10 +400,7 @@ pub fn read(
         let k = rf.kept(args);
         keeps = Some(match keeps {
             None => k,
-            Some(mut q) => {
-                q.retain(|e| k.contains(e));
-                q
-            }
+            Some(q) => join_keeps(q, &k, args),
         });
         joined = Some(match joined {
             None => rf,
