@@ -476,6 +476,33 @@ pub struct Spec {
     arg_sites: HashMap<String, Vec<ArgSite>>,
     /// Rust items by path (`[rust]`), with where each names its argument.
     rust: HashMap<String, (RustSpec, Vec<ArgSite>)>,
+    /// `[stack]`: what a C function uses of the stack, its callees
+    /// included (`kanalyze stack`).
+    stack: StackTable,
+}
+
+/// `[stack]`: bytes of stack by C function (exact names and globs), and
+/// what a C function no entry names uses.
+#[derive(Clone, Debug, Default)]
+struct StackTable {
+    default: Option<u64>,
+    exact: HashMap<String, u64>,
+    /// Most specific first, as [`Spec::patterns`].
+    patterns: Vec<(String, usize, u64)>,
+}
+
+impl StackTable {
+    fn insert(&mut self, name: String, bytes: u64) {
+        if name.contains('*') {
+            self.patterns.retain(|(g, _, _)| *g != name);
+            let literal = name.chars().filter(|c| *c != '*').count();
+            self.patterns.push((name, literal, bytes));
+            self.patterns
+                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        } else {
+            self.exact.insert(name, bytes);
+        }
+    }
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
@@ -531,7 +558,42 @@ impl Spec {
         for (path, rust, site) in parsed.rust {
             spec.rust.insert(path, (rust, site));
         }
+        spec.stack.default = parsed.stack_default;
+        for (name, bytes) in parsed.stack {
+            spec.stack.insert(name, bytes);
+        }
         Ok(spec)
+    }
+
+    /// The bytes of stack a call of C function `link_name` uses, its
+    /// callees included, from `[stack.fn]`: the exact name, then with a
+    /// `rust_helper_` prefix stripped, then the most specific glob. `None`
+    /// when no entry names it.
+    pub fn stack(&self, link_name: &str) -> Option<u64> {
+        let stripped = link_name.strip_prefix(HELPER_PREFIX);
+        if let Some(n) = self.stack.exact.get(link_name) {
+            return Some(*n);
+        }
+        if let Some(n) = stripped.and_then(|s| self.stack.exact.get(s)) {
+            return Some(*n);
+        }
+        for name in stripped.into_iter().chain([link_name]) {
+            if let Some((_, _, n)) = self
+                .stack
+                .patterns
+                .iter()
+                .find(|(g, _, _)| glob_match(g, name))
+            {
+                return Some(*n);
+            }
+        }
+        None
+    }
+
+    /// `[stack] default`: what a C function no `[stack.fn]` entry names
+    /// uses, its callees included; `None` when no spec file says.
+    pub fn stack_default(&self) -> Option<u64> {
+        self.stack.default
     }
 
     /// The spec of the Rust item `item_path` (as the dumps spell it).
@@ -612,6 +674,15 @@ impl Spec {
     pub fn extend(&mut self, other: Spec) {
         self.fields.extend(other.fields);
         self.rust.extend(other.rust);
+        if other.stack.default.is_some() {
+            self.stack.default = other.stack.default;
+        }
+        for (name, bytes) in other.stack.exact {
+            self.stack.insert(name, bytes);
+        }
+        for (glob, _, bytes) in other.stack.patterns {
+            self.stack.insert(glob, bytes);
+        }
         for (name, fn_spec) in other.exact {
             self.insert(name, fn_spec);
         }
