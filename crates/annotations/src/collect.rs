@@ -194,6 +194,7 @@ fn add(
                         KanalyzeAnnotation::IrqHandler
                             | KanalyzeAnnotation::LockClass(_)
                             | KanalyzeAnnotation::NestedLock { .. }
+                            | KanalyzeAnnotation::RecursionBound { .. }
                     )
             };
             if let Some((_, first)) = item.kanalyze.iter().find(|(a, _)| *a == k || singleton(a)) {
