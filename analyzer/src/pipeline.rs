@@ -556,7 +556,7 @@ fn is_kernel_target(target: &str) -> bool {
 /// when a `kernel` crate built for a kernel target is linked (the kernel's
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
-fn detect_profile(program: &Program) -> (Profile, String) {
+pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
     match program
         .crates
         .iter()
@@ -578,10 +578,10 @@ fn detect_profile(program: &Program) -> (Profile, String) {
 
 /// `--deny`/`--warn`/`--allow`: the severity a finding kind is reported
 /// with, or `None` to drop it.
-struct Levels(HashMap<&'static str, Option<Severity>>);
+pub(crate) struct Levels(HashMap<&'static str, Option<Severity>>);
 
 impl Levels {
-    fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
+    pub(crate) fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
         let mut levels: HashMap<&'static str, Option<Severity>> = HashMap::new();
         // The configuration file's levels first; a flag for the same kind
         // replaces its level (the configuration was checked when read).
@@ -639,7 +639,7 @@ impl Levels {
         Ok(Levels(levels))
     }
 
-    fn apply(&self, findings: &mut Vec<Finding>) {
+    pub(crate) fn apply(&self, findings: &mut Vec<Finding>) {
         if self.0.is_empty() {
             return;
         }

@@ -113,7 +113,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let known = known_list.len();
     let (findings, triaged, suppressed) = match &triage {
         Some(t) => {
-            let (f, o, s) = apply_triage(&analysed, findings, t);
+            let (f, o, s) = apply_triage(&analysed.program, findings, t);
             (f, Some(o), s)
         }
         None => (findings.into_iter().cloned().collect(), None, Vec::new()),
@@ -175,8 +175,8 @@ struct Shown {
 /// The triage's verdicts applied: judged findings whose text is unchanged
 /// are hidden (`not-a-bug`, `intended`, `wont-fix`) or kept with their verdict
 /// (`bug`); changed ones are kept with a note to re-examine them.
-fn apply_triage(
-    a: &Analysed,
+pub(crate) fn apply_triage(
+    program: &program::Program,
     findings: Vec<&findings::Finding>,
     triage: &crate::triage::Triage,
 ) -> (
@@ -189,7 +189,7 @@ fn apply_triage(
     let mut matched = std::collections::HashSet::new();
     let mut kept = Vec::new();
     for f in findings {
-        let id = report::stable_id(&a.program, f);
+        let id = report::stable_id(program, f);
         let Some(entry) = triage.entries.get(&id) else {
             kept.push(f.clone());
             continue;
