@@ -364,7 +364,7 @@ pub(crate) fn compute(
         .any(|o| o.has_sizes && defines(o) > 0)
     {
         let d = Diagnostic::error(format!(
-            "none of the {} object{} read defines a function of the program with a frame size",
+            "no object read defines a function of the program with a frame size ({} object{} read)",
             objects.objects.len(),
             if objects.objects.len() == 1 { "" } else { "s" }
         ));

@@ -51,7 +51,7 @@ pub struct JsonRoot {
     pub over_limit: bool,
     /// It reaches no cycle that nothing bounds.
     pub bounded: bool,
-    /// Functions it may reach whose frame is unknown.
+    /// Functions it may reach whose frame is unknown, by name.
     pub unknown_frames: Vec<String>,
     /// C functions it may reach that are costed by the default.
     pub assumed_c_functions: usize,
@@ -161,11 +161,15 @@ pub fn roots(program: &Program, analysis: &Analysis) -> Vec<JsonRoot> {
                 depth: r.depth,
                 over_limit: r.depth > analysis.limits.depth,
                 bounded: r.unbounded.is_empty(),
-                unknown_frames: r
-                    .unknown
-                    .iter()
-                    .map(|g| program.function(*g).name.to_string())
-                    .collect(),
+                unknown_frames: {
+                    let mut names: Vec<String> = r
+                        .unknown
+                        .iter()
+                        .map(|g| program.function(*g).name.to_string())
+                        .collect();
+                    names.sort();
+                    names
+                },
                 assumed_c_functions: r.assumed.len(),
                 path: path(program, analysis, r),
             }
@@ -226,16 +230,22 @@ pub fn large_frames(program: &Program, analysis: &Analysis) -> Vec<LargeFrame> {
                     .body_of(f)
                     .and_then(|(_, inst)| loc_of(program, f, inst.span)),
             ),
-            locals: crate::locals::largest(program, &analysis.walk.frames, f, (bytes / 8).max(64), 3)
-                .into_iter()
-                .map(|l| JsonLocal {
-                    name: l.name,
-                    ty: l.ty,
-                    bytes: l.bytes,
-                    function: program.function(l.function).name.to_string(),
-                    span: span(program, loc_of(program, l.function, l.span)),
-                })
-                .collect(),
+            locals: crate::locals::largest(
+                program,
+                &analysis.walk.frames,
+                f,
+                (bytes / 8).max(64),
+                3,
+            )
+            .into_iter()
+            .map(|l| JsonLocal {
+                name: l.name,
+                ty: l.ty,
+                bytes: l.bytes,
+                function: program.function(l.function).name.to_string(),
+                span: span(program, loc_of(program, l.function, l.span)),
+            })
+            .collect(),
         })
         .collect()
 }

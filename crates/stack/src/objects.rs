@@ -178,9 +178,13 @@ fn is_su(path: &Path) -> bool {
 pub fn parse(object: &ObjectData) -> Result<ObjectFrames, InputError> {
     let bad = |why: String| InputError::new(&object.name, why);
     let file = object::File::parse(object.data.as_slice()).map_err(|e| {
-        bad(format!(
-            "not an object file that can be read ({e}): it must be an ELF object, an archive of them, or a `.su` file"
-        ))
+        if object.data.starts_with(b"\x7fELF") {
+            bad(format!("a truncated or corrupt ELF object: {e}"))
+        } else {
+            bad(format!(
+                "not an object file ({e}): `--objects` takes ELF objects, archives of them, `.su` files and directories of them"
+            ))
+        }
     })?;
     // A section that does not lie in the file would be read as empty: the
     // object is truncated or corrupt, and nothing in it is believed.
@@ -188,7 +192,7 @@ pub fn parse(object: &ObjectData) -> Result<ObjectFrames, InputError> {
         if let Err(e) = section.data() {
             let name = section.name().unwrap_or("<unnamed>");
             return Err(bad(format!(
-                "not a readable object file: section `{name}`: {e} (is it truncated?)"
+                "a truncated or corrupt ELF object: section `{name}`: {e}"
             )));
         }
     }
@@ -502,6 +506,9 @@ mod tests {
         })
         .expect_err("not an object");
         assert_eq!(e.name, "notes.o");
-        assert!(e.message.starts_with("not an object file that can be read"));
+        assert!(
+            e.message
+                .starts_with("not an object file (Unknown file magic)")
+        );
     }
 }
