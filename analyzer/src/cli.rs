@@ -247,6 +247,12 @@ pub struct TriageArgs {
     #[arg(long)]
     pub reference: Option<String>,
 
+    /// The build's objects, as `kanalyze stack` takes them: the findings of
+    /// `stack` (with the configuration file's `[stack]` limits) can be
+    /// judged too.
+    #[arg(long = "objects", value_name = "PATH", num_args = 1..)]
+    pub objects: Vec<PathBuf>,
+
     #[command(flatten)]
     pub analysis: AnalysisArgs,
 }

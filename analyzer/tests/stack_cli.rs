@@ -457,14 +457,36 @@ fn baseline_triage_sarif_and_html() {
         .iter()
         .find(|f| f["kind"] == "stack-depth-exceeded")
         .expect("a depth finding");
-    std::fs::write(
-        dir.join("stack-triage.toml"),
-        format!(
-            "[[finding]]\nid = {}\ntext = {}\nverdict = \"intended\"\nreason = \"a test's deep chain\"\nby = \"stack_cli\"\n",
-            depth["id"], depth["text_fingerprint"]
-        ),
-    )
-    .expect("write");
+    // Recorded by `kanalyze triage`, given the objects.
+    let spec = spec();
+    let id = depth["id"].as_str().expect("an id");
+    let _ = std::fs::remove_file(dir.join("stack-triage.toml"));
+    let run = kanalyze(
+        dir,
+        &[
+            "triage",
+            "kmir",
+            "--spec",
+            &spec,
+            "--file",
+            "stack-triage.toml",
+            "--id",
+            id,
+            "--verdict",
+            "intended",
+            "--reason",
+            "a test's deep chain",
+            "--by",
+            "stack_cli",
+            "--objects",
+            ".",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "kanalyze: 1 finding judged `intended` in `stack-triage.toml` (1 added, 0 updated)\n"
+    );
     let run = stack(
         &["."],
         &["--triage", "stack-triage.toml", "--format", "json"],
