@@ -53,6 +53,9 @@ pub(crate) struct StackRun {
     /// What a C function no `[stack]` entry names was taken to use, and
     /// where that came from.
     pub c_default: Option<(u64, String)>,
+    /// Functions that would be roots but that no object defines (their
+    /// crate's objects were read): left out.
+    pub not_emitted: usize,
 }
 
 pub fn run(args: &StackArgs) -> u8 {
@@ -387,7 +390,12 @@ pub(crate) fn compute(
         su: Some(&objects.su),
     };
     let frames = stack::frames::frames(&program, &objects, &c);
-    let roots = roots(&program, &annotations, &spec);
+    let mut roots = roots(&program, &annotations, &spec);
+    // A root that no object defines is not in the machine code (the code
+    // that took its address was optimised away): C cannot call it.
+    let before = roots.len();
+    roots.retain(|r| frames[r.f.index()] != Frame::Inlined);
+    let not_emitted = before - roots.len();
     let analysis = stack::analyse(&program, &annotations, frames, ret, roots, limits);
     for path in &analysis.unused_bounds {
         Diagnostic::warning(format!(
@@ -412,6 +420,7 @@ pub(crate) fn compute(
         upstream_hidden,
         input_errors,
         c_default,
+        not_emitted,
     })
 }
 
@@ -622,6 +631,12 @@ fn summary_line(
         report::summary_line(shown),
         plural(a.roots.len(), "root", "roots")
     );
+    if run.not_emitted > 0 {
+        line.push_str(&format!(
+            " ({} no object defines left out)",
+            plural(run.not_emitted, "function", "functions")
+        ));
+    }
     if let Some(r) = a.roots.first() {
         line.push_str(&format!(
             ", the deepest {} bytes (limit {})",
@@ -722,6 +737,9 @@ fn summary_line(
 #[derive(serde::Serialize)]
 struct JsonSummary {
     roots: usize,
+    /// Functions that would be roots but are not in the objects (the code
+    /// that took their address was optimised away).
+    roots_not_emitted: usize,
     deepest: Option<u64>,
     limit: u64,
     frame_limit: u64,
@@ -736,11 +754,22 @@ struct JsonSummary {
     c_default: Option<u64>,
     /// The bytes each call adds for its return address.
     return_address_bytes: u64,
+    /// The program's functions by what their call adds: a frame of their
+    /// own, nothing (inlined), a C function's usage, an unknown frame.
+    functions: JsonFrameKinds,
     upstream_hidden: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     baselined: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     triage: Option<crate::triage::Outcome>,
+}
+
+#[derive(serde::Serialize, Default)]
+struct JsonFrameKinds {
+    own: usize,
+    inlined: usize,
+    c: usize,
+    unknown: usize,
 }
 
 #[derive(serde::Serialize)]
@@ -775,6 +804,7 @@ fn json(
         large_frames: stack::json::large_frames(&run.program, a),
         summary: JsonSummary {
             roots: a.roots.len(),
+            roots_not_emitted: run.not_emitted,
             deepest: a.roots.first().map(|r| r.depth),
             limit: a.limits.depth,
             frame_limit: a.limits.frame,
@@ -791,6 +821,19 @@ fn json(
             input_errors: run.input_errors,
             c_default: run.c_default.as_ref().map(|(v, _)| *v),
             return_address_bytes: a.walk.ret,
+            functions: a
+                .walk
+                .frames
+                .iter()
+                .fold(JsonFrameKinds::default(), |mut k, f| {
+                    match f {
+                        Frame::Own(_) => k.own += 1,
+                        Frame::Inlined => k.inlined += 1,
+                        Frame::C { .. } => k.c += 1,
+                        Frame::Unknown(_) => k.unknown += 1,
+                    }
+                    k
+                }),
             upstream_hidden: run.upstream_hidden,
             baselined: (known > 0).then_some(known),
             triage: triaged.clone(),
