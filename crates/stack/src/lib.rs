@@ -429,9 +429,12 @@ fn findings(program: &Program, analysis: &Analysis) -> Vec<Finding> {
     let limits = analysis.limits;
     let walk = &analysis.walk;
     let mut out = Vec::new();
-    // Depths over the limit.
+    // Depths over the limit; one per root name (the deepest: the roots are
+    // deepest first), since the instances of one generic root in several
+    // crates have one name.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for r in &analysis.roots {
-        if r.depth <= limits.depth {
+        if r.depth <= limits.depth || !seen.insert(program.function(r.root.f).name.as_str()) {
             continue;
         }
         let name = &program.function(r.root.f).name;
@@ -590,7 +593,9 @@ fn frame_findings(program: &Program, analysis: &Analysis) -> Vec<Finding> {
     out
 }
 
-/// One warning per unbounded cycle that a root reaches.
+/// One warning per unbounded cycle that a root reaches. The instances of
+/// one generic cycle in several crates (the same functions by name, each
+/// crate's copy) are one warning, reached from the roots of all.
 fn recursion_findings(program: &Program, analysis: &Analysis) -> Vec<Finding> {
     let walk = &analysis.walk;
     let mut reached: BTreeMap<u32, Vec<FnId>> = BTreeMap::new();
@@ -599,8 +604,26 @@ fn recursion_findings(program: &Program, analysis: &Analysis) -> Vec<Finding> {
             reached.entry(*c).or_default().push(r.root.f);
         }
     }
-    let mut out = Vec::new();
+    let names = |c: u32| -> Vec<String> {
+        let mut n: Vec<String> = walk.cycles[c as usize]
+            .members
+            .iter()
+            .map(|f| program.function(*f).name.to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let mut merged: BTreeMap<Vec<String>, (u32, Vec<FnId>)> = BTreeMap::new();
     for (c, roots) in reached {
+        let entry = merged.entry(names(c)).or_insert((c, Vec::new()));
+        entry.1.extend(roots);
+    }
+    let mut by_first: Vec<(u32, Vec<FnId>)> = merged.into_values().collect();
+    by_first.sort_by_key(|(c, _)| *c);
+    let mut out = Vec::new();
+    for (c, mut roots) in by_first {
+        roots.sort_by(|a, b| program.function(*a).name.cmp(&program.function(*b).name));
+        roots.dedup_by(|a, b| program.function(*a).name == program.function(*b).name);
         let cycle = &walk.cycles[c as usize];
         let Bound::Unbounded { annotated } = &cycle.bound else {
             continue;
