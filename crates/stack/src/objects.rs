@@ -507,8 +507,21 @@ mod tests {
         .expect_err("not an object");
         assert_eq!(e.name, "notes.o");
         assert!(
+            e.message.starts_with("not an object file ("),
+            "{}",
             e.message
-                .starts_with("not an object file (Unknown file magic)")
+        );
+        // ELF whose headers are cut short is said to be ELF.
+        let e = parse(&ObjectData {
+            name: "cut.o".into(),
+            data: b"\x7fELF\x02\x01\x01".to_vec(),
+            in_archive: false,
+        })
+        .expect_err("cut short");
+        assert!(
+            e.message.starts_with("a truncated or corrupt ELF object: "),
+            "{}",
+            e.message
         );
     }
 }
