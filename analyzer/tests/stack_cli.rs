@@ -263,8 +263,30 @@ fn recursion_is_bounded_only_where_annotated() {
     let countdown = rec["frame_bytes"].as_u64().expect("bytes");
     assert_eq!(countdown % 4, 0, "{rec:#}");
     assert!(countdown >= 4 * 208, "{rec:#}");
-    // Mutual recursion with a bound on one of the two is bounded too.
-    assert_eq!(root(&doc, "parity_entry")["bounded"], true);
+    // Mutual recursion with a bound on one of the two is bounded too: at
+    // most 3 activations of `even` (annotated) and, between and around
+    // them, 4 of `odd`: 3·(even + 8) + 4·(odd + 8) bytes.
+    let parity = root(&doc, "parity_entry");
+    assert_eq!(parity["bounded"], true);
+    let all = json(&stack(&["."], &["--format", "json", "--frame-limit", "1"]));
+    let frame = |name: &str| -> u64 {
+        all["large_frames"]
+            .as_array()
+            .expect("frames")
+            .iter()
+            .find(|f| f["function"] == name)
+            .and_then(|f| f["frame_bytes"].as_u64())
+            .unwrap_or_else(|| panic!("no frame for {name}"))
+    };
+    let (even, odd) = (frame("stack_depth::even"), frame("stack_depth::odd"));
+    let cycle = frame_of(parity, "stack_depth::even");
+    assert_eq!(cycle["kind"], "recursion");
+    assert_eq!(
+        cycle["frame_bytes"].as_u64(),
+        Some(3 * (even + 8) + 4 * (odd + 8))
+    );
+    // And direct recursion: exactly four frames of `countdown`.
+    assert_eq!(countdown, 4 * (frame("stack_depth::countdown") + 8));
     // Without a bound, direct and mutual recursion are unbounded, each
     // cycle a warning naming its functions.
     for entry in ["descend_entry", "ping_entry"] {
