@@ -637,7 +637,7 @@ for r in doc["roots"][:5]:
     extra = f' [{"; ".join(flags)}]' if flags else ""
     print(f'   {r["depth"]:>7}  {r["function"]} ({r["reason"]}){extra}')
 frames = doc["large_frames"]
-print(f'   {len(frames)} frames over {s["frame_limit"]} bytes:')
+print(f'   {len(frames)} frames over {s["frame_limit"]} bytes{":" if frames else ""}')
 for f in frames:
     local = f["locals"][0] if f["locals"] else None
     big = f', largest local {local["name"] or "a temporary"}: {local["type"]} ({local["bytes"]} bytes)' if local else ""
