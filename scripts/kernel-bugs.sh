@@ -179,9 +179,11 @@ for line in open(results):
     except (OSError, ValueError, KeyError) as err:
         print(f"kernel-bugs.sh: {name}: no JSON output ({err})", file=sys.stderr)
         sys.exit(2)
+    # A finding a triage verdict hides is listed as suppressed: not found.
     found = [
         f"{f['severity']} {f['kind']} {rel(f['span']['file'])}:{f['span']['line']}"
         for f in findings
+        if not f.get("triage", {}).get("suppressed")
     ]
     # A kept `rust_build_error` reference: `error build-error FILE:LINE` at
     # the innermost frame in a file the patch changes (the call it made),

@@ -24,9 +24,12 @@
 #                 `make olddefconfig`); without it, x86_64_defconfig with the
 #                 options below. Must have CONFIG_RUST=y
 #   --targets "T…" the objects to build after `prepare` and `rust/`
-#                 (default: the Rust drivers and samples below that the
-#                 config enables)
-#   --check       check the tree and the toolchain expectations, build nothing
+#                 (default: every Rust object the tree's Makefiles name and
+#                 the config enables, as kbuild names it: see
+#                 scripts/kernel-targets.py)
+#   --check       check the tree and the toolchain expectations, build
+#                 nothing; with --config (or --targets), also print the
+#                 targets it would build
 # The analysis of a tree uses the tree's kanalyze.toml when it has one,
 # else scripts/kernel-kanalyze.toml.
 #
@@ -117,11 +120,43 @@ if [ "$STACK" = 1 ]; then
     STACK_FLAGS=(KRUSTFLAGS=-Zemit-stack-sizes KCFLAGS=-fstack-usage)
 fi
 
+# ---------------------------------------------------------------- targets
+# The Rust objects built after `prepare` and `rust/`: every crate root that
+# the tree's Makefiles name as an object and the configuration enables, by
+# the name kbuild builds it under (scripts/kernel-targets.py says how, and
+# why single objects rather than whole directories). They are read from the
+# tree, not listed here: trees lay out their Makefiles differently (nova-core
+# is drivers/gpu/nova-core.o, a composite of drivers/gpu/Makefile, in 7.3,
+# and drivers/gpu/nova-core/nova_core.o in 7.2), and a driver branch has
+# drivers no list knows.
+# Sets TARGETS for the tree $1 configured by the .config $2 (or to --targets).
+targets_of() {
+    local src=$1 config=$2 list
+    TARGETS=()
+    if [ -n "$TREE_TARGETS" ]; then
+        read -r -a TARGETS <<<"$TREE_TARGETS"
+        return
+    fi
+    command -v python3 >/dev/null || die "python3 is needed to read the tree's Makefiles (or pass --targets)"
+    list=$(python3 "$ROOT/scripts/kernel-targets.py" "$src" "$config") ||
+        die "could not read the Rust objects of $src from its Makefiles (scripts/kernel-targets.py failed)"
+    read -r -d '' -a TARGETS <<<"$list" || true
+}
+
 if [ -n "$TREE" ]; then
     source "$ROOT/scripts/kernel-tree.sh"
     echo "== checking the tree" >&2
     check_tree
     if [ "$CHECK_ONLY" = 1 ]; then
+        if [ -n "$TREE_TARGETS" ]; then
+            echo "   targets (--targets): $TREE_TARGETS" >&2
+        elif [ -n "$TREE_CONFIG" ]; then
+            # The config as it is: the build runs `olddefconfig` on it first.
+            targets_of "$TREE" "$TREE_CONFIG"
+            echo "   ${#TARGETS[@]} Rust targets with $TREE_CONFIG: ${TARGETS[*]}" >&2
+        else
+            echo "   targets: the Rust objects the default config enables, read from the tree's Makefiles once it is configured" >&2
+        fi
         echo "kernel.sh: the tree fits; run without --check to build it" >&2
         exit 0
     fi
@@ -318,47 +353,6 @@ EOF
     fi
 fi
 
-# ---------------------------------------------------------------- targets
-# Rust driver objects built after `prepare` and `rust/`. Nova is built only
-# through the composite objects in drivers/gpu/Makefile (the sub-directory
-# object builds with the wrong flags). Targets whose source does not exist
-# (the 6.12 fallback) are left out, and said so.
-# Each entry: object, its source, the Kconfig symbol that enables it (a
-# target the configuration does not enable is left out, after configure).
-TARGET_SOURCES=(
-    "drivers/android/binder/rust_binder_main.o:drivers/android/binder/rust_binder_main.rs:ANDROID_BINDER_IPC_RUST"
-    "drivers/block/rnull/rnull.o:drivers/block/rnull/rnull.rs:BLK_DEV_RUST_NULL"
-    "drivers/cpufreq/rcpufreq_dt.o:drivers/cpufreq/rcpufreq_dt.rs:CPUFREQ_DT_RUST"
-    "drivers/gpu/drm/drm_panic_qr.o:drivers/gpu/drm/drm_panic_qr.rs:DRM_PANIC_SCREEN_QR_CODE"
-    "drivers/gpu/nova-core.o:drivers/gpu/nova-core/nova_core.rs:NOVA_CORE"
-    "drivers/gpu/nova-drm.o:drivers/gpu/drm/nova/nova.rs:DRM_NOVA"
-    "drivers/gpu/drm/tyr/tyr.o:drivers/gpu/drm/tyr/tyr.rs:DRM_TYR"
-    "drivers/net/phy/ax88796b_rust.o:drivers/net/phy/ax88796b_rust.rs:AX88796B_RUST_PHY"
-    "drivers/net/phy/qt2025.o:drivers/net/phy/qt2025.rs:AMCC_QT2025_PHY"
-    "drivers/pwm/pwm_th1520.o:drivers/pwm/pwm_th1520.rs:PWM_TH1520"
-    "lib/find_bit_benchmark_rust.o:lib/find_bit_benchmark_rust.rs:FIND_BIT_BENCHMARK_RUST"
-    "samples/rust/:samples/rust/Makefile:SAMPLES_RUST"
-)
-# The targets of the object tree $1's configuration (or --targets).
-targets_of() {
-    local obj=$1 ts rest
-    TARGETS=()
-    if [ -n "$TREE_TARGETS" ]; then
-        read -r -a TARGETS <<<"$TREE_TARGETS"
-        return
-    fi
-    for ts in "${TARGET_SOURCES[@]}"; do
-        rest=${ts#*:}
-        if [ ! -e "$SRC/${rest%%:*}" ]; then
-            echo "   note: no ${rest%%:*} in $KVER: target ${ts%%:*} left out" >&2
-        elif ! grep -qE "^CONFIG_${ts##*:}=[ym]$" "$obj/.config"; then
-            echo "   note: CONFIG_${ts##*:} is off in $obj/.config: target ${ts%%:*} left out" >&2
-        else
-            TARGETS+=("${ts%%:*}")
-        fi
-    done
-}
-
 # ---------------------------------------------------------------- config
 CONFIG_OPTS=(-e RUST -e RUST_OVERFLOW_CHECKS -e RUST_DEBUG_ASSERTIONS -e COMPILE_TEST
     -d ANDROID_BINDER_IPC -e ANDROID_BINDER_IPC_RUST
@@ -443,7 +437,10 @@ configure() {
 # build in step names and logs.
 build_all() {
     local obj=$1 rustc=$2 name=$3
-    targets_of "$obj"
+    targets_of "$SRC" "$obj/.config"
+    : >"$LOGS/$name-targets.txt"
+    [ ${#TARGETS[@]} -eq 0 ] || printf '%s\n' "${TARGETS[@]}" >"$LOGS/$name-targets.txt"
+    echo "   ${#TARGETS[@]} Rust targets: ${TARGETS[*]} (in $LOGS/$name-targets.txt)" >&2
     step "$name: make prepare"
     logged "$LOGS/$name-prepare.log" kmake "$obj" "$rustc" V=1 prepare
     step_done
@@ -451,8 +448,21 @@ build_all() {
     logged "$LOGS/$name-rust.log" kmake "$obj" "$rustc" V=1 rust/
     step_done
     step "$name: make drivers and samples"
-    if [ ${#TARGETS[@]} -gt 0 ]; then
-        logged "$LOGS/$name-drivers.log" kmake "$obj" "$rustc" V=1 "${TARGETS[@]}"
+    # -k: a target that fails does not stop the others; the errors of all
+    # are shown.
+    local log=$LOGS/$name-drivers.log
+    if [ ${#TARGETS[@]} -gt 0 ] && ! kmake "$obj" "$rustc" V=1 -k "${TARGETS[@]}" >"$log" 2>&1; then
+        echo "---- errors in $log" >&2
+        grep -E -A4 '^error(\[E[0-9]+\])?: ' "$log" | head -n 60 >&2 || true
+        grep -E 'No rule to make target|^make.*\*\*\* \[[^]]*/Makefile.build' "$log" | awk '!seen[$0]++' >&2 || true
+        if grep -q 'No rule to make target' "$log"; then
+            if [ -n "$TREE_TARGETS" ]; then
+                echo "   (kbuild knows no such target: see --targets)" >&2
+            else
+                echo "   (kbuild knows no such target: the targets come from the tree's Makefiles through scripts/kernel-targets.py; --targets names them by hand)" >&2
+            fi
+        fi
+        die "step \`$STEP\` failed; full log: $log"
     fi
     step_done "${#TARGETS[@]} targets"
 }
@@ -573,20 +583,9 @@ if [ "$ANALYSE" = 1 ]; then
     /usr/bin/time -o "$LOGS/check.time" -f '%e s wall, %M KiB peak RSS' \
         "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" >"$LOGS/findings.txt" 2>"$LOGS/findings.stderr" || status=$?
     "$KANALYZE" "$KMIR" --source-root "$SRC" "${INVARIANTS[@]}" --format json >"$LOGS/findings.json" 2>/dev/null || true
-    # Exit 3 (a partial result) is expected only for the host tools and
-    # proc-macro crates kbuild compiles with the same RUSTC: anything else
-    # left out (a corrupt dump) fails the run.
-    if [ "$status" = 3 ]; then
-        python3 - "$LOGS/findings.json" <<'PY' || { cat "$LOGS/findings.stderr" >&2; die "inputs were skipped that are not another target's"; }
-import json, sys
-skipped = json.load(open(sys.argv[1]))["summary"]["skipped_inputs"]
-bad = [s for s in skipped if not s["reason"].startswith("built for target")]
-for s in bad:
-    print(f"kernel.sh: skipped {s['path']}: {s['reason']}", file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
-        status=0
-    fi
+    # Exit 3 is a partial result: an input the kernel needs could not be
+    # used (the build's host tools and proc-macro crates, which kbuild
+    # compiles with the same RUSTC, are left out without it).
     [ "$status" -le 1 ] || { cat "$LOGS/findings.stderr" >&2; die "kanalyze failed (exit $status)"; }
     grep '^kanalyze: ' "$LOGS/findings.txt" >&2
     step_done "$(grep -v '^Command exited' "$LOGS/check.time"); findings in $LOGS/findings.txt and findings.json"

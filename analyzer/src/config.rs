@@ -28,7 +28,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::diag::FileError;
+use crate::diag::{FileError, clip};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -103,6 +103,9 @@ pub struct Origin(pub String);
 #[derive(Clone, Debug, Default)]
 pub struct Config {
     pub path: Option<PathBuf>,
+    /// How the file was found: `--config`, the current directory, or an
+    /// ancestor of it (named).
+    pub found: Option<String>,
     pub format: Option<(Format, Origin)>,
     pub profile: Option<(crate::cli::Profile, Origin)>,
     /// `include-upstream = true`, and where.
@@ -136,7 +139,7 @@ pub fn find(explicit: Option<&Path>, start: &Path) -> Option<PathBuf> {
 
 /// Reads and checks the configuration file `path`.
 pub fn load(path: &Path) -> Result<Config, Box<FileError>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_text(path).map_err(|e| {
         FileError::at(
             "kanalyze::config",
             path,
@@ -160,7 +163,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         err(
             e.span(),
-            format!("invalid configuration file: {}", e.message().trim_end()),
+            format!(
+                "invalid configuration file: {}",
+                crate::diag::clip_quoted(e.message().trim_end())
+            ),
             "here",
             Some(FORMAT_HELP.to_string()),
         )
@@ -189,7 +195,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
             other => {
                 return Err(err(
                     Some(p.span()),
-                    format!("unknown profile `{other}`"),
+                    format!("unknown profile `{}`", clip(other)),
                     "not a profile",
                     Some("the profiles are `kernel` (the Linux kernel: the built-in kernel spec) and `userspace` (any other program: no kernel assumptions); without the key the profile is detected from the program".to_string()),
                 ));
@@ -205,7 +211,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
             other => {
                 return Err(err(
                     Some(f.span()),
-                    format!("unknown output format `{other}`"),
+                    format!("unknown output format `{}`", clip(other)),
                     "not a format",
                     Some("the formats are `text`, `json` and `sarif`".to_string()),
                 ));
@@ -231,7 +237,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
                 Some(v.span()),
                 format!(
                     "{what} `{}` {problem} (relative to `{}`)",
-                    v.get_ref(),
+                    clip(v.get_ref()),
                     dir.display()
                 ),
                 if dir_ok {
@@ -309,7 +315,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
                 .unwrap_or_default();
             return Err(err(
                 Some(kind.span()),
-                format!("unknown finding kind `{}`", kind.get_ref()),
+                format!("unknown finding kind `{}`", clip(kind.get_ref())),
                 "not a finding kind",
                 Some(format!(
                     "{near}the kinds are: {} (`kanalyze explain` lists them)",
@@ -328,7 +334,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
             other => {
                 return Err(err(
                     Some(level.span()),
-                    format!("unknown level `{other}` for `{}`", known.name),
+                    format!("unknown level `{}` for `{}`", clip(other), known.name),
                     "not a level",
                     Some("the levels are `allow`, `warn` and `deny`".to_string()),
                 ));
@@ -347,7 +353,19 @@ pub fn resolve(args: &mut AnalysisArgs) -> Result<Config, u8> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let config = match find(args.config.as_deref(), &cwd) {
         Some(path) => match load(&path) {
-            Ok(c) => c,
+            Ok(mut c) => {
+                c.found = Some(if args.config.is_some() {
+                    "--config".to_string()
+                } else if path.parent() == Some(cwd.as_path()) {
+                    crate::pipeline::CURRENT_DIRECTORY.to_string()
+                } else {
+                    format!(
+                        "found in `{}`, an ancestor of the current directory",
+                        path.parent().unwrap_or(Path::new("/")).display()
+                    )
+                });
+                c
+            }
             Err(e) => {
                 crate::diag::emit_miette(e.as_ref());
                 return Err(crate::EXIT_BAD_INPUT);

@@ -63,6 +63,22 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
             }
         };
         if !meta.is_dir() {
+            if !meta.is_file() {
+                // A FIFO would block the read forever, a device never end.
+                let what = kmir::regular::describe(&meta.file_type());
+                found.errors.push(
+                    Diagnostic::error(format!(
+                        "`{}` is not a regular file ({what}): it is not read",
+                        path.display()
+                    ))
+                    .help("pass the `.kmir` files that kextract writes, or a directory that contains them"),
+                );
+                found.bad_paths.push(Skipped {
+                    path: path.clone(),
+                    reason: format!("not a regular file ({what})"),
+                });
+                continue;
+            }
             push_once(&mut found.files, &mut seen, path);
             continue;
         }
@@ -76,9 +92,30 @@ pub fn find_dumps(paths: &[PathBuf]) -> Found {
         for entry in WalkDir::new(path).sort_by_file_name() {
             match entry {
                 Ok(entry) => {
-                    if !entry.file_type().is_dir() && is_dump_name(entry.path()) {
-                        dumps_here += 1;
-                        push_once(&mut found.files, &mut seen, entry.path());
+                    if entry.file_type().is_dir() || !is_dump_name(entry.path()) {
+                        continue;
+                    }
+                    // Only regular files (or links to one) are read: a FIFO
+                    // named like a dump would block the run forever. It is
+                    // no dump kextract wrote, so it is skipped, not lost.
+                    match std::fs::metadata(entry.path()) {
+                        Ok(m) if m.is_file() => {
+                            dumps_here += 1;
+                            push_once(&mut found.files, &mut seen, entry.path());
+                        }
+                        Ok(m) => Diagnostic::warning(format!(
+                            "`{}` is not a regular file ({}): skipped",
+                            entry.path().display(),
+                            kmir::regular::describe(&m.file_type())
+                        ))
+                        .note("kextract writes dumps as regular files; this one is not a dump")
+                        .emit(),
+                        // A dangling link: the read says why it fails, and
+                        // the input counts as lost.
+                        Err(_) => {
+                            dumps_here += 1;
+                            push_once(&mut found.files, &mut seen, entry.path());
+                        }
                     }
                 }
                 Err(e) => {
@@ -133,6 +170,18 @@ fn walk_error(root: &Path, e: &walkdir::Error) -> Diagnostic {
         Some(io) => Diagnostic::error(format!("cannot read `{}`: {io}", at.display())),
         None => Diagnostic::error(format!("cannot walk `{}`: {e}", root.display())),
     }
+}
+
+/// The text of a user's file (configuration, triage, baseline), read only
+/// if it is a regular file: a FIFO given as one would block the run.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = kmir::read_regular(path)?;
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 /// Loads `files` in parallel but yields them in order, a batch of about one
@@ -240,16 +289,21 @@ fn read(
 /// they are found and counted in the returned summary; the other crates are
 /// still linked.
 pub fn load_program(paths: &[PathBuf]) -> Option<(program::Program, LoadSummary)> {
-    load_program_with(paths, &crate::progress::Progress::none(), None)
+    load_program_with(paths, &crate::progress::Progress::none(), None, false)
 }
 
 /// [`load_program`], drawing its progress (dumps loaded, then the link),
 /// with the per-dump cache if one is given (docs/output.md, "Incremental
 /// re-runs").
+///
+/// With `kernel`, the program is the kernel (`--profile kernel`): its
+/// target is a kernel target, and a directory without a dump for one is an
+/// error naming the dumps it has.
 pub fn load_program_with(
     paths: &[PathBuf],
     progress: &crate::progress::Progress,
     cache: Option<&summary_cache::DumpCache>,
+    kernel: bool,
 ) -> Option<(program::Program, LoadSummary)> {
     let found = find_dumps(paths);
     let mut summary = LoadSummary {
@@ -303,7 +357,11 @@ pub fn load_program_with(
     }
     progress.phase("linking", 1);
     let t = crate::timings::mark();
-    let (program, problems) = program::link(crates);
+    let filter = |t: &str| crate::pipeline::is_kernel_target(t);
+    let options = program::LinkOptions {
+        prefer: kernel.then_some(&filter as program::TargetTest<'_>),
+    };
+    let (program, problems) = program::link_with(crates, &options);
     summary.link_time = crate::timings::record("link", t);
     // Identical copies are harmless and can come by the thousand (a build
     // tree copied into itself): a few are listed, many are counted.
@@ -351,6 +409,21 @@ pub fn load_program_with(
                 Diagnostic::warning(p.to_string())
                     .note("a build's host tools and proc-macro dependencies are compiled by the same RUSTC, so their dumps land in the same directory")
             }
+            program::LinkProblem::HostCrates {
+                crates,
+                program_target,
+            } => {
+                summary.host_crates.extend(crates.iter().cloned());
+                let mut d = Diagnostic::warning(format!(
+                    "{} host crate{} of the build left out: built for another target than the program (`{program_target}`), so no function of the program can call them",
+                    crates.len(),
+                    if crates.len() == 1 { "" } else { "s" }
+                ));
+                for c in crates {
+                    d = d.note(format!("{}: `{}`", c.describe(), c.path.display()));
+                }
+                d.note("a build compiles its host tools and proc macros with the same RUSTC as the program, so their dumps land in the same directory; they are not part of the program, and the result is not partial for them")
+            }
             program::LinkProblem::ConflictingDuplicate { .. } => Diagnostic::warning(p.to_string())
                 .help(
                     "remove stale dumps from the directory, or point kanalyze at one build's dumps",
@@ -359,6 +432,38 @@ pub fn load_program_with(
         d.emit();
     }
     summary.duplicates = problems.len();
+    if kernel && let Some(d) = only_host_crates(&program, &summary.host_crates) {
+        d.emit();
+        return None;
+    }
+    summary.missing = missing_crates(&program);
+    // A crate whose dump is among the inputs that could not be used is
+    // not missing too: that loss is counted once, as the unusable input.
+    summary.missing.retain(|m| {
+        let file = format!("{}-{}.{}", m.name, m.stable_crate_id, kmir::EXTENSION);
+        !summary
+            .skipped
+            .iter()
+            .any(|s| s.path.file_name().is_some_and(|f| f == file.as_str()))
+    });
+    for m in &summary.missing {
+        let d = Diagnostic::warning(format!(
+            "the dump of crate `{}` is missing: {}",
+            m.name,
+            m.needed_by_text()
+        ));
+        if m.functions_called > 0 {
+            d.note(format!(
+                "the program calls {} of its function{} without a body: what they do is unknown, and a finding that needs them is missing from this run",
+                m.functions_called,
+                if m.functions_called == 1 { "" } else { "s" }
+            ))
+            .help("build the crate with kextract into the same directory (the whole build, not only the crates that changed), or pass the directory that has its dump")
+            .emit();
+        } else {
+            d.note("the program calls none of its functions that no other dump has, so nothing is lost").emit();
+        }
+    }
     if !summary.skipped.is_empty() {
         Diagnostic::warning(format!(
             "{} of {named} input(s) could not be used and were skipped; the analysis covers the other {} crate(s)",
@@ -369,6 +474,71 @@ pub fn load_program_with(
         .emit();
     }
     Some((program, summary))
+}
+
+/// The error for a kernel run (`--profile kernel`) over a directory that
+/// has no dump built for a kernel target but the build's host crates: the
+/// dumps of crates that link the compiler's `proc_macro` library (which
+/// only runs inside the compiler: proc macros and the crates they use)
+/// say that this is a kernel build's directory before its kernel crates
+/// were built, not kernel code compiled for the host.
+fn only_host_crates(
+    program: &program::Program,
+    left_out: &[program::HostCrate],
+) -> Option<Diagnostic> {
+    let kernel_target = program
+        .crates
+        .iter()
+        .any(|c| crate::pipeline::is_kernel_target(&c.dump.header.target));
+    let tools: Vec<&str> = program
+        .crates
+        .iter()
+        .filter(|c| {
+            c.dump
+                .header
+                .dependencies
+                .iter()
+                .any(|d| d.name == "proc_macro" && d.sysroot)
+        })
+        .map(|c| c.dump.header.crate_name.as_str())
+        .collect();
+    if kernel_target || tools.is_empty() {
+        return None;
+    }
+    let mut d = Diagnostic::error(format!(
+        "no dump is built for a kernel target: the {} dump{} are a build's host crates",
+        program.crates.len() + left_out.len(),
+        if program.crates.len() + left_out.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    ));
+    for c in &program.crates {
+        d = d.note(format!(
+            "`{}` ({}): `{}`",
+            c.dump.header.crate_name,
+            c.dump.header.target,
+            c.path.display()
+        ));
+    }
+    for c in left_out {
+        d = d.note(format!("{}: `{}`", c.describe(), c.path.display()));
+    }
+    Some(
+        d.note(format!(
+            "{} link{} the compiler's `proc_macro` library: {} run{} inside the build, not in the kernel",
+            tools
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if tools.len() == 1 { "s" } else { "" },
+            if tools.len() == 1 { "it" } else { "they" },
+            if tools.len() == 1 { "s" } else { "" },
+        ))
+        .help("the kernel's crates are missing: did the build stop before them, or write their dumps elsewhere? Pass the directory of the kernel build's dumps"),
+    )
 }
 
 /// Up to this many identical copies get a warning each; more are one
@@ -383,9 +553,115 @@ pub struct LoadSummary {
     pub files: usize,
     pub input_errors: usize,
     /// Every input that could not be used, with why: paths that named no
-    /// dump, dumps that could not be read, dumps of another target.
+    /// dump, dumps that could not be read, dumps of another target that
+    /// are not host crates of the build.
     pub skipped: Vec<Skipped>,
+    /// The build's host crates, left out: not part of the program.
+    pub host_crates: Vec<program::HostCrate>,
+    /// Crates the program's dumps depend on whose dumps are missing.
+    pub missing: Vec<MissingCrate>,
     pub duplicates: usize,
     pub decode_time: std::time::Duration,
     pub link_time: std::time::Duration,
+}
+
+impl LoadSummary {
+    /// Whether the result lacks something the program needs: an input that
+    /// could not be used, or a crate it calls into whose dump is missing.
+    pub fn partial(&self) -> bool {
+        !self.skipped.is_empty() || self.missing.iter().any(|m| m.functions_called > 0)
+    }
+}
+
+/// A crate that dumps of the program were compiled against, whose own dump
+/// is not among the inputs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MissingCrate {
+    #[serde(rename = "crate")]
+    pub name: String,
+    /// Its stable crate id, as the dependents recorded it (hex).
+    pub stable_crate_id: String,
+    /// The crates whose dumps depend on it.
+    pub needed_by: Vec<String>,
+    /// How many of its functions the program calls, drops or points to
+    /// without a body anywhere: what the run could not analyse.
+    pub functions_called: usize,
+    /// A crate of this name is linked, but of another build (another
+    /// stable crate id).
+    pub other_build: bool,
+}
+
+impl MissingCrate {
+    /// "`demo_driver` depends on it (and 2 more)".
+    pub fn needed_by_text(&self) -> String {
+        let named: Vec<String> = self
+            .needed_by
+            .iter()
+            .take(3)
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let more = self.needed_by.len().saturating_sub(3);
+        let mut text = format!(
+            "{} depend{} on it",
+            named.join(", "),
+            if self.needed_by.len() == 1 { "s" } else { "" }
+        );
+        if more > 0 {
+            text.push_str(&format!(" (and {more} more)"));
+        }
+        if self.other_build {
+            text.push_str(", and the dump of that name is of another build (another crate id)");
+        }
+        text
+    }
+}
+
+/// The crates the linked dumps were compiled against (their recorded
+/// dependencies, less the prebuilt crates of the compiler's sysroot) that
+/// are not linked, with the functions of each that the program reaches
+/// without a body.
+pub fn missing_crates(program: &program::Program) -> Vec<MissingCrate> {
+    use std::collections::{BTreeMap, BTreeSet, HashSet};
+    let linked: HashSet<(&str, u64)> = program
+        .crates
+        .iter()
+        .map(|c| {
+            (
+                c.dump.header.crate_name.as_str(),
+                c.dump.header.stable_crate_id,
+            )
+        })
+        .collect();
+    let names: HashSet<&str> = linked.iter().map(|(n, _)| *n).collect();
+    let mut missing: BTreeMap<(&str, u64), BTreeSet<&str>> = BTreeMap::new();
+    for c in &program.crates {
+        for d in &c.dump.header.dependencies {
+            if d.sysroot || linked.contains(&(d.name.as_str(), d.stable_crate_id)) {
+                continue;
+            }
+            missing
+                .entry((d.name.as_str(), d.stable_crate_id))
+                .or_default()
+                .insert(c.dump.header.crate_name.as_str());
+        }
+    }
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let mut called: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &program.functions {
+        if let program::FnKind::Upstream { krate } = &f.kind {
+            *called.entry(krate.as_str()).or_default() += 1;
+        }
+    }
+    missing
+        .into_iter()
+        .map(|((name, id), by)| MissingCrate {
+            name: name.to_string(),
+            stable_crate_id: format!("{id:016x}"),
+            needed_by: by.into_iter().map(str::to_string).collect(),
+            functions_called: called.get(name).copied().unwrap_or(0),
+            other_build: names.contains(name),
+        })
+        .collect()
 }

@@ -30,6 +30,115 @@ pub struct Analysed {
     /// With `--audit-invariants`: how many findings all of them together
     /// remove.
     pub removed_by_invariants: Option<usize>,
+    /// The configuration, spec, invariants, triage and baseline files the
+    /// run read (set by the command, which knows them all).
+    pub files_used: Vec<FileUsed>,
+    /// Entries of the user's files that match nothing: spec entries here,
+    /// triage and baseline entries added by `check`.
+    pub unmatched: Vec<Unmatched>,
+}
+
+/// A file a run read, for the summary: its role, path and why it was read.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FileUsed {
+    /// `configuration`, `spec`, `invariants`, `triage` or `baseline`.
+    pub role: &'static str,
+    pub path: String,
+    /// How it was chosen: a flag, the configuration file's line, or
+    /// "found in an ancestor of the current directory".
+    pub from: String,
+}
+
+/// An entry of a user's file that matches nothing.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Unmatched {
+    /// `spec [fn]`, `spec [rust]`, `spec [field]`, `triage` or `baseline`.
+    pub kind: String,
+    /// The entry: a function name or glob, an item path, `struct.field`,
+    /// a finding id.
+    pub entry: String,
+    /// Where it is (`file:line:col`, or the file).
+    pub at: String,
+}
+
+/// "files used: configuration `x` (found …), spec `a`, …", or `None` when
+/// the run read none but the `kanalyze.toml` of the current directory,
+/// which is in plain sight (the JSON lists it all the same).
+pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
+    if let [only] = files
+        && only.role == "configuration"
+        && only.from == CURRENT_DIRECTORY
+    {
+        return None;
+    }
+    if files.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "files used: {}",
+        files
+            .iter()
+            .map(|f| format!("{} `{}` ({})", f.role, f.path, f.from))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// How a configuration file found in the current directory is said.
+pub const CURRENT_DIRECTORY: &str = "found in the current directory";
+
+/// The files a run reads, in the order the summary lists them.
+pub fn files_used(
+    config: &crate::config::Config,
+    args: &AnalysisArgs,
+    triage: Option<(&std::path::Path, &str)>,
+    baseline: Option<(&std::path::Path, &str)>,
+) -> Vec<FileUsed> {
+    let mut out = Vec::new();
+    if let (Some(path), Some(found)) = (&config.path, &config.found) {
+        out.push(FileUsed {
+            role: "configuration",
+            path: path.display().to_string(),
+            from: found.clone(),
+        });
+    }
+    let from = |p: &std::path::Path,
+                configured: &[(std::path::PathBuf, crate::config::Origin)],
+                flag: &str| {
+        configured
+            .iter()
+            .find(|(c, _)| c == p)
+            .map_or_else(|| flag.to_string(), |(_, o)| o.0.clone())
+    };
+    for p in &args.specs {
+        out.push(FileUsed {
+            role: "spec",
+            path: p.display().to_string(),
+            from: from(p, &config.specs, "--spec"),
+        });
+    }
+    for p in &args.invariants {
+        out.push(FileUsed {
+            role: "invariants",
+            path: p.display().to_string(),
+            from: from(p, &config.invariants, "--invariants"),
+        });
+    }
+    if let Some((p, o)) = triage {
+        out.push(FileUsed {
+            role: "triage",
+            path: p.display().to_string(),
+            from: o.to_string(),
+        });
+    }
+    if let Some((p, o)) = baseline {
+        out.push(FileUsed {
+            role: "baseline",
+            path: p.display().to_string(),
+            from: o.to_string(),
+        });
+    }
+    out
 }
 
 /// One declared invariant, for the summary: what it says, where it was
@@ -95,7 +204,12 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     // The summary cache's pack is read while the dumps load.
     let prefetch = crate::cache::dir(args).map(|d| summary_cache::prefetch(&d, paths));
     let dump_cache = crate::cache::dumps(args);
-    let (program, load) = input::load_program_with(paths, &progress, dump_cache.as_ref())?;
+    let (program, load) = input::load_program_with(
+        paths,
+        &progress,
+        dump_cache.as_ref(),
+        args.profile == Some(Profile::Kernel),
+    )?;
     if let Some(c) = &dump_cache {
         crate::cache::dump_warnings(c);
     }
@@ -116,8 +230,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                         Profile::Kernel => spec::Spec::builtin_kernel(),
                         Profile::Userspace => spec::Spec::userspace(),
                     };
-                    for extra in user_specs {
-                        spec.extend(extra);
+                    for extra in &user_specs {
+                        spec.extend(extra.clone());
                     }
                     spec
                 },
@@ -172,6 +286,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     errors.extend(annotations::check_arity(&mut annotations, |path| {
         arities.get(path).copied()
     }));
+    let unmatched = unmatched_spec_entries(&program, &user_specs);
     let annotation_findings = errors
         .into_iter()
         .map(|(krate, e)| {
@@ -344,7 +459,75 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         annotation_findings,
         invariants: invariant_uses,
         removed_by_invariants,
+        files_used: Vec::new(),
+        unmatched,
     })
+}
+
+/// The entries of the user's spec files that match nothing in the
+/// program, each a warning naming it (the built-in kernel spec describes
+/// the whole kernel's API, of which a program uses a part).
+fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatched> {
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    let symbols: Vec<&str> = program
+        .functions
+        .iter()
+        .map(|f| f.symbol.as_str())
+        .collect();
+    let paths: std::collections::HashSet<&str> = program
+        .functions
+        .iter()
+        .map(|f| f.item_path.as_str())
+        .collect();
+    let mut fields: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+    for c in &program.crates {
+        for adt in &c.dump.adts {
+            let owner = adt.path.rsplit("::").next().unwrap_or(adt.path.as_str());
+            for v in &adt.variants {
+                for field in &v.fields {
+                    fields.insert((owner, field.name.as_str()));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        for e in spec.unmatched(&symbols, &paths, &fields) {
+            let (what, help) = match e.table {
+                "fn" => (
+                    "names no function of the program",
+                    "a `[fn]` entry is a link name (or a glob) of a function the program calls; check its spelling (`kanalyze graph DIR` lists the program's C functions)",
+                ),
+                "rust" => (
+                    "names no function of the program",
+                    "a `[rust]` entry is an item path as `kanalyze dump` prints it after `item`",
+                ),
+                "stack.fn" => (
+                    "names no function of the program",
+                    "a `[stack.fn]` entry is a link name (or a glob) of a C function the program calls; check its spelling (`kanalyze graph DIR` lists the program's C functions)",
+                ),
+                _ => (
+                    "names no struct field of the program",
+                    "a `[field]` entry is `struct.field` of a struct the program's types use",
+                ),
+            };
+            Diagnostic::warning(format!(
+                "spec entry `{}` ({}) {what}: it applies to nothing",
+                crate::diag::clip(&e.key),
+                e.origin
+            ))
+            .help(help)
+            .emit();
+            out.push(Unmatched {
+                kind: format!("spec [{}]", e.table),
+                entry: crate::diag::clip(&e.key).into_owned(),
+                at: e.origin,
+            });
+        }
+    }
+    out
 }
 
 /// A declaration that names nothing: into its file with miette, or at the
@@ -545,7 +728,7 @@ pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
 /// `target-5637172677741850002`, or by its path) or a bare-metal triple
 /// (`aarch64-unknown-none`, `riscv64imac-unknown-none-elf`,
 /// `loongarch64-unknown-none-softfloat`).
-fn is_kernel_target(target: &str) -> bool {
+pub(crate) fn is_kernel_target(target: &str) -> bool {
     let hashed_json = target
         .rsplit_once('-')
         .is_some_and(|(_, hash)| hash.len() >= 8 && hash.bytes().all(|b| b.is_ascii_digit()));
@@ -557,23 +740,68 @@ fn is_kernel_target(target: &str) -> bool {
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
 pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
-    match program
+    if let Some(c) = program
         .crates
         .iter()
         .find(|c| c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target))
     {
-        Some(c) => (
+        return (
             Profile::Kernel,
             format!(
                 "detected: crate `kernel` for target `{}`",
                 c.dump.header.target
             ),
-        ),
-        None => (
-            Profile::Userspace,
-            "detected: no `kernel` crate built for a kernel target".to_string(),
-        ),
+        );
     }
+    // The `kernel` crate's dump is missing, but crates built for a kernel
+    // target were compiled against it: the program is still the kernel.
+    let mut dependents: Vec<&str> = program
+        .crates
+        .iter()
+        .filter(|c| {
+            is_kernel_target(&c.dump.header.target)
+                && c.dump
+                    .header
+                    .dependencies
+                    .iter()
+                    .any(|d| d.name == "kernel" && !d.sysroot)
+        })
+        .map(|c| c.dump.header.crate_name.as_str())
+        .collect();
+    dependents.sort_unstable();
+    if let Some(first) = dependents.first() {
+        let target = program
+            .crates
+            .iter()
+            .find(|c| c.dump.header.crate_name == *first)
+            .map_or("", |c| c.dump.header.target.as_str());
+        let who = format!(
+            "{} for target `{target}` depend{} on crate `kernel`",
+            dependents
+                .iter()
+                .take(3)
+                .map(|d| format!("`{d}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+                + &if dependents.len() > 3 {
+                    format!(" (and {} more)", dependents.len() - 3)
+                } else {
+                    String::new()
+                },
+            if dependents.len() == 1 { "s" } else { "" }
+        );
+        let origin = format!("detected: {who}, whose dump is missing");
+        Diagnostic::warning(format!(
+            "the kernel profile is used, but the dump of crate `kernel` is missing: {who}"
+        ))
+        .note("every function of the `kernel` crate that the program calls is unknown to this run: the result is partial")
+        .emit();
+        return (Profile::Kernel, origin);
+    }
+    (
+        Profile::Userspace,
+        "detected: no `kernel` crate built for a kernel target".to_string(),
+    )
 }
 
 /// `--deny`/`--warn`/`--allow`: the severity a finding kind is reported
@@ -606,7 +834,8 @@ impl Levels {
             for kind in kinds {
                 let Some(known) = checks::kind(kind).map(|k| k.name) else {
                     let mut d = Diagnostic::error(format!(
-                        "unknown finding kind `{kind}` given to `{flag}`"
+                        "unknown finding kind `{}` given to `{flag}`",
+                        crate::diag::clip(kind)
                     ));
                     if let Some(near) = checks::KINDS
                         .iter()
@@ -656,6 +885,13 @@ impl Levels {
 
 /// Levenshtein distance, for "did you mean".
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    // The distance is at least the difference in length: far apart (a
+    // huge value in a file), that bound is the answer for every "did you
+    // mean" (which wants 3 or less), and costs nothing.
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la.abs_diff(lb) > 8 {
+        return la.abs_diff(lb);
+    }
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
 
-use crate::diag::FileError;
+use crate::diag::{FileError, clip};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -90,6 +90,8 @@ pub struct Entry {
     pub date: Option<String>,
     /// A commit, a list message: where the verdict was discussed.
     pub reference: Option<String>,
+    /// The line of the file its `id` is on (0 when not read from a file).
+    pub line: usize,
 }
 
 /// A triage file, read and checked.
@@ -124,7 +126,7 @@ const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with 
 
 /// Reads and checks a triage file.
 pub fn load(path: &Path) -> Result<Triage, Box<FileError>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_text(path).map_err(|e| {
         FileError::at(
             "kanalyze::triage",
             path,
@@ -154,7 +156,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         err(
             e.span(),
-            format!("invalid triage file: {}", e.message().trim_end()),
+            format!(
+                "invalid triage file: {}",
+                crate::diag::clip_quoted(e.message().trim_end())
+            ),
             "here",
             Some(FORMAT_HELP.to_string()),
         )
@@ -166,7 +171,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
         if !is_hash(e.id.get_ref(), "KA") {
             return Err(err(
                 Some(e.id.span()),
-                format!("`{}` is not a finding id", e.id.get_ref()),
+                format!("`{}` is not a finding id", clip(e.id.get_ref())),
                 "expected `KA` and 16 hex digits",
                 Some(
                     "copy the `id` of the finding from `kanalyze check --format json`".to_string(),
@@ -176,7 +181,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
         if !is_hash(e.text.get_ref(), "KT") {
             return Err(err(
                 Some(e.text.span()),
-                format!("`{}` is not a text fingerprint", e.text.get_ref()),
+                format!("`{}` is not a text fingerprint", clip(e.text.get_ref())),
                 "expected `KT` and 16 hex digits",
                 Some("copy the `text_fingerprint` of the finding from `kanalyze check --format json`: it is how a changed finding is noticed".to_string()),
             ));
@@ -187,7 +192,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
         else {
             return Err(err(
                 Some(e.verdict.span()),
-                format!("unknown verdict `{}`", e.verdict.get_ref()),
+                format!("unknown verdict `{}`", clip(e.verdict.get_ref())),
                 "not a verdict",
                 Some("the verdicts are `bug`, `not-a-bug`, `intended` and `wont-fix`".to_string()),
             ));
@@ -210,9 +215,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Triage, Box<FileError>> {
                 Some("keep one entry per finding".to_string()),
             ));
         }
+        let line = text[..e.id.span().start.min(text.len())]
+            .matches('\n')
+            .count()
+            + 1;
         triage.entries.insert(
             e.id.get_ref().clone(),
             Entry {
+                line,
                 id: e.id.into_inner(),
                 text: e.text.into_inner(),
                 verdict,

@@ -343,3 +343,76 @@ fn check_reports_build_asserts_on_arguments_in_functions_not_inlined() {
     let root = root.to_str().expect("a UTF-8 repository path");
     insta::assert_snapshot!(text.stdout.replace(root, "[ROOT]"));
 }
+
+/// Inputs with nothing to read: a linked executable, a shared object, LLVM
+/// bitcode, an empty archive, a directory without objects. Each is named
+/// with why it was skipped, and a run that read no object is an error.
+#[test]
+fn inputs_with_nothing_usable_are_named_and_exit_2() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let d = dir.path();
+    // LLVM bitcode, compiled from a fixture.
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let status = std::process::Command::new(rustc)
+        .args([
+            "--edition",
+            "2024",
+            "--crate-type=lib",
+            "--emit=llvm-bc",
+            "-o",
+        ])
+        .arg(d.join("lto.o"))
+        .arg(repo_root().join("fixtures/batch/kernel.rs"))
+        .status()
+        .expect("rustc runs");
+    assert!(status.success());
+    // An empty archive, and a directory with no object in it.
+    std::fs::write(d.join("empty.a"), b"!<arch>\n").expect("written");
+    std::fs::create_dir(d.join("nothing")).expect("created");
+    std::fs::write(d.join("nothing/notes.txt"), b"no objects here").expect("written");
+    // The compiler's own shared library, and this test's kanalyze.
+    let sysroot_lib = test_harness::nightly_rustc()
+        .parent()
+        .and_then(|bin| bin.parent())
+        .expect("the sysroot")
+        .join("lib");
+    let shared = std::fs::read_dir(&sysroot_lib)
+        .expect("the sysroot's lib")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "so"))
+        .expect("a shared object in the sysroot");
+    let exe = env!("CARGO_BIN_EXE_kanalyze");
+    let shared = shared.to_str().expect("a UTF-8 path");
+    let run = kanalyze(
+        d,
+        &["build-error", "lto.o", "empty.a", "nothing", shared, exe],
+    );
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    for (input, why) in [
+        ("lto.o", "LLVM bitcode (an LTO object) has no machine code"),
+        ("empty.a", "an archive with no members"),
+        (
+            "nothing",
+            "a directory with no `.o`, `.a` or `.rlib` file in it",
+        ),
+        (shared, "a linked file (an executable or a shared object)"),
+        (exe, "a linked file (an executable or a shared object)"),
+    ] {
+        assert!(
+            run.stderr.contains(&format!("`{input}`: {why}")),
+            "{input}: {}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr
+            .contains("error: no object with machine code was read: nothing usable was given"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.stdout,
+        "kanalyze: no `rust_build_error` reference; read 0 objects, 5 inputs skipped\n"
+    );
+}

@@ -84,6 +84,28 @@ fn frame_of(root: &serde_json::Value, function: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("`{function}` is not on the path: {root:#}"))
 }
 
+/// A validator of one finding by the JSON schema of docs/output.md ("JSON
+/// schema"): its `finding` definition.
+fn finding_validator() -> jsonschema::Validator {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/output.md"),
+    )
+    .expect("docs/output.md");
+    let block = doc
+        .split("### JSON schema")
+        .nth(1)
+        .and_then(|s| s.split("```json").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the JSON schema block");
+    let schema: serde_json::Value = serde_json::from_str(block).expect("the schema is JSON");
+    let finding = serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": "#/$defs/finding",
+        "$defs": schema["$defs"].clone(),
+    });
+    jsonschema::validator_for(&finding).expect("a valid JSON Schema")
+}
+
 fn kinds(doc: &serde_json::Value) -> Vec<(String, String)> {
     doc["findings"]
         .as_array()
@@ -514,12 +536,31 @@ fn baseline_triage_sarif_and_html() {
         &["--triage", "stack-triage.toml", "--format", "json"],
     );
     let after = json(&run);
+    // As `check` writes them: the hidden finding is listed last, with its
+    // verdict, and not counted as an error.
+    let listed = after["findings"].as_array().expect("findings");
+    let last = listed.last().expect("a finding");
+    assert_eq!(last["kind"], "stack-depth-exceeded");
+    assert_eq!(last["id"], id);
+    assert_eq!(last["triage"]["verdict"], "intended");
+    assert_eq!(last["triage"]["suppressed"], true);
+    assert_eq!(last["triage"]["reexamine"], false);
     assert!(
-        !kinds(&after)
+        listed[..listed.len() - 1]
             .iter()
-            .any(|(k, _)| k == "stack-depth-exceeded")
+            .all(|f| f["kind"] != "stack-depth-exceeded" && f.get("triage").is_none())
     );
     assert_eq!(after["summary"]["triage"]["hidden"], 1);
+    assert_eq!(
+        after["summary"]["errors"].as_u64(),
+        doc["summary"]["errors"].as_u64().map(|n| n - 1)
+    );
+    // Each finding is a finding of `check`'s JSON schema (docs/output.md).
+    let validator = finding_validator();
+    for f in listed {
+        let errors: Vec<String> = validator.iter_errors(f).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{f:#}: {errors:#?}");
+    }
     // SARIF: the stack kinds are rules, one result per finding.
     let run = stack(&["."], &["--format", "sarif"]);
     let log: serde_sarif::sarif::Sarif = serde_json::from_str(&run.stdout).expect("SARIF");

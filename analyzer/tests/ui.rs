@@ -30,7 +30,24 @@ fn clean_paths(b: &[u8], dir: &std::path::Path) -> String {
 /// same, byte for byte.
 fn check(fixture: &str, opt: &'static str, format: &str) -> (i32, String, String) {
     let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
+    check_dir(out.dir.path(), fixture, format)
+}
+
+/// [`check`] on a fixture in text, and its JSON validated against the
+/// schema of docs/output.md.
+fn check_ui(fixture: &str, opt: &'static str) -> (i32, String, String) {
+    let out = extract(&[CrateSpec::lib(&format!("ui/{fixture}.rs")).opt(opt)]);
     let dir = out.dir.path();
+    let text = check_dir(dir, fixture, "text");
+    let (code, json, stderr) = check_in(dir, &["--format", "json", "--no-cache"]);
+    assert_eq!(code, text.0, "{fixture}: {stderr}");
+    assert_valid_output(fixture, &json);
+    text
+}
+
+/// `kanalyze check` on the dumps in `dir` without the cache, and with a
+/// cache as [`check`] says.
+fn check_dir(dir: &std::path::Path, fixture: &str, format: &str) -> (i32, String, String) {
     let cold = check_in(dir, &["--format", format, "--no-cache"]);
     let cache = dir.join("fixture-cache");
     let cache = cache.to_str().expect("utf-8");
@@ -51,7 +68,7 @@ macro_rules! ui {
         fn $name() {
             let fixture = stringify!($name);
             for opt in ["0", "2"] {
-                let (code, stdout, stderr) = check(fixture, opt, "text");
+                let (code, stdout, stderr) = check_ui(fixture, opt);
                 assert!(stderr.is_empty(), "{fixture} at opt-level {opt}: {stderr}");
                 if fixture.starts_with("fp_") {
                     assert_eq!(code, 0, "{fixture} at opt-level {opt} must be clean:\n{stdout}");
@@ -132,7 +149,225 @@ ui!(
     callback_glue,
     callback_paths,
     vtables,
+    failure_paths,
 );
+
+/// The JSON schema of `check --format json`, from docs/output.md ("JSON
+/// schema"): the first `json` block after that heading.
+fn output_schema() -> serde_json::Value {
+    let doc = std::fs::read_to_string(repo_root().join("docs/output.md")).unwrap();
+    let section = doc
+        .split("### JSON schema")
+        .nth(1)
+        .expect("docs/output.md has a `### JSON schema` section");
+    let block = section
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a json block in the section");
+    serde_json::from_str(block).expect("the schema is JSON")
+}
+
+fn output_validator() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| jsonschema::validator_for(&output_schema()).expect("a valid JSON Schema"))
+}
+
+/// Fails naming every place where `json` (the output of `check --format
+/// json`) breaks the schema.
+fn assert_valid_output(what: &str, json: &str) {
+    let doc: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{what}: not JSON: {e}\n{json}"));
+    let errors: Vec<String> = output_validator()
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: not valid output: {errors:#?}");
+}
+
+/// The schema names every finding kind, and only those; and it rejects
+/// what is not the output (so that the checks above can fail).
+#[test]
+fn the_json_schema_knows_every_kind_and_rejects_other_documents() {
+    let schema = output_schema();
+    let kinds: Vec<&str> = schema["$defs"]["finding"]["properties"]["kind"]["enum"]
+        .as_array()
+        .expect("a kind enumeration")
+        .iter()
+        .filter_map(|k| k.as_str())
+        .collect();
+    let mut ours: Vec<&str> = checks::KINDS.iter().map(|k| k.name).collect();
+    let mut theirs = kinds.clone();
+    ours.sort_unstable();
+    theirs.sort_unstable();
+    assert_eq!(theirs, ours);
+    let (_, json, _) = check("sleep_in_atomic", "0", "json");
+    assert_valid_output("sleep_in_atomic", &json);
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    doc["findings"][0]["kind"] = "no-such-kind".into();
+    assert!(!output_validator().is_valid(&doc));
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    doc["summary"]["partial"] = "no".into();
+    assert!(!output_validator().is_valid(&doc));
+}
+
+/// Every JSON document among the UI tests' snapshots is valid output.
+#[test]
+fn every_json_snapshot_matches_the_schema() {
+    let dir = repo_root().join("analyzer/tests/snapshots");
+    let mut validated = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The snapshot's contents follow insta's `---` header.
+        let body = text.splitn(3, "---\n").nth(2).unwrap_or_default();
+        // A snapshot may hold several outputs; each JSON document of
+        // `check` starts with `{` at the start of a line.
+        let mut rest = body;
+        while let Some(start) = rest.find("{\n  \"version\"") {
+            let mut stream =
+                serde_json::Deserializer::from_str(&rest[start..]).into_iter::<serde_json::Value>();
+            let Some(Ok(doc)) = stream.next() else { break };
+            let used = stream.byte_offset();
+            assert_valid_output(&path.display().to_string(), &doc.to_string());
+            validated += 1;
+            rest = &rest[start + used..];
+        }
+    }
+    assert!(
+        validated >= 2,
+        "only {validated} JSON documents found in the snapshots"
+    );
+}
+
+/// With a triage file, every judged finding carries its verdict as data:
+/// `bug` and a changed verdict stay shown, `not-a-bug` is listed as
+/// suppressed, after the others, and is not counted.
+#[test]
+fn triage_verdicts_are_data_in_the_json() {
+    let out = extract(&[CrateSpec::lib("ui/failure_paths.rs")]);
+    let dir = out.dir.path();
+    let (code, json, _) = check_in(dir, &["--format", "json", "--no-cache"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let id_of = |function: &str, kind: &str| -> String {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == function && f["kind"] == kind)
+            .and_then(|f| f["id"].as_str())
+            .unwrap_or_else(|| panic!("no {kind} in {function}"))
+            .to_string()
+    };
+    let judge = |id: &str, verdict: &str| {
+        let o = kanalyze_in(
+            dir,
+            &[
+                "triage",
+                "kmir",
+                "--no-cache",
+                "--file",
+                "triage.toml",
+                "--id",
+                id,
+                "--verdict",
+                verdict,
+                "--reason",
+                "judged in the test",
+                "--by",
+                "the test team",
+                "--date",
+                "2026-12-06",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    judge(
+        &id_of("failure_paths::assertion", "sleep-on-failure-path"),
+        "bug",
+    );
+    judge(
+        &id_of("failure_paths::normal_path", "sleep-in-atomic"),
+        "not-a-bug",
+    );
+    let (code, json, stderr) = check_in(
+        dir,
+        &["--format", "json", "--no-cache", "--triage", "triage.toml"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_valid_output("triage", &json);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let judged: Vec<(&str, &str, bool)> = findings
+        .iter()
+        .filter(|f| !f["triage"].is_null())
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap(),
+                f["triage"]["verdict"].as_str().unwrap(),
+                f["triage"]["suppressed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        judged,
+        [
+            ("sleep-on-failure-path", "bug", false),
+            ("sleep-in-atomic", "not-a-bug", true)
+        ]
+    );
+    // The suppressed one comes last and is not counted.
+    assert_eq!(findings.last().unwrap()["triage"]["suppressed"], true);
+    assert_eq!(v["summary"]["errors"], 4);
+    assert_eq!(v["summary"]["triage"]["hidden"], 1);
+    insta::assert_snapshot!("triage_verdicts_json", json);
+}
+
+/// `panic!` is a failure routine where its entry point is one: a
+/// `[rust]` spec entry marks the standard library's (not extracted here).
+#[test]
+fn a_spec_entry_makes_panic_a_failure_routine() {
+    let out = extract(&[CrateSpec::lib("ui/failure_paths.rs")]);
+    let dir = out.dir.path();
+    let kinds = |args: &[&str]| -> Vec<(String, String)> {
+        let (_, json, stderr) =
+            check_in(dir, &[&["--format", "json", "--no-cache"], args].concat());
+        assert!(stderr.is_empty(), "{stderr}");
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["function"].as_str().unwrap_or_default().to_string(),
+                    f["kind"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .filter(|(f, _)| f == "failure_paths::panics")
+            .collect()
+    };
+    assert_eq!(
+        kinds(&[]),
+        [(
+            "failure_paths::panics".to_string(),
+            "sleep-in-atomic".to_string()
+        )]
+    );
+    std::fs::write(
+        dir.join("panic.toml"),
+        "[rust]\n\"core::panicking::panic_fmt\" = { failure = true }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        kinds(&["--spec", "panic.toml"]),
+        [(
+            "failure_paths::panics".to_string(),
+            "sleep-on-failure-path".to_string()
+        )]
+    );
+}
 
 /// `kanalyze summary` of function `f` in the dumps under `dir/kmir`,
 /// which must succeed.
@@ -1198,7 +1433,7 @@ fn json_output_is_stable_and_complete() {
     let (code, stdout, _) = check("sleep_in_atomic", "0", "json");
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
     let findings = v["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
     for f in findings {
@@ -2097,8 +2332,10 @@ fn handle_objects_with_spec() {
     .unwrap();
     let (code, with, stderr) = check_in(dir, &["--no-cache", "--spec", "handles.toml"]);
     assert_eq!(code, 0, "{stderr}");
+    // Nothing but summary lines (the files used, the counts).
     assert!(
-        with.starts_with("kanalyze: no errors or warnings"),
+        with.lines().all(|l| l.starts_with("kanalyze: "))
+            && with.contains("kanalyze: no errors or warnings"),
         "{with}"
     );
 }

@@ -217,16 +217,24 @@ fn skip_reason(tcx: TyCtxt<'_>, crate_name: &str) -> Option<&'static str> {
     }
     // Build scripts probe the compiler by feeding it a test program on
     // standard input and reading back IR or assembly (autocfg does this,
-    // inheriting RUSTC_WRAPPER and KANALYZE_OUT): such a probe is no crate of
-    // the program, and neither writes an object nor links.
-    let linked = tcx.sess.opts.output_types.contains_key(&OutputType::Object)
-        || tcx.sess.opts.output_types.contains_key(&OutputType::Exe);
-    if matches!(tcx.sess.io.input, Input::Str { .. }) && !linked {
+    // inheriting RUSTC_WRAPPER and KANALYZE_OUT), and kbuild's `rustc-option`
+    // compiles one to an object on standard output: such a probe is no crate
+    // of the program, and writes no object or executable to a file.
+    if matches!(tcx.sess.io.input, Input::Str { .. }) && !writes_code(&tcx.sess.opts.output_types) {
         return Some(
-            "it is a compiler probe (read from standard input, neither an object nor linked)",
+            "it is a compiler probe (read from standard input, no object or executable written to a file)",
         );
     }
     None
+}
+
+/// Whether the compilation writes an object or an executable to a file
+/// (not to standard output): something a build could link.
+fn writes_code(outputs: &rustc_session::config::OutputTypes) -> bool {
+    outputs.iter().any(|(kind, file)| {
+        matches!(kind, OutputType::Object | OutputType::Exe)
+            && !matches!(file, Some(rustc_session::config::OutFileName::Stdout))
+    })
 }
 
 /// Runs the extraction; a panic inside it (an unexpected compiler state)

@@ -150,6 +150,30 @@ pub fn extract_crate(tcx: TyCtxt<'_>) -> Result<kmir::CrateDump, String> {
         stable_crate_id: tcx.stable_crate_id(LOCAL_CRATE).as_u64(),
         edition: tcx.sess.edition().to_string().into(),
         drop_elaborated_mir: true,
+        host: rustc_session::config::host_tuple().into(),
+        dependencies: dependencies(tcx),
     };
     Ok(tr.finish(header, instances, static_items, items))
+}
+
+/// Every crate of the crate graph whose code the crate may link: all but
+/// proc macros (and crates loaded only for their macros), each with whether
+/// the compiler found it in its sysroot (a prebuilt standard library crate,
+/// which no build compiles and so never dumps).
+fn dependencies(tcx: TyCtxt<'_>) -> Vec<kmir::Dependency> {
+    let sysroot_lib = &tcx.sess.target_tlib_path.dir;
+    tcx.crates(())
+        .iter()
+        .filter(|&&cnum| !tcx.crate_dep_kind(cnum).macros_only())
+        .map(|&cnum| {
+            let source = tcx.used_crate_source(cnum);
+            let mut paths = source.paths().peekable();
+            let sysroot = paths.peek().is_some() && paths.all(|p| p.starts_with(sysroot_lib));
+            kmir::Dependency {
+                name: tcx.crate_name(cnum).to_string().into(),
+                stable_crate_id: tcx.stable_crate_id(cnum).as_u64(),
+                sysroot,
+            }
+        })
+        .collect()
 }

@@ -13,6 +13,9 @@ use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 /// Exit status when a reference was found.
 pub const EXIT_FOUND: u8 = 1;
 
+/// How many skipped inputs the warning names.
+const SKIPPED_SHOWN: usize = 10;
+
 pub fn run(args: &BuildErrorArgs) -> u8 {
     // The dumps first: a bad `--dumps` is a usage error, found before the
     // objects are read.
@@ -36,6 +39,28 @@ pub fn run(args: &BuildErrorArgs) -> u8 {
     // Unreadable inputs first, on stderr: the result below is incomplete.
     for e in &scan.errors {
         Diagnostic::error(format!("`{}`: {}", e.name, e.message)).emit();
+    }
+    // What was passed over, and why: a run that read nothing usable must
+    // not look like one that found nothing.
+    if !scan.skipped.is_empty() {
+        let mut d = Diagnostic::warning(format!(
+            "{} input{} skipped",
+            scan.skipped.len(),
+            if scan.skipped.len() == 1 { "" } else { "s" }
+        ));
+        for (name, why) in scan.skipped.iter().take(SKIPPED_SHOWN) {
+            d = d.note(format!("`{}`: {why}", crate::diag::clip(name)));
+        }
+        if scan.skipped.len() > SKIPPED_SHOWN {
+            d = d.note(format!("… and {} more", scan.skipped.len() - SKIPPED_SHOWN));
+        }
+        d.emit();
+    }
+    let nothing = scan.objects == 0;
+    if nothing {
+        Diagnostic::error("no object with machine code was read: nothing usable was given")
+            .help("pass the relocatable objects (`.o`), archives (`.a`, `.rlib`) or the object directory of the build that failed")
+            .emit();
     }
     if args.format == Format::Sarif {
         Diagnostic::error("`build-error` writes text or JSON; SARIF is `check`'s format")
@@ -67,8 +92,9 @@ pub fn run(args: &BuildErrorArgs) -> u8 {
         return EXIT_FAILURE;
     }
     // An unreadable input makes the run inconclusive, which must not read
-    // as "no reference": it wins over the references found elsewhere.
-    if !scan.errors.is_empty() {
+    // as "no reference": it wins over the references found elsewhere; so
+    // does a run that read no object at all.
+    if !scan.errors.is_empty() || nothing {
         EXIT_BAD_INPUT
     } else if !scan.references.is_empty() {
         EXIT_FOUND

@@ -16,12 +16,13 @@ use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 pub const EXIT_FINDINGS: u8 = 1;
 
 /// Bumped when the JSON output changes incompatibly (docs/output.md): 2
-/// made `summary.skipped_inputs` objects with a reason.
-pub const JSON_VERSION: u32 = 2;
+/// made `summary.skipped_inputs` objects with a reason; 3 lists the
+/// findings a triage verdict hides, each finding with its `triage`.
+pub const JSON_VERSION: u32 = 3;
 
-/// JSON output versions a baseline may have: the findings (what a baseline
-/// reads) have not changed since version 1.
-const BASELINE_VERSIONS: &[u64] = &[1, 2];
+/// JSON output versions a baseline may have: the findings' ids (what a
+/// baseline reads) have not changed since version 1.
+const BASELINE_VERSIONS: &[u64] = &[1, 2, 3];
 
 /// Exit status when inputs were skipped and `--allow-partial` was not given.
 pub const EXIT_PARTIAL: u8 = 3;
@@ -98,9 +99,21 @@ pub fn run(args: &CheckArgs) -> u8 {
         },
         None => None,
     };
-    let Some(analysed) = analyse(&args.paths, &args.analysis) else {
+    let Some(mut analysed) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
+    analysed.files_used = crate::pipeline::files_used(
+        &config,
+        &args.analysis,
+        triage_path.as_ref().map(|(p, o)| (p.as_path(), o.as_str())),
+        baseline_path
+            .as_ref()
+            .map(|(p, o)| (p.as_path(), o.as_str())),
+    );
+    if let (Some(b), Some((path, _))) = (&baseline, &baseline_path) {
+        let unmatched = b.foreign_entries(&analysed.program, path);
+        analysed.unmatched.extend(unmatched);
+    }
     let t = crate::timings::mark();
     let all = analysed.findings();
     let (findings, known_list): (Vec<&findings::Finding>, Vec<&findings::Finding>) = match &baseline
@@ -111,12 +124,24 @@ pub fn run(args: &CheckArgs) -> u8 {
         None => (all, Vec::new()),
     };
     let known = known_list.len();
-    let (findings, triaged, suppressed) = match &triage {
-        Some(t) => {
+    let mut stale = Vec::new();
+    let (findings, triaged, suppressed) = match (&triage, &triage_path) {
+        (Some(t), Some((path, _))) => {
             let (f, o, s) = apply_triage(&analysed.program, findings, t);
+            stale = stale_entries(t, &o.stale, path, baseline.is_some());
             (f, Some(o), s)
         }
-        None => (findings.into_iter().cloned().collect(), None, Vec::new()),
+        _ => (
+            findings
+                .into_iter()
+                .map(|f| Judged {
+                    finding: f.clone(),
+                    triage: None,
+                })
+                .collect(),
+            None,
+            Vec::new(),
+        ),
     };
     let shown = Shown {
         findings,
@@ -126,6 +151,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         known_list: known_list.into_iter().cloned().collect(),
         suppressed,
     };
+    analysed.unmatched.extend(stale);
     crate::timings::record("findings", t);
     let t = crate::timings::mark();
     let stdout = io::stdout();
@@ -139,11 +165,15 @@ pub fn run(args: &CheckArgs) -> u8 {
     crate::timings::record("output", t);
     let code = if super::output_failed(result) {
         EXIT_FAILURE
-    } else if !analysed.load.skipped.is_empty() && !allow_partial {
+    } else if analysed.load.partial() && !allow_partial {
         // A run over an incomplete program cannot pass: what the skipped
-        // crates would have shown is missing.
+        // or missing crates would have shown is missing.
         EXIT_PARTIAL
-    } else if shown.findings.iter().any(|f| f.severity == Severity::Error) {
+    } else if shown
+        .findings
+        .iter()
+        .any(|f| f.finding.severity == Severity::Error)
+    {
         EXIT_FINDINGS
     } else {
         EXIT_OK
@@ -157,9 +187,67 @@ pub fn run(args: &CheckArgs) -> u8 {
     code
 }
 
+/// A finding to report, and the triage entry that judged it.
+pub(crate) struct Judged {
+    pub(crate) finding: findings::Finding,
+    pub(crate) triage: Option<Verdict>,
+}
+
+/// A triage entry that matched a finding of the run.
+#[derive(Clone)]
+pub(crate) struct Verdict {
+    pub(crate) entry: crate::triage::Entry,
+    /// What the finding says now differs from what was judged.
+    reexamine: bool,
+    /// The verdict hides the finding (`not-a-bug`, `intended`,
+    /// `wont-fix`, unchanged since judged).
+    suppressed: bool,
+}
+
+impl Verdict {
+    /// The note text output and SARIF show for it.
+    fn note(&self, now: &str) -> String {
+        let judged = self.entry.judged();
+        if self.reexamine {
+            format!(
+                "{judged}; but what the finding says changed since ({} then, {now} now): re-examine it",
+                self.entry.text
+            )
+        } else {
+            judged
+        }
+    }
+
+    pub(crate) fn json(&self) -> report::JsonTriage {
+        report::JsonTriage {
+            verdict: self.entry.verdict.as_str(),
+            reason: self.entry.reason.clone(),
+            by: self.entry.by.clone(),
+            date: self.entry.date.clone(),
+            reference: self.entry.reference.clone(),
+            judged_text: self.entry.text.clone(),
+            reexamine: self.reexamine,
+            suppressed: self.suppressed,
+        }
+    }
+}
+
+impl Judged {
+    /// The finding with its verdict as a note (text and SARIF).
+    pub(crate) fn noted(&self) -> findings::Finding {
+        let mut f = self.finding.clone();
+        if let Some(v) = &self.triage {
+            f.notes.push(findings::Note::text(
+                v.note(&report::text_fingerprint(&self.finding)),
+            ));
+        }
+        f
+    }
+}
+
 /// The findings to report, after the baseline and the triage.
 struct Shown {
-    findings: Vec<findings::Finding>,
+    findings: Vec<Judged>,
     /// Findings left out because the baseline has them.
     known: usize,
     triaged: Option<crate::triage::Outcome>,
@@ -167,23 +255,19 @@ struct Shown {
     baseline: bool,
     /// The findings the baseline has (only SARIF lists them, as unchanged).
     known_list: Vec<findings::Finding>,
-    /// The findings a triage verdict hides, with the verdict and its
-    /// justification (only SARIF lists them, as suppressed).
-    suppressed: Vec<(findings::Finding, String, String)>,
+    /// The findings a triage verdict hides (SARIF lists them as
+    /// suppressed, JSON with their `triage`).
+    suppressed: Vec<Judged>,
 }
 
 /// The triage's verdicts applied: judged findings whose text is unchanged
 /// are hidden (`not-a-bug`, `intended`, `wont-fix`) or kept with their verdict
-/// (`bug`); changed ones are kept with a note to re-examine them.
+/// (`bug`); changed ones are kept, to be re-examined.
 pub(crate) fn apply_triage(
     program: &program::Program,
     findings: Vec<&findings::Finding>,
     triage: &crate::triage::Triage,
-) -> (
-    Vec<findings::Finding>,
-    crate::triage::Outcome,
-    Vec<(findings::Finding, String, String)>,
-) {
+) -> (Vec<Judged>, crate::triage::Outcome, Vec<Judged>) {
     let mut suppressed = Vec::new();
     let mut outcome = crate::triage::Outcome::default();
     let mut matched = std::collections::HashSet::new();
@@ -191,30 +275,32 @@ pub(crate) fn apply_triage(
     for f in findings {
         let id = report::stable_id(program, f);
         let Some(entry) = triage.entries.get(&id) else {
-            kept.push(f.clone());
+            kept.push(Judged {
+                finding: f.clone(),
+                triage: None,
+            });
             continue;
         };
         matched.insert(id);
-        let judged = entry.judged();
-        let now = report::text_fingerprint(f);
-        if now != entry.text {
+        let reexamine = report::text_fingerprint(f) != entry.text;
+        let suppressed_now = !reexamine && entry.verdict.hides();
+        let judged = Judged {
+            finding: f.clone(),
+            triage: Some(Verdict {
+                entry: entry.clone(),
+                reexamine,
+                suppressed: suppressed_now,
+            }),
+        };
+        if reexamine {
             outcome.reexamine += 1;
-            let mut f = f.clone();
-            f.notes.push(findings::Note::text(format!(
-                "{judged}; but what the finding says changed since ({} then, {now} now): re-examine it",
-                entry.text
-            )));
-            kept.push(f);
-            continue;
-        }
-        if entry.verdict.hides() {
+            kept.push(judged);
+        } else if suppressed_now {
             outcome.hidden += 1;
-            suppressed.push((f.clone(), entry.verdict.as_str().to_string(), judged));
+            suppressed.push(judged);
         } else {
             outcome.bugs += 1;
-            let mut f = f.clone();
-            f.notes.push(findings::Note::text(judged));
-            kept.push(f);
+            kept.push(judged);
         }
     }
     let mut stale: Vec<String> = triage
@@ -228,15 +314,68 @@ pub(crate) fn apply_triage(
     (kept, outcome, suppressed)
 }
 
-/// The stable ids of a previous run's findings.
+/// The triage entries that match no finding of the run, each a warning
+/// naming it. With a baseline, a judged finding the baseline has is not
+/// shown and so not matched: the entries are then only counted.
+fn stale_entries(
+    t: &crate::triage::Triage,
+    stale: &[String],
+    path: &std::path::Path,
+    baselined: bool,
+) -> Vec<crate::pipeline::Unmatched> {
+    if stale.is_empty() || baselined {
+        return Vec::new();
+    }
+    let shown: Vec<String> = stale
+        .iter()
+        .take(5)
+        .map(|id| {
+            let at = t.entries.get(id).map_or(0, |e| e.line);
+            format!("`{id}` ({}:{at})", path.display())
+        })
+        .collect();
+    Diagnostic::warning(format!(
+        "{} triage entr{} of `{}` match{} no finding of this run: {}{}",
+        stale.len(),
+        if stale.len() == 1 { "y" } else { "ies" },
+        path.display(),
+        if stale.len() == 1 { "es" } else { "" },
+        shown.join(", "),
+        if stale.len() > 5 {
+            format!(", … {} more", stale.len() - 5)
+        } else {
+            String::new()
+        }
+    ))
+    .note("the finding was fixed, its function renamed, or the entry is of another program or other settings (`--spec`, `--invariants`, levels)")
+    .help("remove the entries of fixed findings from the triage file")
+    .emit();
+    stale
+        .iter()
+        .map(|id| crate::pipeline::Unmatched {
+            kind: "triage".to_string(),
+            entry: id.clone(),
+            at: format!(
+                "{}:{}",
+                path.display(),
+                t.entries.get(id).map_or(0, |e| e.line)
+            ),
+        })
+        .collect()
+}
+
+/// The stable ids of a previous run's findings, with the function each is
+/// in.
 pub(crate) struct Baseline {
     pub(crate) ids: std::collections::HashSet<String>,
+    /// `(id, function)` of every finding that names its function.
+    functions: Vec<(String, String)>,
 }
 
 impl Baseline {
     pub(crate) fn load(path: &std::path::Path) -> Result<Baseline, Diagnostic> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text(path)
             .map_err(|e| Diagnostic::error(format!("cannot read the baseline `{shown}`: {e}")))?;
         let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Diagnostic::error(format!("the baseline `{shown}` is not JSON: {e}"))
@@ -246,7 +385,7 @@ impl Baseline {
             Some(v) if BASELINE_VERSIONS.contains(&v) => {}
             Some(v) => {
                 return Err(Diagnostic::error(format!(
-                    "the baseline `{shown}` is JSON output version {v}; this kanalyze writes version {JSON_VERSION} and reads baselines of versions 1 and 2"
+                    "the baseline `{shown}` is JSON output version {v}; this kanalyze writes version {JSON_VERSION} and reads baselines of versions 1, 2 and 3"
                 ))
                 .help("regenerate it with this kanalyze: `kanalyze check --format json DIR > FILE`"));
             }
@@ -262,6 +401,7 @@ impl Baseline {
             )));
         };
         let mut ids = std::collections::HashSet::new();
+        let mut functions = Vec::new();
         for (i, f) in list.iter().enumerate() {
             let Some(id) = f.get("id").and_then(serde_json::Value::as_str) else {
                 return Err(Diagnostic::error(format!(
@@ -269,8 +409,63 @@ impl Baseline {
                 )));
             };
             ids.insert(id.to_string());
+            if let Some(function) = f.get("function").and_then(serde_json::Value::as_str) {
+                functions.push((id.to_string(), function.to_string()));
+            }
         }
-        Ok(Baseline { ids })
+        Ok(Baseline { ids, functions })
+    }
+
+    /// The baseline's findings in functions this program does not have
+    /// (a baseline of another program, or of code since removed), as a
+    /// warning naming them.
+    fn foreign_entries(
+        &self,
+        program: &program::Program,
+        path: &std::path::Path,
+    ) -> Vec<crate::pipeline::Unmatched> {
+        let names: std::collections::HashSet<&str> =
+            program.functions.iter().map(|f| f.name.as_str()).collect();
+        let foreign: Vec<&(String, String)> = self
+            .functions
+            .iter()
+            .filter(|(_, f)| !names.contains(f.as_str()))
+            .collect();
+        if foreign.is_empty() {
+            return Vec::new();
+        }
+        let shown: Vec<String> = foreign
+            .iter()
+            .take(5)
+            .map(|(id, f)| format!("`{id}` (in `{}`)", crate::diag::clip(f)))
+            .collect();
+        let all = foreign.len() == self.functions.len();
+        let mut d = Diagnostic::warning(format!(
+            "{} of the {} findings of the baseline `{}` are in functions this program does not have: {}{}",
+            foreign.len(),
+            self.functions.len(),
+            path.display(),
+            shown.join(", "),
+            if foreign.len() > 5 {
+                format!(", … {} more", foreign.len() - 5)
+            } else {
+                String::new()
+            }
+        ));
+        d = if all {
+            d.note("none of its findings is in a function of this program: is it the baseline of another program?")
+        } else {
+            d.note("their functions were removed or renamed since the baseline was written")
+        };
+        d.emit();
+        foreign
+            .iter()
+            .map(|(id, f)| crate::pipeline::Unmatched {
+                kind: "baseline".to_string(),
+                entry: id.clone(),
+                at: format!("{} (in `{}`)", path.display(), crate::diag::clip(f)),
+            })
+            .collect()
     }
 }
 
@@ -280,8 +475,8 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     if let Ok(cwd) = std::env::current_dir() {
         sources.roots.push(cwd);
     }
-    let findings = &shown.findings;
-    for f in findings {
+    let findings: Vec<findings::Finding> = shown.findings.iter().map(Judged::noted).collect();
+    for f in &findings {
         write!(out, "{}", report::render(&a.program, f, &mut sources))?;
     }
     // An audited run names what each declaration did, one line each, so
@@ -294,7 +489,7 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     let crates = a.program.crates.len();
     let mut line = format!(
         "kanalyze: {} in {crates} crate{} ({bodies} function bodies analysed)",
-        report::summary_line(&findings.iter().map(|f| (*f).clone()).collect::<Vec<_>>()),
+        report::summary_line(&findings),
         if crates == 1 { "" } else { "s" }
     );
     if shown.known > 0 {
@@ -341,22 +536,55 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             }
         ));
     }
+    // What the run read and left out, before the summary line (the last
+    // line, but for the partial result's).
+    let hosts = &a.load.host_crates;
+    if !hosts.is_empty() {
+        writeln!(
+            out,
+            "kanalyze: {} host crate{} of the build left out (built for another target than the program, so no function of it can call them): {}",
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" },
+            hosts
+                .iter()
+                .map(program::HostCrate::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
+    if let Some(used) = crate::pipeline::files_used_text(&a.files_used) {
+        writeln!(out, "kanalyze: {used}")?;
+    }
     writeln!(out, "{line}")?;
     // The last line says when the result is partial: a nightly batch that
     // keeps only the tail of the log must see it.
     let skipped = &a.load.skipped;
-    if !skipped.is_empty() {
-        let named: Vec<String> = skipped
+    let missing: Vec<&crate::input::MissingCrate> = a
+        .load
+        .missing
+        .iter()
+        .filter(|m| m.functions_called > 0)
+        .collect();
+    if a.load.partial() {
+        let mut named: Vec<String> = skipped
             .iter()
-            .take(3)
             .map(|s| format!("`{}` ({})", s.path.display(), s.reason))
+            .chain(missing.iter().map(|m| {
+                format!(
+                    "crate `{}` (its dump is missing: {}; {} of its functions called)",
+                    m.name,
+                    m.needed_by_text(),
+                    m.functions_called
+                )
+            }))
             .collect();
-        let more = skipped.len().saturating_sub(3);
+        let total = named.len();
+        let more = total.saturating_sub(3);
+        named.truncate(3);
         writeln!(
             out,
-            "kanalyze: partial result: {} input{} could not be used: {}{}",
-            skipped.len(),
-            if skipped.len() == 1 { "" } else { "s" },
+            "kanalyze: partial result: {total} input{} could not be used: {}{}",
+            if total == 1 { "" } else { "s" },
             named.join(", "),
             if more > 0 {
                 format!(", … {more} more")
@@ -522,8 +750,19 @@ struct JsonSummary {
     upstream_hidden: usize,
     /// Every input that could not be used, with why.
     skipped_inputs: Vec<JsonSkipped>,
-    /// Inputs were skipped: findings that needed them are missing.
+    /// Inputs were skipped, or a crate the program calls into has no
+    /// dump: findings that needed them are missing.
     partial: bool,
+    /// The build's host crates, left out (not part of the program).
+    host_crates: Vec<JsonHost>,
+    /// Crates the dumps depend on that have no dump.
+    missing_crates: Vec<crate::input::MissingCrate>,
+    /// The configuration, spec, invariants, triage and baseline files the
+    /// run read, and why each.
+    files_used: Vec<crate::pipeline::FileUsed>,
+    /// Entries of the user's spec, triage and baseline files that match
+    /// nothing in the program or the run.
+    unmatched_entries: Vec<crate::pipeline::Unmatched>,
     /// Rust functions handed to C APIs whose spec has a callback contract.
     callbacks_checked: usize,
     /// Findings left out because the `--baseline` has them.
@@ -538,6 +777,15 @@ struct JsonSummary {
     /// With `--audit-invariants`: findings all invariants together remove.
     #[serde(skip_serializing_if = "Option::is_none")]
     removed_by_invariants: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct JsonHost {
+    #[serde(rename = "crate")]
+    krate: String,
+    path: String,
+    target: String,
+    why: String,
 }
 
 #[derive(Serialize)]
@@ -558,8 +806,8 @@ fn sarif(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
     // (unchanged) and the triaged ones (suppressed): a dashboard shows the
     // first and keeps the others' history.
     let state = |s: &'static str| shown.baseline.then_some(s);
-    let mut items: Vec<report::SarifItem<'_>> = shown
-        .findings
+    let noted: Vec<findings::Finding> = shown.findings.iter().map(Judged::noted).collect();
+    let mut items: Vec<report::SarifItem<'_>> = noted
         .iter()
         .map(|f| report::SarifItem {
             finding: f,
@@ -572,16 +820,14 @@ fn sarif(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
         baseline: state("unchanged"),
         suppression: None,
     }));
-    items.extend(
-        shown
-            .suppressed
-            .iter()
-            .map(|(f, verdict, why)| report::SarifItem {
-                finding: f,
-                baseline: state("new"),
-                suppression: Some((verdict.clone(), why.clone())),
-            }),
-    );
+    items.extend(shown.suppressed.iter().filter_map(|j| {
+        let v = j.triage.as_ref()?;
+        Some(report::SarifItem {
+            finding: &j.finding,
+            baseline: state("new"),
+            suppression: Some((v.entry.verdict.as_str().to_string(), v.entry.judged())),
+        })
+    }));
     let log = report::to_sarif(&a.program, &items, checks::KINDS, env!("CARGO_PKG_VERSION"));
     serde_json::to_writer_pretty(&mut *out, &log).map_err(io::Error::other)?;
     writeln!(out)
@@ -589,12 +835,19 @@ fn sarif(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
 
 fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
     let findings = &shown.findings;
-    let count = |s| findings.iter().filter(|f| f.severity == s).count();
+    let count = |s| findings.iter().filter(|f| f.finding.severity == s).count();
+    // The findings shown, then those a verdict hides (as SARIF lists them
+    // suppressed), each with its verdict.
     let doc = JsonReport {
         version: JSON_VERSION,
         findings: findings
             .iter()
-            .map(|f| report::to_json(&a.program, f))
+            .chain(&shown.suppressed)
+            .map(|j| {
+                let mut f = report::to_json(&a.program, &j.finding);
+                f.triage = j.triage.as_ref().map(Verdict::json);
+                f
+            })
             .collect(),
         summary: JsonSummary {
             crates: a.program.crates.len(),
@@ -614,7 +867,21 @@ fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
                     reason: s.reason.clone(),
                 })
                 .collect(),
-            partial: !a.load.skipped.is_empty(),
+            partial: a.load.partial(),
+            host_crates: a
+                .load
+                .host_crates
+                .iter()
+                .map(|h| JsonHost {
+                    krate: h.name.clone(),
+                    path: h.path.display().to_string(),
+                    target: h.target.clone(),
+                    why: h.why.to_string(),
+                })
+                .collect(),
+            missing_crates: a.load.missing.clone(),
+            files_used: a.files_used.clone(),
+            unmatched_entries: a.unmatched.clone(),
             baselined: (shown.known > 0).then_some(shown.known),
             callbacks_checked: a.preempt.locks.callbacks,
             triage: shown.triaged.clone(),

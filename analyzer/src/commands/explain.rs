@@ -106,7 +106,10 @@ fn capitalised(s: &str) -> String {
 }
 
 fn unknown(name: &str) -> Diagnostic {
-    let mut d = Diagnostic::error(format!("unknown finding kind `{name}`"));
+    let mut d = Diagnostic::error(format!(
+        "unknown finding kind `{}`",
+        crate::diag::clip(name)
+    ));
     if let Some((_, near)) = checks::KINDS
         .iter()
         .map(|k| (crate::pipeline::edit_distance(k.name, name), k.name))

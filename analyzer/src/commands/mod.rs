@@ -43,7 +43,10 @@ pub(crate) fn resolve_function(program: &program::Program, query: &str) -> Optio
                 }
             }
             let names = near.into_names();
-            let d = Diagnostic::error(format!("no function matches `{query}`"));
+            let d = Diagnostic::error(format!(
+                "no function matches `{}`",
+                crate::diag::clip(query)
+            ));
             let d = if names.is_empty() {
                 d.help(
                     "give a symbol, a full instance name like `my_crate::f::<u32>`, or part of one",
@@ -57,7 +60,8 @@ pub(crate) fn resolve_function(program: &program::Program, query: &str) -> Optio
         }
         many => {
             let mut d = Diagnostic::error(format!(
-                "`{query}` matches {} functions; be more specific",
+                "`{}` matches {} functions; be more specific",
+                crate::diag::clip(query),
                 many.len()
             ));
             for id in many.iter().take(10) {

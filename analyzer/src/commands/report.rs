@@ -102,6 +102,19 @@ pub fn run(args: &ReportArgs) -> u8 {
             a.load.skipped.len().to_string(),
         ));
     }
+    let missing: Vec<&str> = a
+        .load
+        .missing
+        .iter()
+        .filter(|m| m.functions_called > 0)
+        .map(|m| m.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        facts.push((
+            "crates called into without a dump (the result is partial)".to_string(),
+            missing.join(", "),
+        ));
+    }
     facts.push((
         "kanalyze".to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
@@ -118,7 +131,8 @@ pub fn run(args: &ReportArgs) -> u8 {
     });
 
     let out = args.html.join("index.html");
-    let written = std::fs::create_dir_all(&args.html).and_then(|()| std::fs::write(&out, &html));
+    let written =
+        std::fs::create_dir_all(&args.html).and_then(|()| safe_write::write(&out, html.as_bytes()));
     if let Err(e) = written {
         Diagnostic::error(format!("cannot write `{}`: {e}", out.display())).emit();
         return EXIT_FAILURE;
@@ -141,7 +155,7 @@ pub fn run(args: &ReportArgs) -> u8 {
     );
     // Like `check`: a report over an incomplete program is not a result
     // a batch may take for complete.
-    if a.load.skipped.is_empty() || args.allow_partial {
+    if !a.load.partial() || args.allow_partial {
         EXIT_OK
     } else {
         super::check::EXIT_PARTIAL

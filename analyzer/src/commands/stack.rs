@@ -12,6 +12,7 @@ use stack::frames::{CStack, Frame};
 use stack::objects::{Frames, arch_name, return_address_bytes, target_arch};
 use stack::{Analysis, Limits, Root};
 
+use super::check::{Judged, Verdict};
 use crate::cli::{AnalysisArgs, Format, Profile, StackArgs};
 use crate::diag::Diagnostic;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
@@ -48,7 +49,7 @@ pub(crate) struct StackRun {
     /// `--include-upstream`, in a stable order.
     pub findings: Vec<Finding>,
     pub upstream_hidden: usize,
-    /// Inputs (objects) that could not be used: the result is incomplete.
+    /// Inputs (objects, dumps) that could not be used: the result is incomplete.
     pub input_errors: usize,
     /// What a C function no `[stack]` entry names was taken to use, and
     /// where that came from.
@@ -128,8 +129,21 @@ pub fn run(args: &StackArgs) -> u8 {
             let (f, o, s) = super::check::apply_triage(&run.program, shown, t);
             (f, Some(o), s)
         }
-        None => (shown.into_iter().cloned().collect(), None, Vec::new()),
+        None => (
+            shown
+                .into_iter()
+                .map(|f| Judged {
+                    finding: f.clone(),
+                    triage: None,
+                })
+                .collect(),
+            None,
+            Vec::new(),
+        ),
     };
+    // Text and SARIF show a verdict as a note of its finding (the page
+    // shows it apart).
+    let noted: Vec<Finding> = shown.iter().map(Judged::noted).collect();
     if let Some(dir) = &args.html
         && let Err(code) = html(
             &run,
@@ -147,17 +161,17 @@ pub fn run(args: &StackArgs) -> u8 {
     let result = match format {
         Format::Text => text(
             &run,
-            &shown,
+            &noted,
             known.len(),
             &triaged,
             args,
             &analysis,
             &mut out,
         ),
-        Format::Json => json(&run, &shown, known.len(), &triaged, &mut out),
+        Format::Json => json(&run, &shown, &suppressed, known.len(), &triaged, &mut out),
         Format::Sarif => {
             let state = |s: &'static str| baseline.is_some().then_some(s);
-            let mut items: Vec<report::SarifItem<'_>> = shown
+            let mut items: Vec<report::SarifItem<'_>> = noted
                 .iter()
                 .map(|f| report::SarifItem {
                     finding: f,
@@ -170,15 +184,14 @@ pub fn run(args: &StackArgs) -> u8 {
                 baseline: state("unchanged"),
                 suppression: None,
             }));
-            items.extend(
-                suppressed
-                    .iter()
-                    .map(|(f, verdict, why)| report::SarifItem {
-                        finding: f,
-                        baseline: state("new"),
-                        suppression: Some((verdict.clone(), why.clone())),
-                    }),
-            );
+            items.extend(suppressed.iter().filter_map(|j| {
+                let v = j.triage.as_ref()?;
+                Some(report::SarifItem {
+                    finding: &j.finding,
+                    baseline: state("new"),
+                    suppression: Some((v.entry.verdict.as_str().to_string(), v.entry.judged())),
+                })
+            }));
             let log = report::to_sarif(
                 &run.program,
                 &items,
@@ -197,7 +210,7 @@ pub fn run(args: &StackArgs) -> u8 {
         // An object that could not be read makes the result inconclusive,
         // which must not read as "under the limits".
         EXIT_BAD_INPUT
-    } else if shown.iter().any(|f| f.severity == Severity::Error) {
+    } else if shown.iter().any(|j| j.finding.severity == Severity::Error) {
         EXIT_EXCEEDED
     } else {
         EXIT_OK
@@ -237,7 +250,14 @@ pub(crate) fn compute(
             }
         }
     }
-    let (program, _load) = crate::input::load_program(paths)?;
+    // As `check` loads them: host crates are left out, and `--profile
+    // kernel` prefers the kernel target's dumps.
+    let (program, load) = crate::input::load_program_with(
+        paths,
+        &crate::progress::Progress::none(),
+        None,
+        args.profile == Some(Profile::Kernel),
+    )?;
     // The objects are read while the spec, the annotations and the
     // callbacks are made.
     let (objects, (spec, annotations)) = rayon::join(
@@ -274,7 +294,9 @@ pub(crate) fn compute(
         },
     );
     let mut objects = objects;
-    let mut input_errors = objects.errors.len();
+    // A dump that could not be used (reported as it was read) leaves its
+    // functions unknown: the result is incomplete, like an unusable object's.
+    let mut input_errors = objects.errors.len() + load.skipped.len();
     for e in &objects.errors {
         Diagnostic::error(format!("`{}`: {}", e.name, e.message)).emit();
     }
@@ -787,18 +809,26 @@ struct JsonDoc {
 
 fn json(
     run: &StackRun,
-    shown: &[Finding],
+    shown: &[Judged],
+    suppressed: &[Judged],
     known: usize,
     triaged: &Option<crate::triage::Outcome>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let a = &run.analysis;
-    let count = |s| shown.iter().filter(|f| f.severity == s).count();
+    let count = |s| shown.iter().filter(|j| j.finding.severity == s).count();
+    // The findings shown, then those a verdict hides, each with its
+    // verdict (as `check` writes them).
     let doc = JsonDoc {
         version: super::check::JSON_VERSION,
         findings: shown
             .iter()
-            .map(|f| report::to_json(&run.program, f))
+            .chain(suppressed)
+            .map(|j| {
+                let mut f = report::to_json(&run.program, &j.finding);
+                f.triage = j.triage.as_ref().map(Verdict::json);
+                f
+            })
             .collect(),
         roots: stack::json::roots(&run.program, a),
         large_frames: stack::json::large_frames(&run.program, a),
@@ -846,7 +876,7 @@ fn json(
 /// `--html DIR`: the findings and each root's stack as one page.
 fn html(
     run: &StackRun,
-    shown: &[Finding],
+    shown: &[Judged],
     dir: &std::path::Path,
     analysis: &AnalysisArgs,
     baseline: Option<&std::collections::HashSet<String>>,
@@ -857,7 +887,8 @@ fn html(
     let a = &run.analysis;
     let entries: Vec<Entry<'_>> = shown
         .iter()
-        .map(|f| {
+        .map(|j| {
+            let f = &j.finding;
             let id = report::stable_id(program, f);
             Entry {
                 finding: f,

@@ -140,6 +140,9 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             )));
         }
     }
+    for line in s.liveness.describe() {
+        lines.push(SummaryLine::keyed("liveness", line));
+    }
     if let Some(from) = &s.ret_from
         && !from.is_empty()
     {

@@ -18,9 +18,12 @@ pub fn run(args: &TriageArgs) -> u8 {
     }
     for kind in &args.kinds {
         if checks::kind(kind).is_none() {
-            Diagnostic::error(format!("unknown finding kind `{kind}`"))
-                .help("`kanalyze explain` lists every kind")
-                .emit();
+            Diagnostic::error(format!(
+                "unknown finding kind `{}`",
+                crate::diag::clip(kind)
+            ))
+            .help("`kanalyze explain` lists every kind")
+            .emit();
             return EXIT_BAD_INPUT;
         }
     }
@@ -97,31 +100,12 @@ pub fn run(args: &TriageArgs) -> u8 {
             if missing.len() == 1 { "" } else { "s" },
             missing
                 .iter()
-                .map(|m| format!("`{m}`"))
+                .map(|m| format!("`{}`", crate::diag::clip(m)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
         .help("ids come from `kanalyze check --format json` (or `kanalyze stack --format json`, with `--objects`) on the same dumps and settings")
         .emit();
-        return EXIT_BAD_INPUT;
-    }
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            Diagnostic::error(format!(
-                "cannot read the triage file `{}`: {e}",
-                args.file.display()
-            ))
-            .emit();
-            return EXIT_BAD_INPUT;
-        }
-    };
-    // The file must be a valid triage file before and after.
-    if !text.is_empty()
-        && let Err(e) = crate::triage::parse(&args.file, &text)
-    {
-        crate::diag::emit_miette(e.as_ref());
         return EXIT_BAD_INPUT;
     }
     let verdicts = Verdicts {
@@ -131,29 +115,56 @@ pub fn run(args: &TriageArgs) -> u8 {
         date: args.date.as_deref(),
         reference: args.reference.as_deref(),
     };
-    let (new_text, added, updated) = match record(&text, &selected, &verdicts) {
-        Ok(r) => r,
-        Err(e) => {
-            Diagnostic::error(format!(
+    // Read, updated and replaced under the file's lock, through a fresh
+    // temporary file renamed over it (a symlinked triage file's target is
+    // what is replaced): concurrent runs take turns, and a crash never
+    // leaves half a triage file.
+    let mut counts = (0, 0);
+    let result = safe_write::update(&args.file, |old| {
+        let text = match old {
+            None => String::new(),
+            Some(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| {
+                Box::new(Diagnostic::error(format!(
+                    "the triage file `{}` is not UTF-8 text",
+                    args.file.display()
+                )))
+            })?,
+        };
+        // The file must be a valid triage file before and after.
+        if !text.is_empty()
+            && let Err(e) = crate::triage::parse(&args.file, &text)
+        {
+            crate::diag::emit_miette(e.as_ref());
+            return Err(Box::new(Diagnostic::error(format!(
+                "the triage file `{}` is left as it was",
+                args.file.display()
+            ))));
+        }
+        let (new_text, added, updated) = record(&text, &selected, &verdicts).map_err(|e| {
+            Box::new(Diagnostic::error(format!(
                 "cannot update the triage file `{}`: {e}",
+                args.file.display()
+            )))
+        })?;
+        counts = (added, updated);
+        Ok(Some(new_text.into_bytes()))
+    });
+    match result {
+        Ok(()) => {}
+        Err(safe_write::UpdateError::Update(d)) => {
+            d.emit();
+            return EXIT_BAD_INPUT;
+        }
+        Err(safe_write::UpdateError::Io(e)) => {
+            Diagnostic::error(format!(
+                "cannot write the triage file `{}`: {e}",
                 args.file.display()
             ))
             .emit();
-            return EXIT_BAD_INPUT;
+            return EXIT_FAILURE;
         }
-    };
-    // Written next to the file and renamed over it: a crash never leaves
-    // half a triage file.
-    let tmp = args.file.with_extension("toml.tmp");
-    if let Err(e) = std::fs::write(&tmp, &new_text).and_then(|()| std::fs::rename(&tmp, &args.file))
-    {
-        Diagnostic::error(format!(
-            "cannot write the triage file `{}`: {e}",
-            args.file.display()
-        ))
-        .emit();
-        return EXIT_FAILURE;
     }
+    let (added, updated) = counts;
     eprintln!(
         "kanalyze: {} finding{} judged `{}` in `{}` ({added} added, {updated} updated)",
         selected.len(),

@@ -198,7 +198,22 @@ pub(crate) fn analyze_function(
     let declares_adjust = declared
         .as_ref()
         .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
-    let (mut summary, mut events, body_effects) = runs.finish(split.as_ref(), ret_field);
+    let (mut summary, mut events, body_effects, releases, return_facts) =
+        runs.finish(split.as_ref(), ret_field);
+    let sharing = inst.trait_item.as_deref() == Some("core::clone::Clone::clone");
+    summary.liveness = crate::liveness::contract::read(
+        &return_facts,
+        if summary.expect_last == ExpectRange::TOP {
+            Some(Vec::new())
+        } else {
+            releases
+        },
+        body.arg_count,
+        result_shapes(&krate.dump, body).as_ref(),
+        sharing,
+        body.local(0)
+            .is_some_and(|l| crate::liveness::types::is_plain_pointer(&krate.dump, l.ty)),
+    );
     if let Some(o) = &origins {
         summary.writes = Some(o.writes.summary());
         summary.ret_points = o.writes.returned();
@@ -240,6 +255,62 @@ pub(crate) fn analyze_function(
         summary.node_key = r.node_key.filter(|&k| k < body.arg_count);
         summary.displaces_key_of = r.displaces_key_of.filter(|&k| k < body.arg_count && k > 0);
     }
+    // A sharing clone of a handle copying its only pointer: the result
+    // refers to what the handle does, and the handle to what it does.
+    if sharing
+        && let Some(ret) = &summary.liveness.ret
+        && let [bound] = ret.iter().collect::<Vec<_>>().as_slice()
+        && let [memory::Holder::Entry(q)] = bound.as_slice()
+        && q.local == 1
+        && q.proj.first() == Some(&memory::ProjKey::Deref)
+    {
+        let types = crate::liveness::types::FieldTypes::of_body(&krate.dump, body);
+        let handle = crate::liveness::types::lift(&krate.dump, body, &types, q);
+        if handle.proj == [memory::ProjKey::Deref] {
+            summary.liveness.ret_same = Some(handle);
+        }
+    }
+    // What the spec says the body cannot show, in the contract's terms.
+    if let Some(r) = input.spec.rust_item(&inst.item_path) {
+        let arg = |k: u32| (k < body.arg_count).then_some(k + 1);
+        let c = &mut summary.liveness;
+        if let Some(l) = r.returns_object_of.and_then(arg) {
+            c.ret = Some(memory::Bounds::holder(memory::Holder::Object(
+                memory::PlaceKey {
+                    local: l,
+                    proj: vec![memory::ProjKey::Deref],
+                },
+            )));
+        }
+        if let Some(l) = r.returns_argument.and_then(arg) {
+            c.ret = Some(memory::Bounds::holder(memory::Holder::Entry(
+                memory::PlaceKey::local(l),
+            )));
+            // The value moved into the result.
+            c.keeps.retain(|(k, _)| *k != l);
+            c.keeps
+                .push((l, memory::Holder::Within(memory::PlaceKey::local(0))));
+        }
+        if let Some(l) = r.points_into_object.and_then(arg) {
+            c.ret_ref = Some(memory::PlaceKey {
+                local: l,
+                proj: vec![memory::ProjKey::Deref, memory::ProjKey::Deref],
+            });
+        }
+        if let Some(l) = r.drops_rejected_by.and_then(arg) {
+            c.releases_rejected_by = Some(l);
+        }
+        if let Some(l) = r.keeps_argument.and_then(arg) {
+            c.keeps.retain(|(k, _)| *k != l);
+            c.keeps.push((
+                l,
+                memory::Holder::Within(memory::PlaceKey {
+                    local: 1,
+                    proj: vec![memory::ProjKey::Deref],
+                }),
+            ));
+        }
+    }
     summary.absent_key = absent_key;
     summary.ret_exclusive = input
         .spec
@@ -262,6 +333,28 @@ pub(crate) fn analyze_function(
         events.declared = apply_declaration(&mut summary, d, body_effects);
     }
     Analyzed { summary, events }
+}
+
+/// The values of the result a contract's guarded facts can be about: a
+/// `bool`'s two, or the discriminants of a small enum.
+pub(crate) fn result_shapes(
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+) -> Option<crate::liveness::contract::Shapes> {
+    let ty = body.local(0)?.ty;
+    match dump.ty(ty).map(|t| &t.kind) {
+        Some(kmir::TyKind::Bool) => Some(crate::liveness::contract::Shapes {
+            values: vec![0, 1],
+            discr: false,
+        }),
+        _ => {
+            let values = dump.enum_of(ty)?.discriminants();
+            (values.len() <= 4).then_some(crate::liveness::contract::Shapes {
+                values,
+                discr: true,
+            })
+        }
+    }
 }
 
 /// The field of the return value whose variant the summary's cases speak
@@ -340,6 +433,10 @@ struct Runs {
     expect_last_when: Vec<(ArgCond, ExpectRange)>,
     locks: LockRuns,
     context_sensitive: bool,
+    /// What the runs' sites may release, in entry terms (`None`: anything).
+    releases: Option<Vec<memory::Bounds>>,
+    /// The facts at every return of every run.
+    return_facts: Vec<memory::Facts>,
 }
 
 impl Default for Runs {
@@ -360,6 +457,8 @@ impl Default for Runs {
             expect_last_when: Vec::new(),
             locks: LockRuns::default(),
             context_sensitive: false,
+            releases: Some(Vec::new()),
+            return_facts: Vec::new(),
         }
     }
 }
@@ -374,6 +473,18 @@ impl Runs {
         unwritten_args: &[kmir::LocalId],
     ) {
         self.context_sensitive |= run.context_sensitive;
+        match (&mut self.releases, &run.releases) {
+            (Some(all), Some(r)) => {
+                for b in r {
+                    if !all.contains(b) {
+                        all.push(b.clone());
+                    }
+                }
+            }
+            (all, _) => *all = None,
+        }
+        self.return_facts
+            .extend(run.returns.iter().map(|(p, _)| p.facts.clone()));
         if let Some(w) = when {
             self.expect_when.push((w, run.expect));
             self.expect_last_when.push((w, run.expect_last));
@@ -428,7 +539,15 @@ impl Runs {
         mut self,
         split: Option<&EntrySplit>,
         ret_field: Option<u32>,
-    ) -> (Summary, Events, Option<Case>) {
+    ) -> (
+        Summary,
+        Events,
+        Option<Case>,
+        Option<Vec<memory::Bounds>>,
+        Vec<memory::Facts>,
+    ) {
+        let releases = std::mem::take(&mut self.releases);
+        let return_facts = std::mem::take(&mut self.return_facts);
         let cases = simplify(self.cases);
         let body_effects = cases.first().cloned();
         let expect = self.expect;
@@ -501,6 +620,7 @@ impl Runs {
             node_key: None,
             displaces_key_of: None,
             stores_own: Vec::new(),
+            liveness: crate::liveness::Contract::unknown(),
         };
         let events = Events {
             violations: self.violations,
@@ -508,7 +628,7 @@ impl Runs {
             locks: self.locks,
             ..Events::default()
         };
-        (summary, events, body_effects)
+        (summary, events, body_effects, releases, return_facts)
     }
 }
 

@@ -22,6 +22,8 @@ mod entry_split;
 mod events;
 mod external;
 mod function;
+mod index;
+mod liveness;
 mod lock_runs;
 mod summary;
 
@@ -38,6 +40,7 @@ pub use context::{Context, fn_pointer_source};
 pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};
 pub use external::annotation_of;
+pub use liveness::Contract;
 pub use lock_runs::{Leak, LockRuns};
 pub use solver::Progress;
 pub use summary::{

@@ -802,6 +802,8 @@ pub struct Summary {
     /// `next` moves its cursor along the nodes its cursor reaches. Empty
     /// for a function without a body.
     pub stores_own: Vec<u32>,
+    /// What callers need to know about object liveness (`liveness`).
+    pub liveness: crate::liveness::Contract,
 }
 
 impl Summary {
@@ -850,6 +852,7 @@ impl Summary {
             node_key: None,
             displaces_key_of: None,
             stores_own: Vec::new(),
+            liveness: crate::liveness::Contract::unknown(),
         }
     }
 

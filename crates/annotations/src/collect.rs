@@ -192,6 +192,7 @@ fn add(
                     && matches!(
                         a,
                         KanalyzeAnnotation::IrqHandler
+                            | KanalyzeAnnotation::Failure
                             | KanalyzeAnnotation::LockClass(_)
                             | KanalyzeAnnotation::NestedLock { .. }
                             | KanalyzeAnnotation::RecursionBound { .. }

@@ -41,6 +41,7 @@
 //! | `#[kanalyze::releases(N)]` | the lock is held at entry and released before return (`return` allowed as for `acquires`) |
 //! | `#[kanalyze::must_hold(N)]` | the lock must be held at entry and still is at return |
 //! | `#[kanalyze::irq_handler]` | the function runs in hard-IRQ context (IRQs off): locks it takes must be IRQ-safe everywhere |
+//! | `#[kanalyze::failure]` | the function is a failure routine: it never returns, and a path that reaches it is a failure (a failed assertion, an oops), so what such a path breaks is a `sleep-on-failure-path` warning, not a `sleep-in-atomic` error (docs/preemption.md, "Failure paths") |
 //! | `#[kanalyze::lock_class("name")]` | names the lock class of a static, field, type or returned lock explicitly, instead of the class derived from its path |
 //! | `#[kanalyze::nested_lock(subclass = K)]` | the function's acquisition uses lockdep subclass `K` (0–7), like `spin_lock_nested`, so two locks of one class are not an AA deadlock |
 //! | `#[kanalyze::empty_at_teardown("why")]` | on a struct field: it holds an empty value whenever the struct is torn down, so the struct's drop glue skips it (a trusted invariant, audited; crates/invariants) |
@@ -107,6 +108,9 @@ pub enum KanalyzeAnnotation {
     Releases(LockRef),
     MustHold(LockRef),
     IrqHandler,
+    /// On a function: a failure routine (it never returns; reaching it is
+    /// a failure, like `panic!` or `BUG()`).
+    Failure,
     LockClass(String),
     NestedLock {
         subclass: u32,

@@ -32,6 +32,7 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "releases",
     "must_hold",
     "irq_handler",
+    "failure",
     "lock_class",
     "nested_lock",
     "empty_at_teardown",
@@ -346,6 +347,10 @@ fn parse_kanalyze(
         "irq_handler" => match args {
             Args::None => Ok(KanalyzeAnnotation::IrqHandler),
             _ => Err(usage("#[kanalyze::irq_handler]", ": it takes no arguments")),
+        },
+        "failure" => match args {
+            Args::None => Ok(KanalyzeAnnotation::Failure),
+            _ => Err(usage("#[kanalyze::failure]", ": it takes no arguments")),
         },
         "lock_class" => {
             let value = match args {

@@ -351,6 +351,7 @@ fn kanalyze_attributes() {
     assert_eq!(k("#[kanalyze::releases(2,)]"), Releases(LockRef::Arg(2)));
     assert_eq!(k("#[kanalyze::must_hold(1)]"), MustHold(LockRef::Arg(1)));
     assert_eq!(k("#[kanalyze::irq_handler]"), IrqHandler);
+    assert_eq!(k("#[kanalyze::failure]"), Failure);
     assert_eq!(
         k(r#"#[kanalyze::lock_class("dev->lock")]"#),
         LockClass("dev->lock".into())
@@ -384,6 +385,10 @@ fn kanalyze_attributes() {
         err("#[kanalyze::irq_handler(1)]"),
         "incorrect usage of `#[kanalyze::irq_handler]` | correct usage looks like `#[kanalyze::irq_handler]`: it takes no arguments"
     );
+    assert_eq!(
+        err(r#"#[kanalyze::failure("x")]"#),
+        "incorrect usage of `#[kanalyze::failure]` | correct usage looks like `#[kanalyze::failure]`: it takes no arguments"
+    );
     assert!(err(r#"#[kanalyze::lock_class("")]"#).contains("non-empty class name"));
     assert!(err("#[kanalyze::lock_class(x)]").contains("non-empty class name"));
     assert!(err("#[kanalyze::nested_lock(subclass = 8)]").contains("from 0 to 7"));
@@ -391,7 +396,7 @@ fn kanalyze_attributes() {
     assert_eq!(
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
-         `must_hold`, `irq_handler`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
+         `must_hold`, `irq_handler`, `failure`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
          `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`, \
          `recursion_bound`"
     );

@@ -25,10 +25,14 @@ pub struct Found {
 }
 
 /// Every file the paths stand for, sorted, each once; a path that does not
-/// exist or a directory that cannot be read is an error naming it.
-pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>) {
+/// exist or a directory that cannot be read is an error naming it. The
+/// third list is what a search passed over, with why: a directory with no
+/// object in it, a file of a searched extension that is not a regular
+/// file (a FIFO would block the read).
+pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>, Vec<(String, &'static str)>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
+    let mut passed = Vec::new();
     for path in paths {
         match std::fs::metadata(path) {
             Err(e) => errors.push(InputError::new(
@@ -36,6 +40,7 @@ pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>) {
                 format!("cannot read it: {e}"),
             )),
             Ok(meta) if meta.is_dir() => {
+                let before = found.len();
                 for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
                     match entry {
                         Ok(entry) if entry.file_type().is_file() && is_searched(entry.path()) => {
@@ -43,6 +48,13 @@ pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>) {
                                 path: entry.into_path(),
                                 searched: true,
                             });
+                        }
+                        Ok(entry)
+                            if is_searched(entry.path())
+                                && !entry.file_type().is_dir()
+                                && !entry.file_type().is_symlink() =>
+                        {
+                            passed.push((entry.path().display().to_string(), NOT_REGULAR));
                         }
                         Ok(_) => {}
                         Err(e) => {
@@ -53,6 +65,12 @@ pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>) {
                             errors.push(InputError::new(at, format!("cannot read it: {e}")));
                         }
                     }
+                }
+                if found.len() == before {
+                    passed.push((
+                        path.display().to_string(),
+                        "a directory with no `.o`, `.a` or `.rlib` file in it",
+                    ));
                 }
             }
             Ok(_) => found.push(Found {
@@ -73,8 +91,12 @@ pub fn find(paths: &[PathBuf]) -> (Vec<Found>, Vec<InputError>) {
             false
         }
     });
-    (found, errors)
+    (found, errors, passed)
 }
+
+/// Why a FIFO, a socket or a device is not read.
+const NOT_REGULAR: &str =
+    "not a regular file (a FIFO, a socket or a device): reading it could block forever";
 
 fn is_searched(path: &Path) -> bool {
     path.extension()
@@ -128,8 +150,12 @@ fn is_bitcode(data: &[u8]) -> bool {
 pub fn read(found: &Found) -> Read {
     let mut out = Read::default();
     let name = found.path.display().to_string();
-    let data = match std::fs::read(&found.path) {
+    let data = match kmir::read_regular(&found.path) {
         Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            out.skipped.push((name, NOT_REGULAR));
+            return out;
+        }
         Err(e) => {
             out.errors
                 .push(InputError::new(&name, format!("cannot read it: {e}")));
@@ -141,6 +167,8 @@ pub fn read(found: &Found) -> Read {
     } else if is_bitcode(&data) {
         out.skipped
             .push((name, "LLVM bitcode (an LTO object) has no machine code"));
+    } else if let Some(why) = linked(&data) {
+        out.skipped.push((name, why));
     } else {
         out.objects.push(ObjectData {
             name,
@@ -149,6 +177,18 @@ pub fn read(found: &Found) -> Read {
         });
     }
     out
+}
+
+/// Why a file that `object` reads as a linked executable or shared object
+/// is of no use: the link resolved its calls, and it keeps no relocation
+/// against `rust_build_error` (a build that failed on one never made it).
+fn linked(data: &[u8]) -> Option<&'static str> {
+    match object::File::parse(data).map(|f| object::Object::kind(&f)) {
+        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic) => Some(
+            "a linked file (an executable or a shared object): its calls are resolved, so it has no relocation to read; pass the objects (`.o`) or archives it was linked from",
+        ),
+        _ => None,
+    }
 }
 
 fn read_archive(found: &Found, name: &str, data: &[u8], out: &mut Read) {
@@ -171,6 +211,11 @@ fn read_archive(found: &Found, name: &str, data: &[u8], out: &mut Read) {
     }
     out.archives += 1;
     let dir = found.path.parent().unwrap_or(Path::new(""));
+    if archive.members().next().is_none() {
+        out.skipped
+            .push((name.to_string(), "an archive with no members"));
+        return;
+    }
     for member in archive.members() {
         let member = match member {
             Ok(m) => m,
@@ -194,8 +239,12 @@ fn read_archive(found: &Found, name: &str, data: &[u8], out: &mut Read) {
         }
         let bytes = if member.is_thin() {
             // A thin archive names its members relative to itself.
-            match std::fs::read(dir.join(&member_name)) {
+            match kmir::read_regular(&dir.join(&member_name)) {
                 Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    out.skipped.push((shown, NOT_REGULAR));
+                    continue;
+                }
                 Err(e) => {
                     out.errors
                         .push(InputError::new(&shown, format!("cannot read it: {e}")));
@@ -238,7 +287,7 @@ mod tests {
             std::fs::write(sub.join(f), b"x").expect("write");
         }
         let named = sub.join("e.ko");
-        let (found, errors) = find(&[dir.path().to_path_buf(), named.clone(), sub.join("a.o")]);
+        let (found, errors, _) = find(&[dir.path().to_path_buf(), named.clone(), sub.join("a.o")]);
         assert!(errors.is_empty());
         let names: Vec<(String, bool)> = found
             .iter()
@@ -260,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_missing_path_is_an_error_naming_it() {
-        let (found, errors) = find(&[PathBuf::from("/nonexistent/kanalyze.o")]);
+        let (found, errors, _) = find(&[PathBuf::from("/nonexistent/kanalyze.o")]);
         assert!(found.is_empty());
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].name, "/nonexistent/kanalyze.o");

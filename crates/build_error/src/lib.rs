@@ -176,9 +176,10 @@ pub struct Scan {
 /// The result does not depend on the order of the paths or the number of
 /// threads: inputs are sorted and read in parallel into ordered results.
 pub fn scan(paths: &[PathBuf]) -> Scan {
-    let (found, errors) = inputs::find(paths);
+    let (found, errors, passed) = inputs::find(paths);
     let mut out = Scan {
         errors,
+        skipped: passed,
         ..Scan::default()
     };
     type Scanned = Vec<Result<Vec<Reference>, InputError>>;

@@ -425,3 +425,32 @@ fn json_names_the_chain() {
     );
     assert!(bad["id"].as_str().is_some_and(|id| id.starts_with("KA")));
 }
+
+/// A thin archive's member is read from disk: a FIFO there is skipped
+/// (reading it would block forever), not read.
+#[cfg(unix)]
+#[test]
+fn a_thin_archive_member_that_is_a_fifo_is_skipped() {
+    let f = fixture(Compiler::Stable, "2");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::copy(&f.built.object, dir.path().join("regs.o")).expect("copy");
+    std::fs::write(dir.path().join("pipe.o"), b"placeholder").expect("write");
+    let status = std::process::Command::new("ar")
+        .current_dir(dir.path())
+        .args(["rcT", "built-in.a", "regs.o", "pipe.o"])
+        .status()
+        .expect("run ar");
+    assert!(status.success());
+    let pipe = dir.path().join("pipe.o");
+    std::fs::remove_file(&pipe).expect("remove");
+    let c = std::ffi::CString::new(pipe.to_str().expect("a UTF-8 path")).expect("a path");
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let thin = dir.path().join("built-in.a");
+    let named = scan(std::slice::from_ref(&thin));
+    assert!(named.errors.is_empty(), "{:?}", named.errors);
+    assert_eq!((named.objects, named.references.len()), (1, 3));
+    assert_eq!(named.skipped.len(), 1, "{:?}", named.skipped);
+    assert!(named.skipped[0].0.ends_with("built-in.a(pipe.o)"));
+    assert!(named.skipped[0].1.starts_with("not a regular file"));
+}

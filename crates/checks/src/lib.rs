@@ -19,6 +19,7 @@ mod build_assert;
 mod callbacks;
 mod drops;
 mod exported;
+mod failure;
 mod irq_safety;
 mod lock_order;
 mod lock_state;
@@ -42,6 +43,7 @@ pub use annotation::BAD_ANNOTATION;
 pub static KINDS: &[&Kind] = &[
     &sleep::SLEEP_IN_ATOMIC,
     &sleep::LAST_REFERENCE_IN_ATOMIC,
+    &failure::SLEEP_ON_FAILURE_PATH,
     &callbacks::CALLBACK_CONTEXT,
     &callbacks::CALLBACK_ADJUSTMENT,
     &adjustment::CANNOT_INFER_ADJUSTMENT,
@@ -157,10 +159,11 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         || {
             // `Handover` caches its answers: one thread walks the events.
             let handover = lock_state::Handover::new(input, &solved.events);
+            let failures = failure::FailurePaths::new(input, &summaries);
             let mut out = Vec::new();
             for (f, events) in &solved.events {
                 out.extend(function_findings(
-                    input, &summaries, *f, events, &proven, &handover,
+                    input, &summaries, *f, events, &proven, &handover, &failures,
                 ));
             }
             out
@@ -265,6 +268,7 @@ fn function_findings(
     events: &Events,
     proven: &[(FnId, kmir::Span)],
     handover: &lock_state::Handover<'_>,
+    failures: &failure::FailurePaths<'_>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(problem) = &events.drop {
@@ -277,7 +281,9 @@ fn function_findings(
         f,
     };
     for v in &events.violations {
-        out.push(texts.violation(v));
+        // On a path that can only end in a failure routine, the error is
+        // a warning of its own kind.
+        out.push(failures.reclassify(f, v, texts.violation(v)));
     }
     if let Some(failure) = &events.adjust_failure {
         out.push(texts.adjust_failure(failure));

@@ -1,4 +1,4 @@
-//! One forward dataflow engine for every abstract domain, in the style of
+//! One dataflow engine for every abstract domain, in the style of
 //! rustc's `rustc_mir_dataflow`: an [`Analysis`] says what a statement and a
 //! terminator do to its [`Domain`](Analysis::Domain), [`iterate`] runs it to a
 //! fixpoint over a body's CFG, and [`visit`] replays the fixed states so a
@@ -13,14 +13,21 @@
 //! `domains` crate: count offset × value facts × held locks, as a bounded
 //! set of paths).
 //!
+//! The engine runs backward too ([`backward`]: a gen/kill analysis over a
+//! [`BitSet`], such as which locals are read later).
+//!
 //! Edges an analysis proves infeasible are not propagated, so a block only
 //! such edges lead to is never reached ([`Results::reached`]). Unwind edges
 //! and cleanup blocks are skipped unless [`Analysis::follows_unwind`].
 
 use kmir::{Block, BlockId, Body, Statement, Terminator};
 
+pub mod backward;
+pub mod bitset;
 pub mod lattice;
 
+pub use backward::{BackwardAnalysis, BackwardResults, iterate_backward, state_after};
+pub use bitset::BitSet;
 pub use lattice::{FlatSet, JoinSemiLattice, MeetSemiLattice};
 
 #[cfg(test)]

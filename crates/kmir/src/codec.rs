@@ -27,7 +27,7 @@ use crate::validate::validate;
 
 pub const MAGIC: [u8; 8] = *b"KANAKMIR";
 /// Bump on every change of `model.rs` that changes the encoding.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 pub const PREFIX_LEN: usize = 24;
 
 /// What is wrong with a dump's bytes (without the file name; see [`LoadError`]).
@@ -162,7 +162,22 @@ pub fn write_file(dump: &CrateDump, path: &Path) -> std::io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        // Created exclusively: a link planted at the name is never written
+        // through. A file left there by a dead writer of the same pid is
+        // removed (a link is removed, not followed) and the name taken again.
+        let create = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&tmp)?;
+                create()?
+            }
+            other => other?,
+        };
         f.write_all(&bytes)?;
         f.sync_data()?;
         std::fs::rename(&tmp, path)
@@ -256,7 +271,7 @@ pub fn decode(bytes: &[u8]) -> Result<CrateDump, Problem> {
 
 /// Reads and decodes one dump file.
 pub fn read_file(path: &Path) -> Result<CrateDump, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+    let bytes = crate::regular::read_regular(path).map_err(|source| LoadError::Io {
         path: path.to_owned(),
         source,
     })?;

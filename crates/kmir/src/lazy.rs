@@ -457,7 +457,7 @@ pub fn read_file_lazy_into(
         path: path.to_owned(),
         problem,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut file = crate::regular::open_regular(path).map_err(io)?;
     buffer.clear();
     file.read_to_end(buffer).map_err(io)?;
     let index = known(buffer);
@@ -747,6 +747,8 @@ mod tests {
                 stable_crate_id: 1,
                 edition: "2024".into(),
                 drop_elaborated_mir: true,
+                host: "x".into(),
+                dependencies: Vec::new(),
             },
             files: vec!["a.rs".into()],
             types: vec![Ty {

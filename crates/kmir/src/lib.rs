@@ -8,6 +8,7 @@ pub mod codec;
 pub mod lazy;
 pub mod model;
 pub mod name;
+pub mod regular;
 mod types;
 mod validate;
 pub mod visit;
@@ -22,6 +23,7 @@ pub use lazy::{
 };
 pub use model::*;
 pub use name::Name;
+pub use regular::{open_regular, read_regular};
 pub use types::UNSAFE_CELLS;
 pub use validate::validate;
 

@@ -76,6 +76,30 @@ pub struct Header {
     /// Whether the bodies of local items come from MIR right after drop
     /// elaboration (true) or from optimized MIR (false, the fallback).
     pub drop_elaborated_mir: bool,
+    /// The target triple of the machine the compiler ran on (version 8):
+    /// a crate whose `target` is this one, in a build whose program is for
+    /// another target, is one of the build's host crates (a build tool, a
+    /// proc macro or one of their dependencies).
+    pub host: Name,
+    /// The crates this one was compiled against whose code it may link
+    /// (version 8): every crate of its crate graph except proc macros, in
+    /// the compiler's order.
+    pub dependencies: Vec<Dependency>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+/// A crate a dumped crate was compiled against.
+pub struct Dependency {
+    pub name: Name,
+    /// Its stable crate id: the dump of the same crate has it in its
+    /// header.
+    pub stable_crate_id: u64,
+    /// It was found in the compiler's sysroot: a prebuilt standard library
+    /// crate (`std`, `core`, `alloc` of a hosted target), which the build
+    /// never compiles and so never dumps. A kernel build compiles its
+    /// `core` from source, so there it is not from the sysroot.
+    pub sysroot: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -537,7 +561,7 @@ pub struct Ty {
     pub kind: TyKind,
     pub display: Name,
     /// The size of a value of the type in bytes, from the compiler's
-    /// layout (version 8); `None` where it has none (an unsized type, a
+    /// layout (version 9); `None` where it has none (an unsized type, a
     /// type with generic parameters or projections left, a layout error).
     pub size: Option<u64>,
 }

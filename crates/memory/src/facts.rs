@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use kmir::{BinOp, ConstValue, LocalId, Operand, Place, Projection, Rvalue, UnOp};
 
 use crate::location::Location;
+use crate::objects::{Bounds, Objects};
 
 /// A place facts can follow: a local and field/downcast/deref projections.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bincode::Encode, bincode::Decode)]
@@ -50,6 +51,15 @@ pub enum ProjKey {
     /// before it: two calls of it on one place return one place
     /// (`body::accessors`).
     Via(u32),
+    /// Some place at or below the place before it (what a pointer into a
+    /// container points to): only object facts name such places, as the
+    /// holder of something within the container.
+    Below,
+    /// Memory of some object a counted handle stored at or below the
+    /// place before it refers to (an `Arc` in a container's element): not
+    /// the container's own memory, nor memory it owns through raw
+    /// pointers.
+    Handle,
 }
 
 /// The first pseudo-local that names a guard's data (see [`guard_data`]).
@@ -98,10 +108,13 @@ impl PlaceKey {
     }
 
     /// Behind a pointer: a dereference, or what an accessor returned.
-    fn has_deref(&self) -> bool {
-        self.proj
-            .iter()
-            .any(|p| matches!(p, ProjKey::Deref | ProjKey::Via(_)))
+    pub fn has_deref(&self) -> bool {
+        self.proj.iter().any(|p| {
+            matches!(
+                p,
+                ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle
+            )
+        })
     }
 
     /// The place an accessor was given, for a place it returned (the
@@ -119,7 +132,7 @@ impl PlaceKey {
 
     /// Memory that calls and writes through pointers may change: behind a
     /// pointer, or in a lock's data.
-    fn is_memory(&self) -> bool {
+    pub fn is_memory(&self) -> bool {
         self.has_deref() || is_guard_data(self.local)
     }
 
@@ -202,9 +215,23 @@ pub struct Facts {
     /// as long as neither is written again: what a summary needs to say
     /// "leaves `*arg0` holding `arg1`".
     holds: BTreeMap<PlaceKey, LocalId>,
+    /// A place that is not a local (a field of an aggregate) holds a
+    /// pointer to this place: a dereference of it is that place.
+    refs: BTreeMap<PlaceKey, PlaceKey>,
+    /// Every pointer the value at a place holds points somewhere at or
+    /// below this place (a reference into a container a call returned):
+    /// object facts name what it points to `target.Below`.
+    within: BTreeMap<PlaceKey, PlaceKey>,
     /// Locals whose constant values keep paths apart (drop flags: see
     /// [`Facts::same_split`]); the same for every path of a body.
     split: Option<std::sync::Arc<[LocalId]>>,
+    /// Where the objects the values refer to are also held (object
+    /// liveness, [`crate::objects`]), keyed by the same normalised places.
+    objects: Objects,
+    /// Places behind pointers that no write of this body or its callees
+    /// can change (memory a shared reference argument borrows, outside
+    /// any cell): their object facts survive unknown writes.
+    frozen: Option<std::sync::Arc<[PlaceKey]>>,
 }
 
 impl Facts {
@@ -224,21 +251,178 @@ impl Facts {
         let Some(split) = &self.split else {
             return true;
         };
-        split
-            .iter()
-            .all(|l| match (self.vals.get(l), other.vals.get(l)) {
+        split.iter().all(|l| {
+            let same_value = match (self.vals.get(l), other.vals.get(l)) {
                 (Some(Val::Const(a)), Some(Val::Const(b))) => a == b,
                 _ => true,
-            })
+            };
+            // An enum (a function's result) known to hold two variants.
+            let key = (PlaceKey::local(*l), Aspect::Discr);
+            let same_variant = match (self.known.get(&key), other.known.get(&key)) {
+                (Some(Known::Is(a)), Some(Known::Is(b))) => a == b,
+                _ => true,
+            };
+            same_value && same_variant
+        })
     }
 
-    /// Follows a local's alias through the first projection of `place`.
+    /// Follows a local's alias through the first projection of `place`,
+    /// then pointers stored in fields of aggregates (`(*_3.0)` where `_3 =
+    /// (&x, ..)` is `x`).
     fn normalize(&self, place: &PlaceKey) -> PlaceKey {
-        match (self.vals.get(&place.local), place.proj.first()) {
+        let mut p = match (self.vals.get(&place.local), place.proj.first()) {
             (Some(Val::Ref(target)), Some(ProjKey::Deref)) => target.with_suffix(&place.proj[1..]),
             (Some(Val::Copy(source)), Some(_)) => source.with_suffix(&place.proj),
             _ => place.clone(),
+        };
+        if self.refs.is_empty() {
+            return p;
         }
+        // A few steps at most: each one removes a dereference.
+        for _ in 0..4 {
+            let Some(i) = p.proj.iter().position(|s| *s == ProjKey::Deref) else {
+                break;
+            };
+            let base = PlaceKey {
+                local: p.local,
+                proj: p.proj[..i].to_vec(),
+            };
+            let Some(target) = self.refs.get(&base) else {
+                break;
+            };
+            p = target.with_suffix(&p.proj[i + 1..]);
+        }
+        p
+    }
+
+    /// The object-liveness facts of this point.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    pub fn objects_mut(&mut self) -> &mut Objects {
+        &mut self.objects
+    }
+
+    /// The object facts on entry to a body with `args` arguments, and the
+    /// places no write can change there (see `frozen`).
+    pub fn set_object_entry(&mut self, args: u32, frozen: Vec<PlaceKey>) {
+        self.objects = Objects::entry(args);
+        self.frozen = (!frozen.is_empty()).then(|| frozen.into());
+    }
+
+    /// Whether no write of this body or its callees can change `key`
+    /// (behind a frozen pointer, and not behind another one below it).
+    pub fn is_frozen(&self, key: &PlaceKey) -> bool {
+        self.frozen.as_ref().is_some_and(|f| {
+            f.iter().any(|z| {
+                key.starts_with(z)
+                    && !key.proj[z.proj.len()..]
+                        .iter()
+                        .any(|s| matches!(s, ProjKey::Deref | ProjKey::Via(_)))
+            })
+        })
+    }
+
+    /// The canonical name of `key` for object facts: through aliases and
+    /// tracked pointers, and `P.Below.rest` for `(*p).rest` with `p` known
+    /// only to point somewhere at or below `P`.
+    pub fn object_key(&self, key: &PlaceKey) -> PlaceKey {
+        let k = self.normalize_fully(key);
+        if self.within.is_empty() {
+            return k;
+        }
+        let Some(i) = k.proj.iter().position(|s| *s == ProjKey::Deref) else {
+            return k;
+        };
+        // The pointer dereferenced, or a value holding it.
+        let mut base = PlaceKey {
+            local: k.local,
+            proj: k.proj[..i].to_vec(),
+        };
+        loop {
+            if let Some(t) = self.within.get(&base) {
+                // Somewhere below the target, then what follows the
+                // dereference (an accessor's step, a field, another
+                // pointer).
+                let mut proj = t.proj.clone();
+                proj.push(ProjKey::Below);
+                proj.extend_from_slice(&k.proj[i + 1..]);
+                return PlaceKey {
+                    local: t.local,
+                    proj,
+                };
+            }
+            if base.proj.pop().is_none() {
+                return k;
+            }
+        }
+    }
+
+    /// Where the pointers stored at `k` (or in a value containing it)
+    /// point somewhere below, through aliases.
+    fn effective_within(&self, k: &PlaceKey) -> Option<PlaceKey> {
+        let mut base = self.normalize_fully(k);
+        loop {
+            if let Some(t) = self.within.get(&base) {
+                return Some(t.clone());
+            }
+            if base.proj.pop().is_none() {
+                return None;
+            }
+        }
+    }
+
+    /// The pointers stored at or in `place` no longer point where they did
+    /// (an object fact, like the rest of `objects`).
+    pub fn forget_within(&mut self, place: &PlaceKey) {
+        // (A write behind a pointer stored at `k` leaves where it points.)
+        self.within.retain(|k, _| {
+            !k.starts_with(place)
+                && !(place.starts_with(k) && !place.proj[k.proj.len()..].contains(&ProjKey::Deref))
+        });
+    }
+
+    /// The places whose pointers point somewhere at or below a place, and
+    /// that place.
+    pub fn within_entries(&self) -> Vec<(PlaceKey, PlaceKey)> {
+        self.within
+            .iter()
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect()
+    }
+
+    /// The value now at `dest` is (part of) the one at `src`: its pointers
+    /// point where `src`'s did.
+    pub fn carry_within(&mut self, src: &PlaceKey, dest: &PlaceKey) {
+        if let Some(t) = self.effective_within(src) {
+            self.within.insert(dest.clone(), t);
+        }
+    }
+
+    /// Every pointer the value at `ptr` holds points somewhere at or below
+    /// `target` (`target` itself may end in `Below`).
+    pub fn set_points_within(&mut self, ptr: PlaceKey, mut target: PlaceKey) {
+        // Somewhere below the part before the first `Below`; through a
+        // pointer stored there if one is crossed after it (`X.Below.Deref`:
+        // in the memory of another object).
+        if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Handle) {
+            // Behind a handle: which object is not known, nor where in it.
+            target.proj.truncate(i + 1);
+        } else if let Some(i) = target.proj.iter().position(|s| *s == ProjKey::Below) {
+            let crosses = target.proj[i..].contains(&ProjKey::Deref);
+            target.proj.truncate(i);
+            if crosses {
+                target.proj.push(ProjKey::Below);
+                target.proj.push(ProjKey::Deref);
+            }
+        }
+        self.within.insert(ptr, target);
+    }
+
+    /// The bounds of the value at `key` (normalised).
+    pub fn object_bounds(&self, key: &PlaceKey) -> Option<Bounds> {
+        self.objects.bounds_of(&self.object_key(key))
     }
 
     pub fn resolve(&self, place: &PlaceKey, aspect: Aspect) -> Resolved {
@@ -272,14 +456,15 @@ impl Facts {
         }
     }
 
-    /// The place an operand points to, if it is a tracked reference.
+    /// The place an operand points to, if it is a tracked reference (or,
+    /// for a pointer in a field, what that field's pointer points to).
     pub fn pointee(&self, op: &Operand) -> Option<PlaceKey> {
         let (Operand::Copy(p) | Operand::Move(p)) = op else {
             return None;
         };
         let key = PlaceKey::of(p)?;
         if !key.proj.is_empty() {
-            return None;
+            return Some(self.normalize(&key.with(ProjKey::Deref)));
         }
         match self.vals.get(&key.local) {
             Some(Val::Ref(target)) => Some(target.clone()),
@@ -352,6 +537,25 @@ impl Facts {
                 if !feasible {
                     return false;
                 }
+            }
+        }
+        // A local whose value brings object facts (an identity test's
+        // result, a lookup's).
+        if let Resolved::Key(key, aspect) = resolved
+            && key.proj.is_empty()
+        {
+            let discr = *aspect == Aspect::Discr;
+            let known = match value {
+                Some(v) => Some(v),
+                // The other of two values.
+                None => match values {
+                    [0] => Some(1),
+                    [1] => Some(0),
+                    _ => None,
+                },
+            };
+            if let Some(v) = known {
+                self.objects.assume(key.local, v, discr, value.is_some());
             }
         }
         let consistent = |k: &Known| match (k, value) {
@@ -450,12 +654,13 @@ impl Facts {
     /// value of something inside it) become independent and keep its facts;
     /// then every fact about `place` and what is inside it is forgotten.
     fn forget(&mut self, place: &PlaceKey) {
-        self.forget_but(place, false);
+        self.forget_but(place, false, true);
     }
 
     /// `forget`, optionally keeping the pointers stored in the place (see
-    /// `forget_memory`).
-    fn forget_but(&mut self, place: &PlaceKey, keep_addrs: bool) {
+    /// `forget_memory`), and the object facts (which a call's frame rule
+    /// decides about: aliases only get a copy of them).
+    fn forget_but(&mut self, place: &PlaceKey, keep_addrs: bool, objects: bool) {
         let aliases: Vec<(LocalId, Val)> = self
             .vals
             .iter()
@@ -486,6 +691,22 @@ impl Facts {
             let root = PlaceKey::local(alias);
             match val {
                 Val::Copy(source) => {
+                    // The alias keeps the old value: its object facts go
+                    // with it (all of them when the whole source changes).
+                    if objects && source.starts_with(place) {
+                        self.objects.moved(&source, &root);
+                    } else {
+                        self.objects.copied(&source, &root);
+                    }
+                    // And where its pointers point.
+                    let within: Vec<(PlaceKey, PlaceKey)> = self
+                        .within
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&source))
+                        .map(|(k, t)| (root.with_suffix(&k.proj[source.proj.len()..]), t.clone()))
+                        .collect();
+                    self.carry_within(&source, &root);
+                    self.within.extend(within);
                     let moved: Vec<((PlaceKey, Aspect), Known)> = self
                         .known
                         .iter()
@@ -545,19 +766,85 @@ impl Facts {
         self.holds.retain(|k, source| {
             !k.starts_with(place) && !place.starts_with(k) && *source != place.local
         });
+        self.refs
+            .retain(|k, _| !k.starts_with(place) && !place.starts_with(k));
+        if objects {
+            // A reference through the pointer that ends here still points
+            // where it did: somewhere within the pointer's target.
+            let rehomed: Vec<(PlaceKey, PlaceKey)> = self
+                .vals
+                .iter()
+                .filter_map(|(l, v)| {
+                    let Val::Ref(r) = v else { return None };
+                    let i = r.proj.iter().position(|s| *s == ProjKey::Deref)?;
+                    let base = PlaceKey {
+                        local: r.local,
+                        proj: r.proj[..i].to_vec(),
+                    };
+                    (*l != place.local && base.starts_with(place))
+                        .then(|| Some((PlaceKey::local(*l), self.effective_within(&base)?)))
+                        .flatten()
+                })
+                .collect();
+            self.forget_within(place);
+            for (l, _) in &rehomed {
+                self.vals.remove(&l.local);
+            }
+            self.within.extend(rehomed);
+        }
         if !keep_addrs {
             self.addrs.retain(|k, _| !k.starts_with(place));
         }
         if place.proj.is_empty() {
             self.vals.remove(&place.local);
         }
+        if objects {
+            self.objects.kill(place, None);
+        }
     }
 
     /// Memory behind pointers, and the locals whose address escaped, may
     /// have changed (a call, a write through a pointer).
     pub fn forget_memory(&mut self, escaped: &[LocalId]) {
+        self.forget_memory_values(escaped);
+        self.forget_memory_objects(escaped);
+    }
+
+    /// The object facts of memory a write through an unknown pointer may
+    /// change: behind pointers (but frozen memory), in locks' data, and in
+    /// the locals whose address escaped.
+    pub fn forget_memory_objects(&mut self, escaped: &[LocalId]) {
+        self.forget_memory_objects_except(escaped, &[]);
+    }
+
+    /// [`Facts::forget_memory_objects`], but for the places at or below
+    /// `kept` (memory only a handle the caller holds reaches).
+    pub fn forget_memory_objects_except(&mut self, escaped: &[LocalId], kept: &[PlaceKey]) {
+        let kept_place = |p: &PlaceKey| kept.iter().any(|k| p.starts_with(k));
+        self.within
+            .retain(|k, _| kept_place(k) || !(k.is_memory() || escaped.contains(&k.local)));
+        let mut places = self.objects.places();
+        places.retain(|p| {
+            !kept_place(p) && ((p.is_memory() && !self.is_frozen(p)) || escaped.contains(&p.local))
+        });
+        // The outermost ones: a kill covers what is inside.
+        places.sort();
+        let mut outer: Vec<PlaceKey> = Vec::new();
+        for p in places {
+            if !outer.iter().any(|o| p.starts_with(o)) {
+                outer.push(p);
+            }
+        }
+        for p in outer {
+            self.objects.kill(&p, None);
+        }
+    }
+
+    /// [`Facts::forget_memory`] for the value facts only: a call's effect
+    /// on the object facts is its frame rule's business.
+    pub fn forget_memory_values(&mut self, escaped: &[LocalId]) {
         // Facts about memory behind pointers, and aliases that read it.
-        self.forget_matching(PlaceKey::is_memory);
+        self.forget_matching(PlaceKey::is_memory, false);
         // Pointers to what accessors returned for memory that may have
         // changed.
         self.vals.retain(|_, v| match v {
@@ -570,13 +857,25 @@ impl Facts {
         // a guard refers to through a `&mut` does not exist in practice; the
         // value facts (drop flags, variants) are forgotten as before.
         for &l in escaped {
-            self.forget_but(&PlaceKey::local(l), true);
+            self.forget_but(&PlaceKey::local(l), true, false);
+        }
+    }
+
+    /// Memory behind pointers the facts do not follow may have changed (a
+    /// write into a lock's data): its value facts, and its object facts
+    /// but those of frozen memory.
+    fn forget_pointed(&mut self) {
+        self.forget_matching(PlaceKey::has_deref, false);
+        let mut places = self.objects.places();
+        places.retain(|p| p.has_deref() && !self.is_frozen(p));
+        for p in places {
+            self.objects.kill(&p, None);
         }
     }
 
     /// Forgets every fact about a place `which` says may have changed, and
-    /// aliases' reads of it.
-    fn forget_matching(&mut self, which: fn(&PlaceKey) -> bool) {
+    /// aliases' reads of it (and, with `objects`, its object facts).
+    fn forget_matching(&mut self, which: fn(&PlaceKey) -> bool, objects: bool) {
         let mut behind: Vec<PlaceKey> = self
             .known
             .keys()
@@ -596,7 +895,7 @@ impl Facts {
         behind.sort();
         behind.dedup();
         for k in behind {
-            self.forget(&k);
+            self.forget_but(&k, false, objects);
         }
     }
 
@@ -671,7 +970,7 @@ impl Facts {
             // place changes, and what other pointers may reach.
             Some(key) if is_guard_data(self.normalize(&key).local) => {
                 let key = self.normalize(&key);
-                self.forget_matching(PlaceKey::has_deref);
+                self.forget_pointed();
                 self.forget(&key);
             }
             _ => self.forget_memory(escaped),
@@ -691,7 +990,7 @@ impl Facts {
             self.forget_memory(escaped);
         } else if is_guard_data(key.local) {
             // A pointer the facts do not follow may point into the data.
-            self.forget_matching(PlaceKey::has_deref);
+            self.forget_pointed();
         }
         self.forget(&key);
         Some(key)
@@ -739,6 +1038,18 @@ impl Facts {
             }
             Rvalue::Ref { place: p, .. } | Rvalue::AddressOf { place: p, .. } => {
                 PlaceKey::of(p).map(|k| Val::Ref(self.normalize(&k)))
+            }
+            // A pointer cast to another pointer type: the same pointer.
+            Rvalue::Cast {
+                kind: kmir::CastKind::Other(name),
+                operand: Operand::Copy(p) | Operand::Move(p),
+                ..
+            } if **name == *"PtrToPtr" || name.starts_with("PointerCoercion(MutToConstPointer") => {
+                PlaceKey::of(p).map(|k| match self.resolve(&k, Aspect::Value) {
+                    Resolved::Const(c) => Val::Const(c),
+                    Resolved::Key(k, Aspect::Value) => Val::Copy(k),
+                    Resolved::Key(k, Aspect::Discr) => Val::Discr(k),
+                })
             }
             Rvalue::BinaryOp {
                 op: op @ (BinOp::Eq | BinOp::Ne),
@@ -803,9 +1114,44 @@ impl Facts {
             (Some(Val::Copy(k)), Rvalue::Use(_)) if k.proj.is_empty() => Some(k.local),
             _ => None,
         };
+        // Pointers the aggregate's fields hold, by where they point.
+        let field_refs: Vec<(u32, PlaceKey)> = match rvalue {
+            Rvalue::Aggregate { operands, .. } => operands
+                .iter()
+                .enumerate()
+                .filter_map(|(i, op)| {
+                    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+                        return None;
+                    };
+                    let k = PlaceKey::of(p)?;
+                    // Where the pointer it holds points (if it is one).
+                    match (k.proj.is_empty(), self.vals.get(&k.local)) {
+                        (true, Some(Val::Ref(t))) => Some((i as u32, t.clone())),
+                        _ => Some((i as u32, self.normalize_fully(&k).with(ProjKey::Deref))),
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let Some(key) = self.prepare_write(place, escaped) else {
             return;
         };
+        if !key.has_deref() {
+            // An enum's fields are its variant's.
+            let base = match (rvalue, discr) {
+                (
+                    Rvalue::Aggregate {
+                        kind: kmir::AggregateKind::Adt { variant, .. },
+                        ..
+                    },
+                    Some(_),
+                ) => key.with(ProjKey::Downcast(*variant)),
+                _ => key.clone(),
+            };
+            for (i, target) in field_refs {
+                self.refs.insert(base.with(ProjKey::Field(i)), target);
+            }
+        }
         if let Some(source) = held_local
             && !key.proj.is_empty()
             && source != key.local
@@ -938,10 +1284,39 @@ impl Facts {
             self.addrs.len(),
             self.holds.len(),
         );
+        let value = |f: &Facts, l: LocalId, discr: bool| -> Option<crate::objects::Value> {
+            let aspect = if discr { Aspect::Discr } else { Aspect::Value };
+            match f.value_of(&f.resolve(&PlaceKey::local(l), aspect))? {
+                Known::Is(v) => Some(crate::objects::Value::Is(v)),
+                Known::IsNot(vs) => Some(crate::objects::Value::IsNot(vs)),
+            }
+        };
+        let guarded = self.objects.join_guarded(
+            &other.objects,
+            |l, d| value(self, l, d),
+            |l, d| value(other, l, d),
+        );
+        // A pointer one side names by an alias of a place the other names.
+        let within: BTreeMap<PlaceKey, PlaceKey> = self
+            .within
+            .keys()
+            .chain(other.within.keys())
+            .filter_map(|k| {
+                let a = self.effective_within(k)?;
+                (other.effective_within(k)? == a).then(|| (k.clone(), a))
+            })
+            .collect();
+        let within_changed = within != self.within;
+        self.within = within;
         self.vals.retain(|l, v| other.vals.get(l) == Some(v));
         self.addrs.retain(|k, l| other.addrs.get(k) == Some(l));
         self.holds.retain(|k, l| other.holds.get(k) == Some(l));
-        let mut changed = false;
+        let refs = self.refs.len();
+        self.refs.retain(|k, l| other.refs.get(k) == Some(l));
+        let mut changed = refs != self.refs.len() || within_changed;
+
+        changed |= self.objects.join(&other.objects);
+        changed |= self.objects.set_guarded(guarded);
         self.known
             .retain(|slot, k| match (&*k, other.known.get(slot)) {
                 (a, Some(b)) if a == b => true,

@@ -16,12 +16,14 @@
 
 pub mod facts;
 pub mod location;
+pub mod objects;
 pub mod places;
 
 pub use facts::{
     Aspect, Facts, Known, PlaceKey, ProjKey, Resolved, Val, guard_data, is_guard_data,
 };
 pub use location::{Location, LocationData, LockClass, MAX_STEPS, Root, Step, short_type};
+pub use objects::{Bound, Bounds, FieldId, Guarded, Holder, Objects};
 pub use places::Places;
 
 /// The pseudo-local that stands for `*arg0` on entry, when a function is

@@ -119,7 +119,9 @@ impl<'a> Places<'a> {
                         name: i.to_string(),
                     },
                     ProjKey::Downcast(v) => Step::Downcast(*v),
-                    ProjKey::Deref | ProjKey::Via(_) => return None,
+                    ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle => {
+                        return None;
+                    }
                 })?;
             }
             return path.extended(&loc.steps)?.with(deref);

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use kmir::Name;
-pub use link::{LinkProblem, link};
+pub use link::{HostCrate, HostReason, LinkOptions, LinkProblem, TargetTest, link, link_with};
 pub use memo::{Memo, PhaseResults};
 
 /// Index of a function; also its node index in [`Program::graph`].

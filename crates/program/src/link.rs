@@ -32,8 +32,8 @@ pub enum LinkProblem {
         kept: PathBuf,
         skipped: PathBuf,
     },
-    /// Crates built for another target than the program's (build tools and
-    /// proc-macro dependencies of a kernel build, compiler probes): left out.
+    /// Crates built for another target than the program's that are not
+    /// host crates of the build: left out, and the program may need them.
     OtherTarget {
         target: String,
         program_target: String,
@@ -41,6 +41,68 @@ pub enum LinkProblem {
         /// The dumps left out, in the order of `crates`.
         paths: Vec<std::path::PathBuf>,
     },
+    /// The build's host crates (build tools, proc macros, the crates only
+    /// they use): built for another target than the program's, so no
+    /// function of the program can call them. Left out; nothing is lost.
+    HostCrates {
+        program_target: String,
+        crates: Vec<HostCrate>,
+    },
+}
+
+/// A dump left out because of its target, and why it cannot be needed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCrate {
+    pub name: String,
+    pub path: PathBuf,
+    pub target: String,
+    pub why: HostReason,
+}
+
+/// Why a dump of another target is one of the build's host crates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostReason {
+    /// Built for the machine the compiler ran on (`Header::host`): a build
+    /// tool, a proc macro's dependency.
+    BuiltForHost,
+    /// A proc-macro crate: it runs inside the compiler.
+    ProcMacro,
+    /// It has no function, static, vtable or attributed item: nothing of
+    /// it can be needed (a compiler probe).
+    Empty,
+    /// Every dump that depends on it is a host crate (named).
+    UsedOnlyBy(Vec<String>),
+}
+
+impl std::fmt::Display for HostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostReason::BuiltForHost => write!(f, "built for the build machine"),
+            HostReason::ProcMacro => write!(f, "a proc macro"),
+            HostReason::Empty => write!(f, "has no functions (a compiler probe)"),
+            HostReason::UsedOnlyBy(users) => {
+                write!(f, "used only by host crates ({})", users.join(", "))
+            }
+        }
+    }
+}
+
+impl HostCrate {
+    /// "`syn` (x86_64-unknown-linux-gnu, built for the build machine)".
+    pub fn describe(&self) -> String {
+        format!("`{}` ({}, {})", self.name, self.target, self.why)
+    }
+}
+
+/// A test a target name must pass.
+pub type TargetTest<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
+/// How [`link_with`] picks the program's target.
+#[derive(Clone, Copy, Default)]
+pub struct LinkOptions<'a> {
+    /// When some dump's target passes this test, the program's target is
+    /// one that does (the kernel profile: a kernel target).
+    pub prefer: Option<TargetTest<'a>>,
 }
 
 impl std::fmt::Display for LinkProblem {
@@ -68,6 +130,19 @@ impl std::fmt::Display for LinkProblem {
                 crates.len(),
                 crates.join(", ")
             ),
+            LinkProblem::HostCrates {
+                program_target,
+                crates,
+            } => write!(
+                f,
+                "{} of the build's host crate(s) left out: they are built for another target than the program (`{program_target}`), so no function of the program can call them: {}",
+                crates.len(),
+                crates
+                    .iter()
+                    .map(HostCrate::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             LinkProblem::IdenticalDuplicate {
                 crate_name,
                 kept,
@@ -78,6 +153,96 @@ impl std::fmt::Display for LinkProblem {
                 skipped.display(),
                 kept.display()
             ),
+        }
+    }
+}
+
+/// The program's target: among the dumps whose target the options prefer
+/// (all when none is), the target with the most instances (a build's host
+/// crates are a small part of it).
+fn program_target(crates: &[LinkedCrate], options: &LinkOptions<'_>) -> String {
+    let preferred = |c: &&LinkedCrate| {
+        options
+            .prefer
+            .is_none_or(|ok| ok(c.dump.header.target.as_str()))
+    };
+    let mut candidates: Vec<&LinkedCrate> = crates.iter().filter(preferred).collect();
+    if candidates.is_empty() {
+        candidates = crates.iter().collect();
+    }
+    let mut by_target: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in candidates {
+        *by_target.entry(c.dump.header.target.as_str()).or_default() += c.dump.instances.len() + 1;
+    }
+    by_target
+        .iter()
+        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_default()
+}
+
+/// For each crate of another target than `program_target`, why it is one
+/// of the build's host crates, or `None` when it is not one (and `None`
+/// for the program's own crates). A crate every dump depending on which is
+/// a host crate is one too, found by iterating to a fixed point.
+fn host_reasons(crates: &[LinkedCrate], program_target: &str) -> Vec<Option<HostReason>> {
+    let mut reasons: Vec<Option<HostReason>> = crates
+        .iter()
+        .map(|c| {
+            let h = &c.dump.header;
+            if h.target == program_target {
+                None
+            } else if h.target == h.host {
+                Some(HostReason::BuiltForHost)
+            } else if h.crate_types.iter().any(|t| t == "proc-macro") {
+                Some(HostReason::ProcMacro)
+            } else if c.dump.instances.is_empty()
+                && c.dump.statics.is_empty()
+                && c.dump.vtables.is_empty()
+                && c.dump.items.is_empty()
+            {
+                Some(HostReason::Empty)
+            } else {
+                None
+            }
+        })
+        .collect();
+    // Who depends on each crate (by name and id).
+    let users =
+        |i: usize| -> Vec<usize> {
+            let h = &crates[i].dump.header;
+            crates
+                .iter()
+                .enumerate()
+                .filter(|(j, c)| {
+                    *j != i
+                        && c.dump.header.dependencies.iter().any(|d| {
+                            d.name == h.crate_name && d.stable_crate_id == h.stable_crate_id
+                        })
+                })
+                .map(|(j, _)| j)
+                .collect()
+        };
+    loop {
+        let mut changed = false;
+        for i in 0..crates.len() {
+            if reasons[i].is_some() || crates[i].dump.header.target == program_target {
+                continue;
+            }
+            let by = users(i);
+            if !by.is_empty() && by.iter().all(|&j| reasons[j].is_some()) {
+                let mut names: Vec<String> = by
+                    .iter()
+                    .map(|&j| crates[j].dump.header.crate_name.to_string())
+                    .collect();
+                names.sort();
+                names.dedup();
+                reasons[i] = Some(HostReason::UsedOnlyBy(names));
+                changed = true;
+            }
+        }
+        if !changed {
+            return reasons;
         }
     }
 }
@@ -300,7 +465,15 @@ fn record_modules<'a>(
 /// they are sorted by crate name, crate id and path first, so crate
 /// indices, which copy of a duplicated dump or instance is kept, and every
 /// "first wins" rule downstream are the same for any order of the inputs.
-pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
+pub fn link(crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
+    link_with(crates, &LinkOptions::default())
+}
+
+/// [`link`], with the program's target chosen as `options` say.
+pub fn link_with(
+    mut crates: Vec<LinkedCrate>,
+    options: &LinkOptions<'_>,
+) -> (Program, Vec<LinkProblem>) {
     let mut problems = Vec::new();
     crates.sort_by(|a, b| {
         (
@@ -356,33 +529,46 @@ pub fn link(mut crates: Vec<LinkedCrate>) -> (Program, Vec<LinkProblem>) {
     let mut k = keep.iter();
     crates.retain(|_| *k.next().unwrap_or(&true));
 
-    // 1b. One target: the one with the most instances (a kernel build also
-    // compiles host tools and proc-macro dependencies through RUSTC).
-    let mut by_target: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in &crates {
-        *by_target.entry(c.dump.header.target.as_str()).or_default() += c.dump.instances.len() + 1;
-    }
-    if by_target.len() > 1 {
-        let program_target = by_target
-            .iter()
-            .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
-            .map(|(t, _)| t.to_string())
-            .unwrap_or_default();
+    // 1b. One target (a kernel build also compiles host tools and
+    // proc-macro dependencies through RUSTC): see `program_target`.
+    let program_target = program_target(&crates, options);
+    if crates
+        .iter()
+        .any(|c| c.dump.header.target != program_target.as_str())
+    {
+        let reasons = host_reasons(&crates, &program_target);
+        let mut hosts: Vec<HostCrate> = Vec::new();
         let mut others: BTreeMap<String, Vec<(String, std::path::PathBuf)>> = BTreeMap::new();
-        for c in &crates {
-            if c.dump.header.target != program_target {
-                others
+        for (c, why) in crates.iter().zip(reasons) {
+            if c.dump.header.target == program_target.as_str() {
+                continue;
+            }
+            match why {
+                Some(why) => hosts.push(HostCrate {
+                    name: c.dump.header.crate_name.to_string(),
+                    path: c.path.clone(),
+                    target: c.dump.header.target.to_string(),
+                    why,
+                }),
+                None => others
                     .entry(c.dump.header.target.to_string())
                     .or_default()
-                    .push((c.dump.header.crate_name.to_string(), c.path.clone()));
+                    .push((c.dump.header.crate_name.to_string(), c.path.clone())),
             }
         }
         let (kept, left_out): (Vec<LinkedCrate>, Vec<LinkedCrate>) = crates
             .into_iter()
-            .partition(|c| c.dump.header.target == program_target);
+            .partition(|c| c.dump.header.target == program_target.as_str());
         crates = kept;
         // Freeing their dumps is serial work the link does not wait for.
         rayon::spawn(move || drop(left_out));
+        if !hosts.is_empty() {
+            hosts.sort_by(|a, b| (&a.name, &a.path).cmp(&(&b.name, &b.path)));
+            problems.push(LinkProblem::HostCrates {
+                program_target: program_target.clone(),
+                crates: hosts,
+            });
+        }
         for (target, mut left) in others {
             left.sort();
             problems.push(LinkProblem::OtherTarget {

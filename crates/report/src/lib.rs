@@ -367,6 +367,27 @@ pub struct JsonFinding {
     pub notes: Vec<JsonNote>,
     /// From the outermost caller down to `function`.
     pub trace: Vec<JsonFrame>,
+    /// The triage entry that judged this finding (`check --triage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triage: Option<JsonTriage>,
+}
+
+/// A finding's verdict, from the triage file.
+#[derive(Clone, Debug, Serialize)]
+pub struct JsonTriage {
+    /// `bug`, `not-a-bug`, `intended` or `wont-fix`.
+    pub verdict: &'static str,
+    pub reason: String,
+    pub by: String,
+    pub date: Option<String>,
+    pub reference: Option<String>,
+    /// The finding's `text_fingerprint` when it was judged.
+    pub judged_text: String,
+    /// What the finding says changed since it was judged: look again.
+    pub reexamine: bool,
+    /// The verdict hides the finding: the run does not count it (SARIF
+    /// lists it with a suppression).
+    pub suppressed: bool,
 }
 
 fn json_span(program: &Program, loc: Option<Loc>) -> Option<JsonSpan> {
@@ -406,6 +427,7 @@ pub fn to_json(program: &Program, finding: &Finding) -> JsonFinding {
                 span: json_span(program, n.loc),
             })
             .collect(),
+        triage: None,
         trace: trace
             .iter()
             .map(|s| JsonFrame {

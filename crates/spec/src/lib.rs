@@ -74,6 +74,11 @@ pub struct FnSpec {
     /// callback in softirq context, a `list_lru` walk callback with the
     /// list's spinlock held).
     pub callbacks: Vec<Callback>,
+    /// The function is a failure routine: it never returns, and reaching
+    /// it is a failure (`BUG()`, a failed KUnit assertion's
+    /// `__kunit_abort`). A path that ends in one is a failure path
+    /// (docs/preemption.md, "Failure paths").
+    pub failure: bool,
     /// One line of why (shown in `kanalyze summary`).
     pub note: Option<String>,
 }
@@ -91,6 +96,7 @@ impl Default for FnSpec {
             reads_only: false,
             returns_into: None,
             callbacks: Vec::new(),
+            failure: false,
             note: None,
         }
     }
@@ -416,6 +422,10 @@ pub struct RustSpec {
     /// displaced: 0 (`None`) when the map held no entry with the node's key
     /// (`RBTree::insert(&mut self, node)`: 1).
     pub displaces_key_of: Option<u32>,
+    /// The function is a failure routine, as [`FnSpec::failure`] (a Rust
+    /// function the program has no body of: `core::panicking::panic_fmt`
+    /// of a standard library that was not extracted).
+    pub failure: bool,
     pub note: Option<String>,
 }
 
@@ -479,6 +489,20 @@ pub struct Spec {
     /// `[stack]`: what a C function uses of the stack, its callees
     /// included (`kanalyze stack`).
     stack: StackTable,
+    /// Every entry of the files parsed into this spec, where it is.
+    entries: Vec<EntryAt>,
+}
+
+/// One entry of a spec file and where it is, for the entries that match
+/// nothing in the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryAt {
+    /// `fn`, `rust`, `field` or `stack.fn`.
+    pub table: &'static str,
+    /// The function's link name or glob, the item path, `struct.field`.
+    pub key: String,
+    /// `file:line:col`.
+    pub origin: String,
 }
 
 /// `[stack]`: bytes of stack by C function (exact names and globs), and
@@ -562,6 +586,15 @@ impl Spec {
         for (name, bytes) in parsed.stack {
             spec.stack.insert(name, bytes);
         }
+        spec.entries = parsed
+            .entries
+            .into_iter()
+            .map(|(table, key, line, col)| EntryAt {
+                table,
+                key,
+                origin: format!("{origin}:{line}:{col}"),
+            })
+            .collect();
         Ok(spec)
     }
 
@@ -594,6 +627,50 @@ impl Spec {
     /// uses, its callees included; `None` when no spec file says.
     pub fn stack_default(&self) -> Option<u64> {
         self.stack.default
+    }
+
+    /// The entries of this spec's files that match nothing the program
+    /// has: a `[fn]` name or glob that no function's symbol matches (as
+    /// [`lookup`](Self::lookup) matches), a `[rust]` item no function has
+    /// as its item path, a `[field]` no struct of the program has (by the
+    /// struct's last path segment, as [`field`](Self::field) matches), a
+    /// `[stack.fn]` name or glob that no function's symbol matches (as
+    /// [`stack`](Self::stack) matches).
+    pub fn unmatched(
+        &self,
+        symbols: &[&str],
+        item_paths: &std::collections::HashSet<&str>,
+        fields: &std::collections::HashSet<(&str, &str)>,
+    ) -> Vec<EntryAt> {
+        let names = |key: &str| -> bool {
+            symbols.iter().any(|s| {
+                let stripped = s.strip_prefix(HELPER_PREFIX);
+                if key.contains('*') {
+                    glob_match(key, s) || stripped.is_some_and(|t| glob_match(key, t))
+                } else {
+                    *s == key || stripped == Some(key)
+                }
+            })
+        };
+        self.entries
+            .iter()
+            .filter(|e| match e.table {
+                "fn" | "stack.fn" => !names(&e.key),
+                "rust" => !item_paths.contains(e.key.as_str()),
+                _ => !e
+                    .key
+                    .split_once('.')
+                    .is_some_and(|(o, f)| fields.contains(&(o, f))),
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a function is a failure routine by the spec: its symbol's
+    /// `[fn]` entry or its item path's `[rust]` entry says `failure`.
+    pub fn is_failure(&self, symbol: &str, item_path: &str) -> bool {
+        self.lookup(symbol).is_some_and(|s| s.failure)
+            || self.rust_item(item_path).is_some_and(|r| r.failure)
     }
 
     /// The spec of the Rust item `item_path` (as the dumps spell it).
@@ -639,12 +716,21 @@ impl Spec {
 
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-            origin: origin.clone(),
-            line: 0,
-            col: 0,
-            message: format!("cannot read the spec file: {e}"),
-        })?;
+        let text = kmir::read_regular(path)
+            .and_then(|b| {
+                String::from_utf8(b).map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "stream did not contain valid UTF-8",
+                    )
+                })
+            })
+            .map_err(|e| SpecError {
+                origin: origin.clone(),
+                line: 0,
+                col: 0,
+                message: format!("cannot read the spec file: {e}"),
+            })?;
         Spec::parse(&text, &origin)
     }
 
@@ -672,6 +758,7 @@ impl Spec {
     /// Adds every entry of `other`; its entries override ours. What an
     /// unknown function does stays ours: it is the profile's, not a file's.
     pub fn extend(&mut self, other: Spec) {
+        self.entries.extend(other.entries);
         self.fields.extend(other.fields);
         self.rust.extend(other.rust);
         if other.stack.default.is_some() {

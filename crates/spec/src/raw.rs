@@ -40,9 +40,10 @@ struct RawStack {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }` or `{ displaces_key_of = N }`"
+    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }`, `{ displaces_key_of = N }` or `{ failure = true }`"
 )]
 struct RawRust {
+    failure: Option<bool>,
     returns_object_of: Option<Spanned<u32>>,
     points_into_object: Option<Spanned<u32>>,
     exclusive_to_handle: Option<bool>,
@@ -81,6 +82,8 @@ pub(crate) struct Parsed {
     pub stack_default: Option<u64>,
     /// `[stack.fn]`: bytes by link name or glob.
     pub stack: Vec<(String, u64)>,
+    /// Where each entry is: (table, key, line, column).
+    pub entries: Vec<(&'static str, String, usize, usize)>,
 }
 
 /// A stack usage above this is a typo (a kernel stack is 16 KiB; a
@@ -99,6 +102,8 @@ struct RawFn {
     last_reference_test: bool,
     #[serde(default)]
     reads_only: bool,
+    #[serde(default)]
+    failure: bool,
     returns_into: Option<Spanned<u32>>,
     #[serde(default)]
     callbacks: Vec<Spanned<RawCallback>>,
@@ -284,9 +289,12 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
     let ctx = Ctx { text, origin };
     let file: RawFile = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    let mut entries = Vec::new();
     let mut functions = Vec::with_capacity(file.functions.len());
     for (name, raw) in file.functions {
         let name_span = name.span();
+        let (line, col) = line_col(text, name_span.start);
+        entries.push(("fn", name.get_ref().clone(), line, col));
         let name = name.into_inner();
         validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
         let raw = raw.into_inner();
@@ -297,6 +305,8 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
     let mut fields = Vec::with_capacity(file.fields.len());
     for (key, raw) in file.fields {
         let key_span = key.span();
+        let (line, col) = line_col(text, key_span.start);
+        entries.push(("field", key.get_ref().clone(), line, col));
         let key = key.into_inner();
         let (owner, field) = key
             .split_once('.')
@@ -316,11 +326,14 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
     let mut rust = Vec::with_capacity(file.rust.len());
     for (path, raw) in file.rust {
         let path_span = path.span();
+        let (line, col) = line_col(text, path_span.start);
+        entries.push(("rust", path.get_ref().clone(), line, col));
         let path = path.into_inner();
         validate_item_path(&path).map_err(|why| ctx.error(Some(path_span.clone()), why))?;
         let raw_span = raw.span();
         let raw = raw.into_inner();
         if raw.returns_object_of.is_none()
+            && raw.failure != Some(true)
             && raw.points_into_object.is_none()
             && raw.exclusive_to_handle != Some(true)
             && raw.returns_argument.is_none()
@@ -334,7 +347,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key` or `displaces_key_of`"
+                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key`, `displaces_key_of` or `failure = true`"
                 ),
             ));
         }
@@ -414,6 +427,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 looks_up_key: raw.looks_up_key.map(|n| *n.get_ref()),
                 node_key: raw.node_key.map(|n| *n.get_ref()),
                 displaces_key_of: raw.displaces_key_of.map(|n| *n.get_ref()),
+                failure: raw.failure == Some(true),
                 note: raw.note,
             },
             sites,
@@ -440,6 +454,8 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         }
         for (name, n) in raw.functions {
             let name_span = name.span();
+            let (line, col) = line_col(text, name_span.start);
+            entries.push(("stack.fn", name.get_ref().clone(), line, col));
             let name = name.into_inner();
             validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
             let bytes = check(&format!("stack of function `{name}`"), &n)?;
@@ -452,6 +468,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         rust,
         stack_default,
         stack,
+        entries,
     })
 }
 
@@ -590,6 +607,7 @@ fn convert(
         sleeps_if_zero: raw.sleeps_if_zero.map(|n| *n.get_ref()),
         last_reference_test: raw.last_reference_test,
         reads_only: raw.reads_only,
+        failure: raw.failure,
         returns_into: raw.returns_into.map(|n| *n.get_ref()),
         ..FnSpec::default()
     };

@@ -103,9 +103,10 @@ impl Frames {
 pub fn read(paths: &[PathBuf]) -> Frames {
     let (su_named, object_paths): (Vec<PathBuf>, Vec<PathBuf>) =
         paths.iter().cloned().partition(|p| is_su(p));
-    let (found, errors) = inputs::find(&object_paths);
+    let (found, errors, passed) = inputs::find(&object_paths);
     let mut out = Frames {
         errors,
+        skipped: passed,
         ..Frames::default()
     };
     type Parsed = Vec<Result<ObjectFrames, InputError>>;
@@ -145,7 +146,12 @@ pub fn read(paths: &[PathBuf]) -> Frames {
     su_paths.dedup();
     for path in su_paths {
         let name = path.display().to_string();
-        match std::fs::read_to_string(&path) {
+        // Read only if it is a regular file: a FIFO would block the run.
+        let text = kmir::read_regular(&path).and_then(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        });
+        match text {
             Ok(text) => match parse_su(&text) {
                 Ok(entries) => {
                     out.su_files += 1;

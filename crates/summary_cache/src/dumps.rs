@@ -206,7 +206,7 @@ impl DumpCache {
     /// `build`: `Err(None)` when there is none (or another build's),
     /// `Err(Some(why))` when the file is not a good entry for it.
     fn read(&self, hash: u128, build: u128) -> Result<Entry, Option<String>> {
-        let bytes = match std::fs::read(self.path(hash)) {
+        let bytes = match kmir::read_regular(&self.path(hash)) {
             Ok(b) => b,
             // No entry, or no directory for entries (a cache directory
             // that cannot be created says so when the run writes).
@@ -374,26 +374,12 @@ fn decode(bytes: &[u8]) -> Result<Entry, String> {
 }
 
 /// Writes `entry` to `path` in `dir` through a temporary file renamed over
-/// it. Returns the bytes written.
+/// it, under the entry's lock (`safe_write`). Returns the bytes written.
 fn write(dir: &Path, path: &Path, entry: &Entry) -> Result<u64, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let bytes = encode(entry)?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{}.{:032x}.{nanos}.tmp",
-        std::process::id(),
-        entry.dump
-    ));
-    let written = std::fs::write(&tmp, &bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| e.to_string());
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map(|()| bytes.len() as u64)
+    safe_write::write(path, &bytes).map_err(|e| e.to_string())?;
+    Ok(bytes.len() as u64)
 }
 
 /// Keeps the most recently used entries of `dir`, at most `keep` of them

@@ -53,7 +53,7 @@ impl Fingerprint {
 /// The hash of a whole file.
 fn file_hash(path: &std::path::Path) -> std::io::Result<u128> {
     // The same hash as `XxHash3_128::oneshot` of the whole file.
-    let mut file = std::fs::File::open(path)?;
+    let mut file = kmir::open_regular(path)?;
     let mut hasher = XxHash3_128::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

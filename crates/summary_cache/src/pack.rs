@@ -62,7 +62,7 @@ pub(crate) fn file_name(inputs: &[PathBuf]) -> String {
 /// The pack at `path`: `Ok(None)` when there is none, `Err` (why) when the
 /// file is not a pack this build can read.
 pub(crate) fn read(path: &Path) -> Result<Option<Pack>, String> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match kmir::read_regular(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read it: {e}")),
@@ -138,43 +138,33 @@ impl<W: Write> Write for Hashing<W> {
 }
 
 /// Writes `pack` to `path` in `dir` through a temporary file renamed over
-/// it: a concurrent reader sees the old pack or the new one. The payload
-/// is encoded straight into the file (its header, written last, says how
-/// long it is and its hash). Returns the bytes written.
+/// it, under the pack's lock (`safe_write`): a concurrent reader sees the
+/// old pack or the new one. The payload is encoded straight into the file
+/// (its header, written last, says how long it is and its hash). Returns
+/// the bytes written.
 pub(crate) fn write(dir: &Path, path: &Path, pack: &impl bincode::Encode) -> Result<u64, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{}.{nanos}.tmp", std::process::id()));
-    let written = (|| -> Result<u64, String> {
-        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+    let mut written = 0;
+    safe_write::write_with(path, |file| {
         // A placeholder: a pack left like this fails its magic check.
-        file.write_all(&[0; HEADER]).map_err(|e| e.to_string())?;
+        file.write_all(&[0; HEADER])?;
         let mut out = Hashing {
-            inner: std::io::BufWriter::with_capacity(1 << 20, &mut file),
+            inner: std::io::BufWriter::with_capacity(1 << 20, &mut *file),
             hasher: XxHash3_128::new(),
             len: 0,
         };
         bincode::encode_into_std_write(pack, &mut out, bincode::config::standard())
-            .map_err(|e| format!("cannot encode it: {e}"))?;
-        out.flush().map_err(|e| e.to_string())?;
+            .map_err(|e| std::io::Error::other(format!("cannot encode it: {e}")))?;
+        out.flush()?;
         let (len, hash) = (out.len, out.hasher.finish_128());
         drop(out);
-        file.seek(std::io::SeekFrom::Start(0))
-            .and_then(|_| file.write_all(&FRAME.header(len, hash)))
-            .map_err(|e| e.to_string())?;
-        // Not synced: a pack a crash leaves short or empty fails its
-        // length or checksum, and costs a cold run, never a result.
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
-        Ok(HEADER as u64 + len)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.write_all(&FRAME.header(len, hash))?;
+        written = HEADER as u64 + len;
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(written)
 }
 
 /// Keeps the [`MAX_PACKS`] most recently used (written, or recalled whole) packs of `dir` (`keep`

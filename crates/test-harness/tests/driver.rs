@@ -599,6 +599,7 @@ fn compiler_probes_on_stdin_are_not_dumped() {
             .args(["--out-dir", tmp.path().to_str().unwrap(), "-"])
             .env("KANALYZE_OUT", &dumps)
             .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -618,6 +619,9 @@ fn compiler_probes_on_stdin_are_not_dumped() {
     };
     // What autocfg does from a build script, inheriting KANALYZE_OUT.
     compile("autocfg_0123_0", "llvm-ir");
+    assert!(kmir_files(&dumps).is_empty(), "{:?}", kmir_files(&dumps));
+    // What kbuild's `rustc-option` does: an object, on standard output.
+    compile("rust_out", "obj=-");
     assert!(kmir_files(&dumps).is_empty(), "{:?}", kmir_files(&dumps));
     // A crate read from stdin that is linked is still a crate.
     compile("from_stdin", "link");

@@ -311,7 +311,7 @@ impl BodyAnalysis<'_> {
                     };
                     variant = None;
                 }
-                ProjKey::Deref | ProjKey::Via(_) => return None,
+                ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle => return None,
             }
         }
         Some(ty)

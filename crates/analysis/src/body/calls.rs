@@ -286,11 +286,13 @@ impl BodyAnalysis<'_> {
                 // and in contents only a handle this body holds reaches.
                 let kept_data = self.guard_data_kept(&facts, block, terminator);
                 let kept_exclusive = self.accessor_facts_kept(&facts, terminator, targets);
+                let kept_exclusive_keys: Vec<PlaceKey> =
+                    kept_exclusive.iter().map(|k| k.0.clone()).collect();
                 let kept_refs = self.accessor_refs_kept(&facts, terminator, targets);
                 // The place an accessor returns, named before the call
                 // forgets where its argument points.
                 let accessed = self.accessor_place(&facts, terminator, t, summary);
-                facts.forget_memory(&self.escaped);
+                facts.forget_memory_values(&self.escaped);
                 if self.trace {
                     eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
                 }
@@ -409,6 +411,22 @@ impl BodyAnalysis<'_> {
                 for (l, key) in kept_refs {
                     facts.set_points_at(l, key);
                 }
+                // Object liveness: the frame rule, what the call moves
+                // away or keeps, and the result's contract.
+                // (What only a handle this body holds reaches survives, as
+                // for the value facts.)
+                let exclusive: Vec<PlaceKey> = kept_exclusive_keys
+                    .iter()
+                    .map(|k| path.facts.object_key(k))
+                    .collect();
+                self.objects_call(
+                    &path.facts,
+                    &mut facts,
+                    terminator,
+                    summary,
+                    block,
+                    &exclusive,
+                );
                 let mut locks = path.locks.clone();
                 if case.ret_addrs.is_empty()
                     && let TerminatorKind::Call {
@@ -486,7 +504,13 @@ impl BodyAnalysis<'_> {
                         facts.forget_memory(&self.escaped);
                         facts.write_unknown(destination, &self.escaped);
                     }
-                    TerminatorKind::Drop { place, .. } => facts.write_unknown(place, &self.escaped),
+                    TerminatorKind::Drop { place, .. } => {
+                        if let Some(k) = PlaceKey::of(place) {
+                            let k = facts.object_key(&k);
+                            facts.objects_mut().kill(&k, None);
+                        }
+                        facts.write_unknown(place, &self.escaped)
+                    }
                     _ => {}
                 }
                 for g in self.guards_released_at(block, terminator) {

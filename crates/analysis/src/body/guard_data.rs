@@ -45,7 +45,7 @@ use crate::summary::FieldPath;
 impl BodyAnalysis<'_> {
     /// The guard local a call ending `block` views (its destination points
     /// at that guard's data).
-    pub(super) fn view_of(&self, block: BlockId) -> Option<kmir::LocalId> {
+    pub(crate) fn view_of(&self, block: BlockId) -> Option<kmir::LocalId> {
         self.origins.guards().views.get(&block).copied()
     }
 
@@ -199,7 +199,7 @@ fn field_path(suffix: &[ProjKey]) -> FieldPath {
         p = match s {
             ProjKey::Field(i) => p.field(*i),
             ProjKey::Downcast(v) => p.variant(*v),
-            ProjKey::Deref | ProjKey::Via(_) => p.below(),
+            ProjKey::Deref | ProjKey::Via(_) | ProjKey::Below | ProjKey::Handle => p.below(),
         };
     }
     p

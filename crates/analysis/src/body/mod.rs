@@ -174,6 +174,13 @@ pub struct BodyAnalysis<'a> {
     /// Locals holding copies of pointers stored below `*_1`
     /// (`pointer_copies`), scanned on first use.
     pointer_copies: std::sync::OnceLock<HashMap<u32, pointer_copies::Source>>,
+    /// The field types the body's places project (object liveness asks
+    /// for the types of the places its facts name), gathered on first use.
+    field_types: std::sync::OnceLock<crate::liveness::types::FieldTypes>,
+    live_locals: std::sync::OnceLock<crate::index::LiveLocals>,
+    /// Fields declared to keep the objects taken out of them alive
+    /// elsewhere: a value taken out of one is not a last reference.
+    pub kept_alive: Vec<memory::FieldId>,
 }
 
 impl<'a> BodyAnalysis<'a> {
@@ -226,7 +233,83 @@ impl<'a> BodyAnalysis<'a> {
             origins,
             derived: Default::default(),
             pointer_copies: Default::default(),
+            field_types: Default::default(),
+            live_locals: Default::default(),
+            kept_alive: Vec::new(),
         }
+    }
+
+    /// The functions the callees of this body's call sites call with a
+    /// pointer to a value of type `env` (by its display) first: the
+    /// closures a callee given that closure runs.
+    pub(crate) fn predicates(&self, env: &str) -> Vec<FnId> {
+        let mut out: Vec<FnId> = Vec::new();
+        for targets in self.sites.values() {
+            for t in targets {
+                for (g, _) in self.program.callees(t.callee) {
+                    let f = self.program.function(g);
+                    let Some((krate, inst)) = self.program.body_of(g) else {
+                        continue;
+                    };
+                    let _ = inst;
+                    let Some(body) = self.program.body(g) else {
+                        continue;
+                    };
+                    let first = body
+                        .local(1)
+                        .and_then(|l| krate.dump.ty(l.ty))
+                        .and_then(|t| match &t.kind {
+                            kmir::TyKind::Ref { pointee, .. } => krate.dump.ty(*pointee),
+                            _ => None,
+                        });
+                    if first.is_some_and(|t| *t.display == *env) && !out.contains(&g) {
+                        let _ = f;
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Which locals are read later (computed on first use).
+    pub(crate) fn live_locals(&self) -> &crate::index::LiveLocals {
+        self.live_locals
+            .get_or_init(|| crate::index::LiveLocals::compute(self.body))
+    }
+
+    /// The field types of the body's places.
+    pub(crate) fn field_types(&self) -> &crate::liveness::types::FieldTypes {
+        self.field_types.get_or_init(|| {
+            let mut types = crate::liveness::types::FieldTypes::of_body(self.dump, self.body);
+            // What each callee returns a reference to, from this body's
+            // calls (an accessor's step names it by callee).
+            for (block, targets) in &self.sites {
+                let Some(kmir::TerminatorKind::Call { destination, .. }) = self
+                    .body
+                    .blocks
+                    .get(*block as usize)
+                    .map(|b| &b.terminator.kind)
+                else {
+                    continue;
+                };
+                let Some(to) = self
+                    .dump
+                    .place_ty(self.body, destination)
+                    .and_then(|t| self.dump.pointee(t))
+                else {
+                    continue;
+                };
+                for t in targets {
+                    types.set_via(t.callee.0, to);
+                }
+                // A view of a guard: what it points to is the lock's data.
+                if let Some(g) = self.view_of(*block) {
+                    types.set_data(memory::guard_data(g), to);
+                }
+            }
+            types
+        })
     }
 
     /// Locals holding copies of pointers stored below `*_1`.
@@ -401,7 +484,14 @@ impl Analysis for BodyAnalysis<'_> {
                 );
             }
         }
-        facts.set_split_locals(self.drop_flags.clone());
+        // Paths returning different values of a test's result stay apart
+        // (the facts each knows are what the result stands for).
+        let mut split = self.drop_flags.clone();
+        if crate::function::result_shapes(self.dump, self.body).is_some() {
+            split.push(0);
+        }
+        facts.set_split_locals(split);
+        facts.set_object_entry(self.body.arg_count, self.frozen_places());
         PcState::single(Adj::Known(0), facts)
     }
 
@@ -424,7 +514,7 @@ impl Analysis for BodyAnalysis<'_> {
             return;
         }
         for p in &mut state.paths {
-            self.apply_facts(&mut p.facts, statement);
+            self.apply_facts(&mut p.facts, statement, (block, index));
         }
         // Facts may have become equal: keep one path per adjustment.
         let paths = std::mem::take(&mut state.paths);
@@ -453,7 +543,13 @@ impl Analysis for BodyAnalysis<'_> {
                     for p in &state.paths {
                         let mut facts = p.facts.clone();
                         let feasible = match facts.resolve_operand(discr) {
-                            Some(r) => facts.assume(&r, Some(t.value), &[]),
+                            Some(r) => {
+                                let ok = facts.assume(&r, Some(t.value), &[]);
+                                if let memory::Resolved::Key(k, Aspect::Discr) = &r {
+                                    self.learn_variant(&mut facts, k);
+                                }
+                                ok
+                            }
                             None => true,
                         };
                         if feasible {
@@ -468,7 +564,13 @@ impl Analysis for BodyAnalysis<'_> {
                 for p in &state.paths {
                     let mut facts = p.facts.clone();
                     let feasible = match facts.resolve_operand(discr) {
-                        Some(r) => facts.assume(&r, None, &values),
+                        Some(r) => {
+                            let ok = facts.assume(&r, None, &values);
+                            if let memory::Resolved::Key(k, Aspect::Discr) = &r {
+                                self.learn_variant(&mut facts, k);
+                            }
+                            ok
+                        }
                         None => true,
                     };
                     if feasible {

@@ -33,6 +33,8 @@ pub struct BodyOutcome {
     pub last_field: crate::summary::LastField,
     /// The place below `*arg0` those sites drop (`Summary::last_place`).
     pub last_place: crate::summary::LastPlaces,
+    /// What those sites may release, in entry terms (`None`: anything).
+    pub releases: Option<Vec<memory::Bounds>>,
     pub violations: Vec<Violation>,
     /// The paths reaching a return, with the return's span.
     pub returns: Vec<(Path, kmir::Span)>,
@@ -114,6 +116,9 @@ struct Reader<'r, 'a> {
     last_from: Option<std::collections::BTreeSet<u32>>,
     last_field: crate::summary::LastField,
     last_place: crate::summary::LastPlaces,
+    /// What the sites with a last-reference expectation may release, in
+    /// entry terms (`None`: anything).
+    releases: Option<Vec<memory::Bounds>>,
     violations: Vec<Violation>,
     returns: Vec<(Path, kmir::Span)>,
     changes: Vec<CountChange>,
@@ -132,6 +137,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             last_from: Some(std::collections::BTreeSet::new()),
             last_field: crate::summary::LastField::Nothing,
             last_place: crate::summary::LastPlaces::Nothing,
+            releases: Some(Vec::new()),
             violations: Vec::new(),
             returns: Vec::new(),
             changes: Vec::new(),
@@ -185,63 +191,42 @@ impl<'r, 'a> Reader<'r, 'a> {
         let mut declared_last = false;
         let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
         let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
-        // What the site releases: all of it kept alive by a borrow that
-        // outlives this function, none of it can be a last reference.
-        let released = analysis.released(&terminator.kind, summary);
-        let backed = analysis.origins.backed(&released, block)
-            || analysis.origins.kept_clone_backs(
-                analysis.body,
-                &analysis.sites,
-                analysis.summary_of,
-                block,
-                &terminator.kind,
-                summary.last_from.as_deref(),
-            )
-            || analysis.origins.identity_backed(
-                analysis.dump,
-                analysis.body,
-                block,
-                &terminator.kind,
-                summary.last_from.as_deref(),
-                summary.last_field,
-            )
-            || analysis.origins.same_or_none_backed(
-                analysis.dump,
-                analysis.body,
-                block,
-                &terminator.kind,
-            )
-            || analysis.origins.rejected_only_backed(
-                analysis.dump,
-                analysis.body,
-                &terminator.kind,
-                summary.last_only_at,
-            );
-        if analysis.trace && released.as_ref().is_none_or(|r| !r.is_empty()) {
-            eprintln!(
-                "[kanalyze trace] bb{block} releases {}: {}",
-                analysis.origins.describe(&released),
-                if backed {
-                    "kept alive"
-                } else {
-                    "not shown kept alive"
-                }
-            );
-        }
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
+            // The one rule of object liveness: held elsewhere, or nothing.
+            let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+            let exclusive: Vec<PlaceKey> = analysis
+                .accessor_facts_kept(&p.facts, &terminator.kind, targets)
+                .into_iter()
+                .map(|k| p.facts.object_key(&k.0))
+                .collect();
+            let proof = analysis.discharge(&p.facts, &terminator.kind, summary, &exclusive);
+            if analysis.trace {
+                eprintln!(
+                    "[kanalyze trace] bb{block}: release {}",
+                    match &proof {
+                        Some(proof) => format!("not the last: {}", proof.describe()),
+                        None => format!(
+                            "not shown held elsewhere: {}",
+                            match analysis.released_bounds(&p.facts, &terminator.kind, summary) {
+                                None => "it may release anything".to_string(),
+                                Some(bs) => bs
+                                    .iter()
+                                    .map(crate::liveness::contract::describe_bounds)
+                                    .collect::<Vec<_>>()
+                                    .join("; "),
+                            }
+                        ),
+                    }
+                );
+            }
             // On a teardown path everything the callee needs is
             // needed only because a reference was the last.
             let last = if analysis.not_last.contains(&block)
-                || backed
+                || proof.is_some()
                 || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
                 || analysis.same_object_discharges(block, &terminator.kind, summary)
-                || analysis.stored_clone_backs(
-                    &p.facts,
-                    &terminator.kind,
-                    analysis.sites.get(&block).map_or(&[][..], Vec::as_slice),
-                    summary.last_from.as_deref(),
-                ) {
+            {
                 ExpectRange::TOP
             } else {
                 analysis.variant_expect_last(summary, &terminator.kind, &p.facts)
@@ -259,18 +244,19 @@ impl<'r, 'a> Reader<'r, 'a> {
                 (whole, last)
             };
             if e_last != ExpectRange::TOP {
-                // Which of this function's owned arguments the
-                // expectation is about: a caller keeping them alive
-                // discharges it. A teardown of its own is about anything.
-                let about = if tearing_down {
+                // What this site may release, in the function's entry
+                // terms: a caller holding it elsewhere discharges it. A
+                // teardown of its own is about anything.
+                let released = if tearing_down {
                     None
                 } else {
-                    analysis.origins.attributed(&released, block)
+                    analysis.release_in_entry_terms(&p.facts, &terminator.kind, summary)
                 };
-                match (&mut self.last_from, about) {
-                    (Some(from), Some(a)) => from.extend(a),
-                    (from, _) => *from = None,
+                match (&mut self.releases, released) {
+                    (Some(all), Some(r)) => all.extend(r),
+                    (all, _) => *all = None,
                 }
+                self.last_from = None;
                 self.last_field =
                     self.last_field
                         .join(dropped_field(analysis, block, &terminator.kind, summary));
@@ -407,6 +393,7 @@ impl<'r, 'a> Reader<'r, 'a> {
             last_from: self.last_from,
             last_field: self.last_field,
             last_place: self.last_place,
+            releases: self.releases,
             violations: self.violations,
             returns: self.returns,
             changes: self.changes,

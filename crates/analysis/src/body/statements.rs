@@ -23,7 +23,13 @@ impl BodyAnalysis<'_> {
         self.dump.enum_of(ty)?.discriminant(variant)
     }
 
-    pub(super) fn apply_facts(&self, facts: &mut Facts, statement: &Statement) {
+    /// (`at`: the statement's block and index.)
+    pub(super) fn apply_facts(
+        &self,
+        facts: &mut Facts,
+        statement: &Statement,
+        at: (BlockId, usize),
+    ) {
         match &statement.kind {
             StatementKind::Assign { place, rvalue } => {
                 // Pointers in the new value, read before the write.
@@ -51,7 +57,29 @@ impl BodyAnalysis<'_> {
                 } else {
                     (Vec::new(), Vec::new())
                 };
+                let objects = self.objects_plan(facts, place, rvalue, at);
+                // A store through references the body can name changes only
+                // that place's object facts (a `&mut` is unique, and
+                // different places behind it do not overlap).
+                let exact = self.exact_store(facts, place);
+                let saved = exact.as_ref().map(|_| facts.objects().clone());
+                // Where a store through a pointer lands, named before the
+                // write forgets what the pointer points to.
+                let through = place
+                    .projection
+                    .contains(&kmir::Projection::Deref)
+                    .then(|| PlaceKey::of(place).map(|k| facts.object_key(&k)))
+                    .flatten();
                 facts.assign(place, rvalue, |r| self.adt_discr(r), &self.escaped);
+                if let (Some(key), Some(saved)) = (exact, saved) {
+                    let taken = self.field_id(&key);
+                    *facts.objects_mut() = saved;
+                    facts
+                        .objects_mut()
+                        .kill_apart(&key, taken, &|a, b| self.apart(a, b));
+                }
+                let dest = through.or_else(|| PlaceKey::of(place).map(|k| facts.object_key(&k)));
+                self.objects_apply(facts, dest, objects);
                 super::restore_facts(facts, kept);
                 // (The pointer written through keeps its value.)
                 for (l, key) in kept_refs {
@@ -215,7 +243,7 @@ impl BodyAnalysis<'_> {
     }
 
     /// The variant an aggregate builds, when it builds an enum.
-    pub(super) fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
+    pub(crate) fn enum_variant(&self, kind: &AggregateKind) -> Option<u32> {
         match kind {
             AggregateKind::Adt { ty, variant, .. } if self.is_enum(*ty) => Some(*variant),
             _ => None,
