@@ -41,6 +41,9 @@
 #   KANALYZE_KERNEL_JOBS   make -j (default 2)
 #   KANALYZE_KERNEL_DEB_VERSION  version of linux-source-7.3 in trixie-backports
 #                          (default 7.3.4-1~bpo13+1)
+#   KANALYZE_KERNEL_STACK  1 (default): build with frame sizes (Rust:
+#                          KRUSTFLAGS=-Zemit-stack-sizes, C: KCFLAGS=-fstack-usage)
+#                          and run `kanalyze stack` on the objects; 0: neither
 #
 # Layout of the work dir:
 #   src/linux-source-*/  the unpacked kernel source (~1.8 GB)
@@ -48,7 +51,9 @@
 #   obj-plain/           objects built with plain rustc (--plain only)
 #   kmir/                the dumps, one per compiled crate
 #   logs/                one `make V=1` log per step; findings.txt/.json;
-#                        build-error.txt/.json (`kanalyze build-error` on the objects)
+#                        build-error.txt/.json (`kanalyze build-error` on the objects);
+#                        stack.txt/.json (`kanalyze stack`: each root's worst-case
+#                        stack depth, frames over 2048 bytes, docs/stack.md)
 #
 # Exit status: 0 when the build (and the analysis, whatever it finds) ran;
 # non-zero when a step failed; the failing step's log is named.
@@ -106,6 +111,14 @@ fi
 WORK=$(realpath -m "$WORK")
 JOBS=${KANALYZE_KERNEL_JOBS:-2}
 BINDGEN_VERSION=0.72.1
+# Frame sizes for `kanalyze stack` (docs/stack.md): rustc writes each
+# function's frame into a `.stack_sizes` section of its object, clang each
+# C function's into a `.su` file next to the object.
+STACK=${KANALYZE_KERNEL_STACK:-1}
+STACK_FLAGS=()
+if [ "$STACK" = 1 ]; then
+    STACK_FLAGS=(KRUSTFLAGS=-Zemit-stack-sizes KCFLAGS=-fstack-usage)
+fi
 
 # ---------------------------------------------------------------- targets
 # The Rust objects built after `prepare` and `rust/`: every crate root that
@@ -376,7 +389,7 @@ kmake() {
     shift 2
     make -C "$SRC" O="$obj" LLVM="$LLVM_SUFFIX" \
         RUSTC="$rustc" HOSTRUSTC="$rustc" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" \
-        -j"$JOBS" "$@"
+        "${STACK_FLAGS[@]}" -j"$JOBS" "$@"
 }
 
 # Configures the object tree $1 for rustc $2 (RUST depends on the toolchain
@@ -586,6 +599,51 @@ if [ "$ANALYSE" = 1 ]; then
     "$KANALYZE" build-error "$OBJ" --dumps "$KMIR" --source-root "$SRC" --format json \
         >"$LOGS/build-error.json" 2>/dev/null || true
     step_done "$(tail -n 1 "$LOGS/build-error.txt"); in $LOGS/build-error.txt and build-error.json"
+    if [ "$STACK" = 1 ]; then
+        step "kanalyze stack"
+        # Each root's worst-case stack depth from the objects' frame sizes
+        # (docs/stack.md), with the kernel's settings and, for the
+        # unmodified tree, the verdicts of docs/kernel.md's stack section.
+        STACK_SETTINGS=("${INVARIANTS[0]}" "${INVARIANTS[1]}")
+        if [ -z "$TREE" ]; then
+            STACK_SETTINGS+=(--triage "$ROOT/scripts/kernel-stack-triage.toml")
+        fi
+        status=0
+        /usr/bin/time -o "$LOGS/stack.time" -f '%e s wall, %M KiB peak RSS' \
+            "$KANALYZE" stack "$KMIR" --objects "$OBJ" --source-root "$SRC" "${STACK_SETTINGS[@]}" \
+            >"$LOGS/stack.txt" 2>"$LOGS/stack.stderr" || status=$?
+        [ "$status" -le 1 ] || { cat "$LOGS/stack.stderr" >&2; die "kanalyze stack failed (exit $status)"; }
+        "$KANALYZE" stack "$KMIR" --objects "$OBJ" --source-root "$SRC" "${STACK_SETTINGS[@]}" \
+            --format json >"$LOGS/stack.json" 2>/dev/null || true
+        # The five deepest roots and every frame over the frame limit,
+        # whatever the triage hides of the findings.
+        python3 - "$LOGS/stack.json" "$SRC/" <<'PY' >&2
+import json, sys
+doc = json.load(open(sys.argv[1]))
+src = sys.argv[2]
+s = doc["summary"]
+def where(span):
+    return f'{span["file"].replace(src, "")}:{span["line"]}' if span else "?"
+print(f'   the five deepest of {s["roots"]} roots (limit {s["limit"]} bytes):')
+for r in doc["roots"][:5]:
+    flags = []
+    if not r["bounded"]:
+        flags.append("unbounded: reaches a cycle")
+    if r["unknown_frames"]:
+        flags.append(f'{len(r["unknown_frames"])} unknown frames')
+    if r["assumed_c_functions"]:
+        flags.append(f'{r["assumed_c_functions"]} C functions at the default')
+    extra = f' [{"; ".join(flags)}]' if flags else ""
+    print(f'   {r["depth"]:>7}  {r["function"]} ({r["reason"]}){extra}')
+frames = doc["large_frames"]
+print(f'   {len(frames)} frames over {s["frame_limit"]} bytes{":" if frames else ""}')
+for f in frames:
+    local = f["locals"][0] if f["locals"] else None
+    big = f', largest local {local["name"] or "a temporary"}: {local["type"]} ({local["bytes"]} bytes)' if local else ""
+    print(f'   {f["frame_bytes"]:>7}  {f["function"]}  {where(f["span"])}{big}')
+PY
+        step_done "$(grep -v '^Command exited' "$LOGS/stack.time"); $(tail -n 1 "$LOGS/stack.txt" | cut -c1-160)…; in $LOGS/stack.txt and stack.json"
+    fi
 fi
 
 # ---------------------------------------------------------------- summary

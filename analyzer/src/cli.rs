@@ -41,6 +41,99 @@ pub enum Command {
     /// reference left in object files, at the assertion, with the inlined
     /// calls outward (docs/build-assert.md).
     BuildError(BuildErrorArgs),
+    /// The worst-case stack depth of every function C can call, from the
+    /// objects' frame sizes (`-Zemit-stack-sizes`) and the whole program's
+    /// call graph: the deepest path of each root, frames over the frame
+    /// limit, unbounded recursion (docs/stack.md).
+    Stack(StackArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct StackArgs {
+    /// `.kmir` files, or directories searched recursively for them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// The build's objects: object files, archives (`.a`, `.rlib`), `.su`
+    /// files, or directories searched recursively for `.o`, `.a`, `.rlib`
+    /// and `.su` files (a kbuild object tree, a cargo target directory).
+    /// Rust objects must be built with `-Zemit-stack-sizes`.
+    #[arg(long = "objects", value_name = "PATH", required = true, num_args = 1..)]
+    pub objects: Vec<PathBuf>,
+
+    /// The depth limit in bytes (default: the configuration file's
+    /// `[stack] limit`, else 8192, half of a 16 KiB kernel stack).
+    #[arg(long, value_name = "BYTES")]
+    pub limit: Option<u64>,
+
+    /// The frame limit in bytes (default: `[stack] frame-limit`, else 2048,
+    /// the kernel's `CONFIG_FRAME_WARN` on 64-bit).
+    #[arg(long = "frame-limit", value_name = "BYTES")]
+    pub frame_limit: Option<u64>,
+
+    /// Bytes a call of a C function no `[stack]` entry of the spec names
+    /// uses, its callees included (default: `[stack] c-default`, else the
+    /// spec's `[stack] default`; without one such calls are unknown).
+    #[arg(long = "c-default", value_name = "BYTES")]
+    pub c_default: Option<u64>,
+
+    /// The output format (default: the configuration file's, else text).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+
+    /// How many of the deepest roots the text output shows with their path.
+    #[arg(long = "roots", value_name = "N", default_value_t = 5)]
+    pub shown_roots: usize,
+
+    /// Also write the findings and the stack of every root as one HTML page,
+    /// `DIR/index.html`.
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
+
+    /// A previous run's `--format json` output: findings it already has are
+    /// not reported, only counted.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// A triage file (docs/output.md, "Triage"), as for `check`.
+    #[arg(long, value_name = "FILE")]
+    pub triage: Option<PathBuf>,
+
+    /// Spec files (TOML): their `[stack]` tables extend the built-in one
+    /// (crates/spec/README.md).
+    #[arg(long = "spec", value_name = "FILE")]
+    pub specs: Vec<PathBuf>,
+
+    /// The kind of program (default: the configuration file's, else
+    /// detected), which decides the built-in spec.
+    #[arg(long = "profile", value_enum, value_name = "PROFILE")]
+    pub profile: Option<Profile>,
+
+    /// Also report findings that lie entirely in upstream code (the
+    /// standard library, registry crates).
+    #[arg(long = "include-upstream")]
+    pub include_upstream: bool,
+
+    /// Directories to resolve relative source file names against.
+    #[arg(long = "source-root", value_name = "DIR")]
+    pub source_roots: Vec<PathBuf>,
+
+    /// Report findings of this kind as errors (repeatable).
+    #[arg(long = "deny", value_name = "KIND")]
+    pub deny: Vec<String>,
+
+    /// Report findings of this kind as warnings (repeatable).
+    #[arg(long = "warn", value_name = "KIND")]
+    pub warn: Vec<String>,
+
+    /// Do not report findings of this kind (repeatable).
+    #[arg(long = "allow", value_name = "KIND")]
+    pub allow: Vec<String>,
+
+    /// The configuration file (default: `kanalyze.toml` in the current
+    /// directory or its nearest ancestor that has one).
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +246,12 @@ pub struct TriageArgs {
     /// A commit, a list message.
     #[arg(long)]
     pub reference: Option<String>,
+
+    /// The build's objects, as `kanalyze stack` takes them: the findings of
+    /// `stack` (with the configuration file's `[stack]` limits) can be
+    /// judged too.
+    #[arg(long = "objects", value_name = "PATH", num_args = 1..)]
+    pub objects: Vec<PathBuf>,
 
     #[command(flatten)]
     pub analysis: AnalysisArgs,

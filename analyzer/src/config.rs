@@ -15,6 +15,11 @@
 //! [levels]                              # allow, warn or deny per finding kind
 //! last-reference-in-atomic = "deny"
 //! extern-function = "allow"
+//!
+//! [stack]                               # `kanalyze stack` (docs/stack.md)
+//! limit = 8192                          # bytes; half of a 16 KiB stack
+//! frame-limit = 2048                    # CONFIG_FRAME_WARN
+//! c-default = 1024                      # a C function no spec entry names
 //! ```
 //!
 //! Unknown keys, wrong types, unknown kinds and levels, and files that do not
@@ -52,6 +57,24 @@ struct RawConfig {
     cache_dir: Option<Spanned<String>>,
     #[serde(default)]
     levels: std::collections::BTreeMap<Spanned<String>, Spanned<String>>,
+    stack: Option<RawStack>,
+}
+
+/// `[stack]`: the limits of `kanalyze stack`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawStack {
+    limit: Option<Spanned<u64>>,
+    frame_limit: Option<Spanned<u64>>,
+    c_default: Option<Spanned<u64>>,
+}
+
+/// `[stack]` of the configuration file, each with where it was given.
+#[derive(Clone, Debug, Default)]
+pub struct StackConfig {
+    pub limit: Option<(u64, Origin)>,
+    pub frame_limit: Option<(u64, Origin)>,
+    pub c_default: Option<(u64, Origin)>,
 }
 
 /// The level a `[levels]` entry gives a kind.
@@ -98,6 +121,8 @@ pub struct Config {
     /// `cache-dir = "…"`, relative to the file, and where.
     pub cache_dir: Option<(PathBuf, Origin)>,
     pub levels: Vec<(String, Level, Origin)>,
+    /// `[stack]`.
+    pub stack: StackConfig,
 }
 
 /// The configuration file to use: `explicit`, or the first `kanalyze.toml`
@@ -128,7 +153,7 @@ pub fn load(path: &Path) -> Result<Config, Box<FileError>> {
     parse(path, &text)
 }
 
-const FORMAT_HELP: &str = "the keys are `format`, `profile`, `include-upstream`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the table `[levels]` (docs/output.md, \"Configuration file\")";
+const FORMAT_HELP: &str = "the keys are `format`, `profile`, `include-upstream`, `spec`, `invariants`, `source-root`, `baseline`, `triage`, `allow-partial` and the tables `[levels]` and `[stack]` (docs/output.md, \"Configuration file\")";
 
 /// Parses the text of the configuration file `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
@@ -245,6 +270,30 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
     }
     if let Some(c) = &raw.cache {
         config.cache = Some((*c.get_ref(), origin(&c.span())));
+    }
+    if let Some(st) = &raw.stack {
+        // A limit of 0 would flag every root; one of a gigabyte is a typo.
+        let bytes = |v: &Spanned<u64>, key: &str| -> Result<(u64, Origin), Box<FileError>> {
+            if *v.get_ref() == 0 || *v.get_ref() > 1 << 30 {
+                return Err(err(
+                    Some(v.span()),
+                    format!("`[stack] {key}` must be a number of bytes from 1 to 1073741824"),
+                    "not a byte count",
+                    None,
+                ));
+            }
+            Ok((*v.get_ref(), origin(&v.span())))
+        };
+        if let Some(v) = &st.limit {
+            config.stack.limit = Some(bytes(v, "limit")?);
+        }
+        if let Some(v) = &st.frame_limit {
+            config.stack.frame_limit = Some(bytes(v, "frame-limit")?);
+        }
+        // 0 is a valid default for C functions: "count them as nothing".
+        if let Some(v) = &st.c_default {
+            config.stack.c_default = Some((*v.get_ref(), origin(&v.span())));
+        }
     }
     // Created when first written: it need not exist yet.
     if let Some(d) = &raw.cache_dir {

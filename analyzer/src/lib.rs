@@ -49,6 +49,7 @@ pub fn run() -> ExitCode {
         cli::Command::Triage(args) => commands::triage::run(args),
         cli::Command::Report(args) => commands::report::run(args),
         cli::Command::BuildError(args) => commands::build_error::run(args),
+        cli::Command::Stack(args) => commands::stack::run(args),
     };
     let timings = match &cli.command {
         cli::Command::Check(args) => args.analysis.timings,
@@ -80,6 +81,7 @@ fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "triage",
         "report",
         "build-error",
+        "stack",
         "help",
     ];
     const TOP_LEVEL: &[&str] = &["-h", "--help", "-V", "--version"];

@@ -504,6 +504,10 @@ fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatc
                     "names no function of the program",
                     "a `[rust]` entry is an item path as `kanalyze dump` prints it after `item`",
                 ),
+                "stack.fn" => (
+                    "names no function of the program",
+                    "a `[stack.fn]` entry is a link name (or a glob) of a C function the program calls; check its spelling (`kanalyze graph DIR` lists the program's C functions)",
+                ),
                 _ => (
                     "names no struct field of the program",
                     "a `[field]` entry is `struct.field` of a struct the program's types use",
@@ -735,7 +739,7 @@ pub(crate) fn is_kernel_target(target: &str) -> bool {
 /// when a `kernel` crate built for a kernel target is linked (the kernel's
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
-fn detect_profile(program: &Program) -> (Profile, String) {
+pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
     if let Some(c) = program
         .crates
         .iter()
@@ -802,10 +806,10 @@ fn detect_profile(program: &Program) -> (Profile, String) {
 
 /// `--deny`/`--warn`/`--allow`: the severity a finding kind is reported
 /// with, or `None` to drop it.
-struct Levels(HashMap<&'static str, Option<Severity>>);
+pub(crate) struct Levels(HashMap<&'static str, Option<Severity>>);
 
 impl Levels {
-    fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
+    pub(crate) fn new(args: &AnalysisArgs) -> Result<Levels, Diagnostic> {
         let mut levels: HashMap<&'static str, Option<Severity>> = HashMap::new();
         // The configuration file's levels first; a flag for the same kind
         // replaces its level (the configuration was checked when read).
@@ -864,7 +868,7 @@ impl Levels {
         Ok(Levels(levels))
     }
 
-    fn apply(&self, findings: &mut Vec<Finding>) {
+    pub(crate) fn apply(&self, findings: &mut Vec<Finding>) {
         if self.0.is_empty() {
             return;
         }

@@ -290,7 +290,8 @@ fn entries_that_match_nothing_are_warnings_naming_them() {
         dir.join("typo.toml"),
         "[fn]\nmsleeep = { expect = \"0..\" }\n\"clk_*\" = { expect = \"0\" }\n\
          [rust]\n\"klock::no_such_fn\" = { failure = true }\n\
-         [field]\n\"no_struct.callback\" = { context = \"0..\", role = \"a callback\" }\n",
+         [field]\n\"no_struct.callback\" = { context = \"0..\", role = \"a callback\" }\n\
+         [stack.fn]\nmsleep = 512\nno_such_c_fn = 512\n",
     )
     .expect("written");
     let (code, stdout, stderr) = kanalyze(
@@ -311,6 +312,7 @@ fn entries_that_match_nothing_are_warnings_naming_them() {
         ("clk_*", "typo.toml:3:1"),
         ("klock::no_such_fn", "typo.toml:5:1"),
         ("no_struct.callback", "typo.toml:7:1"),
+        ("no_such_c_fn", "typo.toml:10:1"),
     ] {
         assert!(
             stderr.contains(&format!("warning: spec entry `{entry}` ({at})")),
@@ -326,8 +328,16 @@ fn entries_that_match_nothing_are_warnings_naming_them() {
         .collect();
     assert_eq!(
         kinds,
-        ["spec [fn]", "spec [fn]", "spec [field]", "spec [rust]"]
+        [
+            "spec [fn]",
+            "spec [fn]",
+            "spec [field]",
+            "spec [rust]",
+            "spec [stack.fn]"
+        ]
     );
+    // `msleep`, which the program calls, matches.
+    assert!(!stderr.contains("spec entry `msleep`"), "{stderr}");
 
     // A triage entry of no finding of this run.
     std::fs::write(

@@ -212,12 +212,39 @@ impl<'tcx> Translator<'tcx> {
         };
         let id = self.types.len() as TyId;
         let display = canonical_ty_string(self.tcx, ty);
+        let size = self.size_of(internal);
         self.types.push(kmir::Ty {
             kind,
             display: display.into(),
+            size,
         });
         self.type_ids.insert(ty, id);
         id
+    }
+
+    /// The size of a value of `ty` from its layout, for a sized type with
+    /// nothing generic left in it; `None` otherwise (no layout is asked
+    /// for a type the compiler cannot lay out).
+    fn size_of(&self, ty: ty::Ty<'tcx>) -> Option<u64> {
+        use rustc_middle::ty::TypeVisitableExt;
+        // Inside a binder (a fn pointer's `&'a dyn Write` argument) a type
+        // has escaping bound variables: no layout query may see it.
+        if ty.has_param()
+            || ty.has_aliases()
+            || ty.has_infer()
+            || ty.has_placeholders()
+            || ty.has_escaping_bound_vars()
+        {
+            return None;
+        }
+        let env = TypingEnv::fully_monomorphized();
+        if !ty.is_sized(self.tcx, env) {
+            return None;
+        }
+        self.tcx
+            .layout_of(env.as_query_input(ty))
+            .ok()
+            .map(|l| l.size.bytes())
     }
 
     fn type_args(&mut self, args: &sty::GenericArgs) -> Vec<TyId> {

@@ -127,7 +127,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let mut stale = Vec::new();
     let (findings, triaged, suppressed) = match (&triage, &triage_path) {
         (Some(t), Some((path, _))) => {
-            let (f, o, s) = apply_triage(&analysed, findings, t);
+            let (f, o, s) = apply_triage(&analysed.program, findings, t);
             stale = stale_entries(t, &o.stale, path, baseline.is_some());
             (f, Some(o), s)
         }
@@ -188,15 +188,15 @@ pub fn run(args: &CheckArgs) -> u8 {
 }
 
 /// A finding to report, and the triage entry that judged it.
-struct Judged {
-    finding: findings::Finding,
-    triage: Option<Verdict>,
+pub(crate) struct Judged {
+    pub(crate) finding: findings::Finding,
+    pub(crate) triage: Option<Verdict>,
 }
 
 /// A triage entry that matched a finding of the run.
 #[derive(Clone)]
-struct Verdict {
-    entry: crate::triage::Entry,
+pub(crate) struct Verdict {
+    pub(crate) entry: crate::triage::Entry,
     /// What the finding says now differs from what was judged.
     reexamine: bool,
     /// The verdict hides the finding (`not-a-bug`, `intended`,
@@ -218,7 +218,7 @@ impl Verdict {
         }
     }
 
-    fn json(&self) -> report::JsonTriage {
+    pub(crate) fn json(&self) -> report::JsonTriage {
         report::JsonTriage {
             verdict: self.entry.verdict.as_str(),
             reason: self.entry.reason.clone(),
@@ -234,7 +234,7 @@ impl Verdict {
 
 impl Judged {
     /// The finding with its verdict as a note (text and SARIF).
-    fn noted(&self) -> findings::Finding {
+    pub(crate) fn noted(&self) -> findings::Finding {
         let mut f = self.finding.clone();
         if let Some(v) = &self.triage {
             f.notes.push(findings::Note::text(
@@ -263,8 +263,8 @@ struct Shown {
 /// The triage's verdicts applied: judged findings whose text is unchanged
 /// are hidden (`not-a-bug`, `intended`, `wont-fix`) or kept with their verdict
 /// (`bug`); changed ones are kept, to be re-examined.
-fn apply_triage(
-    a: &Analysed,
+pub(crate) fn apply_triage(
+    program: &program::Program,
     findings: Vec<&findings::Finding>,
     triage: &crate::triage::Triage,
 ) -> (Vec<Judged>, crate::triage::Outcome, Vec<Judged>) {
@@ -273,7 +273,7 @@ fn apply_triage(
     let mut matched = std::collections::HashSet::new();
     let mut kept = Vec::new();
     for f in findings {
-        let id = report::stable_id(&a.program, f);
+        let id = report::stable_id(program, f);
         let Some(entry) = triage.entries.get(&id) else {
             kept.push(Judged {
                 finding: f.clone(),

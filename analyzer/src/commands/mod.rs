@@ -7,6 +7,7 @@ pub mod dump;
 pub mod explain;
 pub mod graph;
 pub mod report;
+pub mod stack;
 pub mod summary;
 pub mod triage;
 

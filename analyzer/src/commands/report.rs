@@ -163,7 +163,7 @@ pub fn run(args: &ReportArgs) -> u8 {
 }
 
 /// What the triage file says of the finding with stable id `id`.
-fn triaged(triage: &crate::triage::Triage, id: &str, f: &findings::Finding) -> Triaged {
+pub(crate) fn triaged(triage: &crate::triage::Triage, id: &str, f: &findings::Finding) -> Triaged {
     let Some(entry) = triage.entries.get(id) else {
         return Triaged::Untriaged;
     };

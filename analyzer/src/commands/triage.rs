@@ -36,16 +36,55 @@ pub fn run(args: &TriageArgs) -> u8 {
         }
     }
     let mut args = args.clone();
-    if let Err(code) = crate::config::resolve(&mut args.analysis) {
-        return code;
-    }
+    let config = match crate::config::resolve(&mut args.analysis) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let Some(a) = analyse(&args.paths, &args.analysis) else {
         return EXIT_BAD_INPUT;
     };
+    // With `--objects`, `kanalyze stack`'s findings too, with the limits
+    // `stack` would use without flags.
+    let stack = if args.objects.is_empty() {
+        None
+    } else {
+        let limits = stack::Limits {
+            depth: config
+                .stack
+                .limit
+                .as_ref()
+                .map_or(stack::DEFAULT_LIMIT, |(v, _)| *v),
+            frame: config
+                .stack
+                .frame_limit
+                .as_ref()
+                .map_or(stack::DEFAULT_FRAME_LIMIT, |(v, _)| *v),
+        };
+        let c_default = config
+            .stack
+            .c_default
+            .as_ref()
+            .map(|(v, o)| (*v, o.0.clone()));
+        match super::stack::compute(
+            &args.paths,
+            &args.objects,
+            &args.analysis,
+            limits,
+            c_default,
+        ) {
+            Some(run) => Some(run),
+            None => return EXIT_BAD_INPUT,
+        }
+    };
+    let mut all: Vec<(&program::Program, &findings::Finding)> =
+        a.findings().into_iter().map(|f| (&a.program, f)).collect();
+    if let Some(run) = &stack {
+        all.extend(run.findings.iter().map(|f| (&run.program, f)));
+    }
     let mut selected: Vec<(String, String)> = Vec::new();
     let mut missing: Vec<&str> = args.ids.iter().map(String::as_str).collect();
-    for f in a.findings() {
-        let id = report::stable_id(&a.program, f);
+    for (program, f) in all {
+        let id = report::stable_id(program, f);
         let by_id = args.ids.contains(&id);
         let by_kind = args.kinds.iter().any(|k| k == f.kind);
         if by_id || by_kind {
@@ -65,7 +104,7 @@ pub fn run(args: &TriageArgs) -> u8 {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
-        .help("ids come from `kanalyze check --format json` on the same dumps and settings")
+        .help("ids come from `kanalyze check --format json` (or `kanalyze stack --format json`, with `--objects`) on the same dumps and settings")
         .emit();
         return EXIT_BAD_INPUT;
     }

@@ -195,6 +195,7 @@ fn add(
                             | KanalyzeAnnotation::Failure
                             | KanalyzeAnnotation::LockClass(_)
                             | KanalyzeAnnotation::NestedLock { .. }
+                            | KanalyzeAnnotation::RecursionBound { .. }
                     )
             };
             if let Some((_, first)) = item.kanalyze.iter().find(|(a, _)| *a == k || singleton(a)) {

@@ -50,6 +50,7 @@
 //! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::same_object("local", "Struct.field", "other", "why")]` | on a function: where it drops `local`, the back pointer `Struct.field` reached from it refers to the object `other` refers to (a shared-reference argument, or a local holding a sharing clone), so that drop releases no last reference through it (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::never_fails("callee", "why")]` | on a function: every call it makes of `callee` (an item path or its last segments) returns `Ok`/`Some`, so the failure arm after it never runs (trusted, audited; crates/invariants) |
+//! | `#[kanalyze::recursion_bound(N, "why")]` | on a recursive function: it is on one stack at most `N` times at once (1 to 65536), which bounds its cycle's stack depth (`kanalyze stack`, docs/stack.md) |
 //!
 //! Any other `kanalyze::` name is an error (`unrecognized kanalyze
 //! attribute`) listing the known ones. An argument index is checked against
@@ -156,6 +157,13 @@ pub enum KanalyzeAnnotation {
         ty: String,
         field: String,
         same_as: String,
+        because: Option<String>,
+    },
+    /// `#[kanalyze::recursion_bound(N)]` on a recursive function: it is on
+    /// one stack at most `depth` times at once. Trusted by `kanalyze
+    /// stack` to bound the depth of the cycles through it.
+    RecursionBound {
+        depth: u32,
         because: Option<String>,
     },
 }

@@ -41,7 +41,12 @@ pub const KANALYZE_ATTRIBUTES: &[&str] = &[
     "holds_last",
     "never_fails",
     "same_object",
+    "recursion_bound",
 ];
+
+/// The largest `recursion_bound` accepted: a deeper recursion on a kernel
+/// stack is a bug whatever its frames are.
+const MAX_RECURSION_BOUND: u128 = 1 << 16;
 
 /// lockdep's `MAX_LOCKDEP_SUBCLASSES`.
 const MAX_SUBCLASSES: u128 = 8;
@@ -455,6 +460,56 @@ fn parse_kanalyze(
                 ty: ty.to_string(),
                 field: fname.to_string(),
                 same_as: same_as.trim().to_string(),
+                because,
+            })
+        }
+        "recursion_bound" => {
+            let bad = || {
+                usage(
+                    r#"#[kanalyze::recursion_bound(8, "why it holds")]"#,
+                    &format!(
+                        ", on a recursive function: the most times it is on one stack at once (1 to {MAX_RECURSION_BOUND}), and an optional reason"
+                    ),
+                )
+            };
+            let Args::Delimited(trees) = args else {
+                return Err(bad());
+            };
+            let (depth, because) = match trees {
+                [
+                    Tree::Tok(Tok::Int {
+                        value: Some(n),
+                        suffix: None,
+                    }),
+                ]
+                | [
+                    Tree::Tok(Tok::Int {
+                        value: Some(n),
+                        suffix: None,
+                    }),
+                    Tree::Tok(Tok::Punct(Punct::Comma)),
+                ] => (*n, None),
+                [
+                    Tree::Tok(Tok::Int {
+                        value: Some(n),
+                        suffix: None,
+                    }),
+                    Tree::Tok(Tok::Punct(Punct::Comma)),
+                    Tree::Tok(Tok::Str(why)),
+                    rest @ ..,
+                ] if matches!(rest, [] | [Tree::Tok(Tok::Punct(Punct::Comma))])
+                    && !why.trim().is_empty() =>
+                {
+                    (*n, Some(why.clone()))
+                }
+                _ => return Err(bad()),
+            };
+            if depth == 0 || depth > MAX_RECURSION_BOUND {
+                return Err(bad());
+            }
+            // Lossless: at most MAX_RECURSION_BOUND.
+            Ok(KanalyzeAnnotation::RecursionBound {
+                depth: depth as u32,
                 because,
             })
         }

@@ -397,8 +397,40 @@ fn kanalyze_attributes() {
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
          `must_hold`, `irq_handler`, `failure`, `lock_class`, `nested_lock`, `empty_at_teardown`, \
-         `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`"
+         `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`, \
+         `recursion_bound`"
     );
+    assert_eq!(
+        k("#[kanalyze::recursion_bound(4)]"),
+        RecursionBound {
+            depth: 4,
+            because: None
+        }
+    );
+    assert_eq!(
+        k(r#"#[kanalyze::recursion_bound(2, "a tree of depth 2",)]"#),
+        RecursionBound {
+            depth: 2,
+            because: Some("a tree of depth 2".to_string())
+        }
+    );
+    for bad in [
+        "#[kanalyze::recursion_bound]",
+        "#[kanalyze::recursion_bound(0)]",
+        "#[kanalyze::recursion_bound(65537)]",
+        "#[kanalyze::recursion_bound(depth = 4)]",
+        "#[kanalyze::recursion_bound(4u32)]",
+        r#"#[kanalyze::recursion_bound(4, "")]"#,
+        r#"#[kanalyze::recursion_bound("4")]"#,
+    ] {
+        assert_eq!(
+            err(bad),
+            "incorrect usage of `#[kanalyze::recursion_bound]` | correct usage looks like \
+             `#[kanalyze::recursion_bound(8, \"why it holds\")]`, on a recursive function: the most \
+             times it is on one stack at once (1 to 65536), and an optional reason",
+            "{bad}"
+        );
+    }
     assert_eq!(
         k("#[kanalyze::empty_at_teardown]"),
         EmptyAtTeardown { because: None }

@@ -65,8 +65,42 @@ pub static KINDS: &[&Kind] = &[
     &build_assert::BUILD_ASSERT_CAN_BE_CONST,
     &build_assert::BUILD_ASSERT_NOT_INLINED,
     &build_assert::BUILD_ASSERT_RUNTIME_VALUE,
+    &stack::STACK_DEPTH_EXCEEDED,
+    &stack::STACK_FRAME_TOO_LARGE,
+    &stack::STACK_UNBOUNDED_RECURSION,
     &annotation::REPORT,
 ];
+
+/// A Rust function handed to C with a callback contract (an argument of a
+/// C function whose spec entry has `callbacks`, or a field of an ops table
+/// with a `[field]` contract): what `kanalyze stack` takes as a root.
+#[derive(Clone, Debug)]
+pub struct CallbackRoot {
+    pub callback: FnId,
+    /// "registered with `request_irq`", "stored in `blk_mq_ops.queue_rq`".
+    pub how: String,
+    /// The contract's role: "hard-IRQ handler".
+    pub role: String,
+    pub hardirq: bool,
+    /// Where it is handed to C.
+    pub site: findings::Loc,
+}
+
+/// Every callback registration of the program (as `callback-context`
+/// checks them), one per callback and contract, in a stable order.
+pub fn callback_roots(input: &Input<'_>) -> Vec<CallbackRoot> {
+    callbacks::registrations(input)
+        .0
+        .into_iter()
+        .map(|r| CallbackRoot {
+            callback: r.callback,
+            how: r.how,
+            role: r.contract.role,
+            hardirq: r.contract.hardirq,
+            site: r.site,
+        })
+        .collect()
+}
 
 /// The kind called `name`.
 pub fn kind(name: &str) -> Option<&'static Kind> {

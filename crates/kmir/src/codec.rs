@@ -27,7 +27,7 @@ use crate::validate::validate;
 
 pub const MAGIC: [u8; 8] = *b"KANAKMIR";
 /// Bump on every change of `model.rs` that changes the encoding.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 pub const PREFIX_LEN: usize = 24;
 
 /// What is wrong with a dump's bytes (without the file name; see [`LoadError`]).

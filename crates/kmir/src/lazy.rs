@@ -754,6 +754,7 @@ mod tests {
             types: vec![Ty {
                 kind: TyKind::Tuple(vec![]),
                 display: "()".into(),
+                size: Some(0),
             }],
             instances: vec![
                 inst("a", Some(body(1))),

@@ -560,6 +560,10 @@ pub enum Callee {
 pub struct Ty {
     pub kind: TyKind,
     pub display: Name,
+    /// The size of a value of the type in bytes, from the compiler's
+    /// layout (version 9); `None` where it has none (an unsized type, a
+    /// type with generic parameters or projections left, a layout error).
+    pub size: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]

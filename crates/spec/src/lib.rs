@@ -486,6 +486,9 @@ pub struct Spec {
     arg_sites: HashMap<String, Vec<ArgSite>>,
     /// Rust items by path (`[rust]`), with where each names its argument.
     rust: HashMap<String, (RustSpec, Vec<ArgSite>)>,
+    /// `[stack]`: what a C function uses of the stack, its callees
+    /// included (`kanalyze stack`).
+    stack: StackTable,
     /// Every entry of the files parsed into this spec, where it is.
     entries: Vec<EntryAt>,
 }
@@ -494,12 +497,36 @@ pub struct Spec {
 /// nothing in the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryAt {
-    /// `fn`, `rust` or `field`.
+    /// `fn`, `rust`, `field` or `stack.fn`.
     pub table: &'static str,
     /// The function's link name or glob, the item path, `struct.field`.
     pub key: String,
     /// `file:line:col`.
     pub origin: String,
+}
+
+/// `[stack]`: bytes of stack by C function (exact names and globs), and
+/// what a C function no entry names uses.
+#[derive(Clone, Debug, Default)]
+struct StackTable {
+    default: Option<u64>,
+    exact: HashMap<String, u64>,
+    /// Most specific first, as [`Spec::patterns`].
+    patterns: Vec<(String, usize, u64)>,
+}
+
+impl StackTable {
+    fn insert(&mut self, name: String, bytes: u64) {
+        if name.contains('*') {
+            self.patterns.retain(|(g, _, _)| *g != name);
+            let literal = name.chars().filter(|c| *c != '*').count();
+            self.patterns.push((name, literal, bytes));
+            self.patterns
+                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        } else {
+            self.exact.insert(name, bytes);
+        }
+    }
 }
 
 const HELPER_PREFIX: &str = "rust_helper_";
@@ -555,6 +582,10 @@ impl Spec {
         for (path, rust, site) in parsed.rust {
             spec.rust.insert(path, (rust, site));
         }
+        spec.stack.default = parsed.stack_default;
+        for (name, bytes) in parsed.stack {
+            spec.stack.insert(name, bytes);
+        }
         spec.entries = parsed
             .entries
             .into_iter()
@@ -567,11 +598,44 @@ impl Spec {
         Ok(spec)
     }
 
+    /// The bytes of stack a call of C function `link_name` uses, its
+    /// callees included, from `[stack.fn]`: the exact name, then with a
+    /// `rust_helper_` prefix stripped, then the most specific glob. `None`
+    /// when no entry names it.
+    pub fn stack(&self, link_name: &str) -> Option<u64> {
+        let stripped = link_name.strip_prefix(HELPER_PREFIX);
+        if let Some(n) = self.stack.exact.get(link_name) {
+            return Some(*n);
+        }
+        if let Some(n) = stripped.and_then(|s| self.stack.exact.get(s)) {
+            return Some(*n);
+        }
+        for name in stripped.into_iter().chain([link_name]) {
+            if let Some((_, _, n)) = self
+                .stack
+                .patterns
+                .iter()
+                .find(|(g, _, _)| glob_match(g, name))
+            {
+                return Some(*n);
+            }
+        }
+        None
+    }
+
+    /// `[stack] default`: what a C function no `[stack.fn]` entry names
+    /// uses, its callees included; `None` when no spec file says.
+    pub fn stack_default(&self) -> Option<u64> {
+        self.stack.default
+    }
+
     /// The entries of this spec's files that match nothing the program
     /// has: a `[fn]` name or glob that no function's symbol matches (as
     /// [`lookup`](Self::lookup) matches), a `[rust]` item no function has
     /// as its item path, a `[field]` no struct of the program has (by the
-    /// struct's last path segment, as [`field`](Self::field) matches).
+    /// struct's last path segment, as [`field`](Self::field) matches), a
+    /// `[stack.fn]` name or glob that no function's symbol matches (as
+    /// [`stack`](Self::stack) matches).
     pub fn unmatched(
         &self,
         symbols: &[&str],
@@ -591,7 +655,7 @@ impl Spec {
         self.entries
             .iter()
             .filter(|e| match e.table {
-                "fn" => !names(&e.key),
+                "fn" | "stack.fn" => !names(&e.key),
                 "rust" => !item_paths.contains(e.key.as_str()),
                 _ => !e
                     .key
@@ -697,6 +761,15 @@ impl Spec {
         self.entries.extend(other.entries);
         self.fields.extend(other.fields);
         self.rust.extend(other.rust);
+        if other.stack.default.is_some() {
+            self.stack.default = other.stack.default;
+        }
+        for (name, bytes) in other.stack.exact {
+            self.stack.insert(name, bytes);
+        }
+        for (glob, _, bytes) in other.stack.patterns {
+            self.stack.insert(glob, bytes);
+        }
         for (name, fn_spec) in other.exact {
             self.insert(name, fn_spec);
         }

@@ -21,6 +21,19 @@ struct RawFile {
     fields: BTreeMap<Spanned<String>, Spanned<RawContract>>,
     #[serde(rename = "rust", default)]
     rust: BTreeMap<Spanned<String>, Spanned<RawRust>>,
+    stack: Option<RawStack>,
+}
+
+/// `[stack]`: what C functions use of the stack (`kanalyze stack`).
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ default = BYTES, fn = { name = BYTES } }`"
+)]
+struct RawStack {
+    default: Option<Spanned<u64>>,
+    #[serde(rename = "fn", default)]
+    functions: BTreeMap<Spanned<String>, Spanned<u64>>,
 }
 
 /// `[rust]`: `"kernel::list::List::<T, ID>::remove" = { returns_object_of = 1 }`.
@@ -65,9 +78,17 @@ pub(crate) struct Parsed {
     pub fields: Vec<((String, String), crate::Contract)>,
     /// Rust items by path, with where they name their argument.
     pub rust: Vec<(String, crate::RustSpec, Vec<ArgSite>)>,
+    /// `[stack] default`.
+    pub stack_default: Option<u64>,
+    /// `[stack.fn]`: bytes by link name or glob.
+    pub stack: Vec<(String, u64)>,
     /// Where each entry is: (table, key, line, column).
     pub entries: Vec<(&'static str, String, usize, usize)>,
 }
+
+/// A stack usage above this is a typo (a kernel stack is 16 KiB; a
+/// userspace thread's main stack a few MiB).
+const MAX_STACK: u64 = 1 << 30;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table of function properties")]
@@ -412,10 +433,41 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             sites,
         ));
     }
+    let mut stack_default = None;
+    let mut stack = Vec::new();
+    if let Some(raw) = file.stack {
+        let check = |what: &str, n: &Spanned<u64>| {
+            if *n.get_ref() > MAX_STACK {
+                Err(ctx.error(
+                    Some(n.span()),
+                    format!(
+                        "{what}: {} bytes of stack is more than the {MAX_STACK} allowed",
+                        n.get_ref()
+                    ),
+                ))
+            } else {
+                Ok(*n.get_ref())
+            }
+        };
+        if let Some(n) = &raw.default {
+            stack_default = Some(check("`[stack] default`", n)?);
+        }
+        for (name, n) in raw.functions {
+            let name_span = name.span();
+            let (line, col) = line_col(text, name_span.start);
+            entries.push(("stack.fn", name.get_ref().clone(), line, col));
+            let name = name.into_inner();
+            validate_name(&name).map_err(|why| ctx.error(Some(name_span.clone()), why))?;
+            let bytes = check(&format!("stack of function `{name}`"), &n)?;
+            stack.push((name, bytes));
+        }
+    }
     Ok(Parsed {
         functions,
         fields,
         rust,
+        stack_default,
+        stack,
         entries,
     })
 }

@@ -1400,3 +1400,44 @@ fn rust_item_trait_methods() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("points_into_object = 3"), "{errors:?}");
 }
+
+/// `[stack]`: a table of its own, looked up like `fn` entries, and never
+/// an entry of `fn` (giving a function's stack says nothing of its
+/// preemption count).
+#[test]
+fn stack_table() {
+    let spec = Spec::parse(
+        "[stack]\ndefault = 512\n[stack.fn]\n_printk = 1800\n\"mutex_*\" = 600\nmutex_lock = 300\n",
+        "user.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.stack_default(), Some(512));
+    assert_eq!(spec.stack("_printk"), Some(1800));
+    assert_eq!(spec.stack("rust_helper_mutex_unlock"), Some(600));
+    assert_eq!(spec.stack("mutex_lock"), Some(300));
+    assert_eq!(spec.stack("kmalloc"), None);
+    assert!(spec.lookup("_printk").is_none());
+    assert!(spec.is_empty());
+
+    let mut kernel = Spec::builtin_kernel();
+    assert_eq!(kernel.stack_default(), Some(1024));
+    kernel.extend(spec);
+    assert_eq!(kernel.stack_default(), Some(512));
+    assert_eq!(kernel.stack("mutex_trylock"), Some(600));
+    // A file without a default keeps the one before it.
+    kernel.extend(Spec::parse("[stack.fn]\nkfree = 200\n", "more.toml").unwrap());
+    assert_eq!(kernel.stack_default(), Some(512));
+    assert_eq!(kernel.stack("kfree"), Some(200));
+    assert_eq!(Spec::userspace().stack_default(), None);
+
+    assert_eq!(
+        parse_err("[stack]\ndefault = 2147483648\n"),
+        "test.toml:2:11: `[stack] default`: 2147483648 bytes of stack is more than the 1073741824 allowed"
+    );
+    assert!(parse_err("[stack]\ndefault = -1\n").starts_with("test.toml:2:11: "));
+    assert!(parse_err("[stack]\nlimit = 1\n").contains("unknown field `limit`"));
+    assert_eq!(
+        parse_err("[stack.fn]\n\"a b\" = 1\n"),
+        "test.toml:2:1: invalid function name `a b`: a link name or a glob pattern with `*` has no whitespace"
+    );
+}

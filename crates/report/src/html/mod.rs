@@ -6,8 +6,10 @@
 //! `file://` with no server and fetches nothing.
 
 mod layout;
+mod stack;
 mod summary;
 
+pub use stack::{StackRoot, StackStep, StackView};
 pub use summary::SummaryLine;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -327,6 +329,27 @@ pub fn page(
     sources: &mut Sources,
     summary: &mut dyn FnMut(FnId) -> Vec<SummaryLine>,
 ) -> String {
+    page_with(program, page, None, sources, summary)
+}
+
+/// The page of `kanalyze stack --html`: the findings, then the stack of
+/// every root.
+pub fn stack_page(
+    program: &Program,
+    page: &Page<'_>,
+    stack: &StackView,
+    sources: &mut Sources,
+) -> String {
+    page_with(program, page, Some(stack), sources, &mut |_| Vec::new())
+}
+
+fn page_with(
+    program: &Program,
+    page: &Page<'_>,
+    stack: Option<&StackView>,
+    sources: &mut Sources,
+    summary: &mut dyn FnMut(FnId) -> Vec<SummaryLine>,
+) -> String {
     let by_name: HashMap<&str, FnId> = program
         .functions
         .iter()
@@ -454,7 +477,16 @@ pub fn page(
     if page.entries.is_empty() {
         out.push_str(r#"<p class="empty">No findings.</p>"#);
     }
-    out.push_str("</section>\n<section id=\"summaries\"><h2>Summaries of the functions on the chains</h2><p class=\"hint\">What each function expects and adjusts, and why: the reason leads to the callee the expectation comes from, down to an annotation, a spec entry or a default.</p>\n");
+    out.push_str("</section>\n");
+    if let Some(view) = stack {
+        stack::section(&mut out, program, view, sources);
+    }
+    // The stack's page has no summaries.
+    if stack.is_some() {
+        let _ = write!(out, "</main>\n<script>{SCRIPT}</script>\n</body></html>\n");
+        return out;
+    }
+    out.push_str("<section id=\"summaries\"><h2>Summaries of the functions on the chains</h2><p class=\"hint\">What each function expects and adjusts, and why: the reason leads to the callee the expectation comes from, down to an annotation, a spec entry or a default.</p>\n");
     for (f, lines) in &summaries {
         summary_html(&mut out, program, *f, lines, &summaries);
     }
