@@ -98,7 +98,6 @@ pub(crate) fn analyze_function(
         let mut analysis =
             body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
         if origins.is_none() {
-            let off = |n: &str| std::env::var("KA_OFF").is_ok_and(|v| v.split(',').any(|x| x == n)); // TEMP-EXPERIMENT
             not_last_drops =
                 exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
             // Keys a lookup found absent (`body::absent_key`).
@@ -111,10 +110,8 @@ pub(crate) fn analyze_function(
                 writes: &analysis.origins.writes,
             };
             let keys = body::absent_key::keys(&inputs, |g| analysis.origins.guard_kill_blocks(g));
-            if !off("absent_key") {
             absent_key = keys.absent_key;
             displacing_nothing = keys.displacing_nothing;
-            }
             // Clones kept alive by a handle in an exclusive field.
             let kept = body::exclusive_handle::backed_drops(&inputs, |g| {
                 analysis.origins.guard_kill_blocks(g)
@@ -125,8 +122,7 @@ pub(crate) fn analyze_function(
                     program.function(f).name
                 );
             }
-            if off("exhausted") { not_last_drops.clear(); }
-            if !off("exclusive_handle") { not_last_drops.extend(kept); }
+            not_last_drops.extend(kept);
             if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty())
             {
                 eprintln!(
@@ -145,10 +141,8 @@ pub(crate) fn analyze_function(
                     body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries)
                 })
                 .flatten();
-            if !off("same_or_none") {
             same_or_none =
                 body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
-            }
         }
         // A field declared empty at teardown releases nothing when the
         // struct's drop glue drops it (crates/invariants).

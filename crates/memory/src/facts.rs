@@ -367,9 +367,7 @@ impl Facts {
             if let Some(t) = self.within.get(&base) {
                 return Some(t.clone());
             }
-            if base.proj.pop().is_none() {
-                return None;
-            }
+            base.proj.pop()?;
         }
     }
 
@@ -379,7 +377,7 @@ impl Facts {
         // (A write behind a pointer stored at `k` leaves where it points.)
         self.within.retain(|k, _| {
             !k.starts_with(place)
-                && !(place.starts_with(k) && !place.proj[k.proj.len()..].contains(&ProjKey::Deref))
+                && (!place.starts_with(k) || place.proj[k.proj.len()..].contains(&ProjKey::Deref))
         });
     }
 

@@ -53,6 +53,9 @@ use kmir::{LocalId, Name};
 
 use crate::facts::{PlaceKey, ProjKey};
 
+/// Whether two places are known apart (a write to one leaves the other).
+pub type Apart<'a> = &'a dyn Fn(&PlaceKey, &PlaceKey) -> bool;
+
 /// Most holders in one bound; a bigger bound is dropped (the value is
 /// then unknown: never taken as kept alive).
 pub const MAX_HOLDERS: usize = 6;
@@ -613,7 +616,7 @@ impl Objects {
         p: &PlaceKey,
         taken: Option<FieldId>,
         deep: bool,
-        apart: Option<&dyn Fn(&PlaceKey, &PlaceKey) -> bool>,
+        apart: Option<Apart<'_>>,
     ) {
         let original = p.clone();
         // A write somewhere below a place may change anything there.

@@ -211,7 +211,7 @@ fn callers_terms(b: &Bounds, args: u32) -> Bounds {
 /// holders naming a local are replaced by what the local held (its
 /// bounds), down to what the caller passed and its memory. `_0` and the
 /// pseudo-local [`RELEASED`] are kept.
-pub fn close(objects: &Objects, args: u32) -> Objects {
+pub fn close(objects: &Objects) -> Objects {
     let mut o = objects.clone();
     let mut locals: Vec<LocalId> = o
         .places()
@@ -235,7 +235,7 @@ pub fn release_in_entry_terms(objects: &Objects, bounds: &Bounds, args: u32) -> 
     let released = PlaceKey::local(RELEASED);
     o.kill(&released, None);
     o.set(released.clone(), bounds.clone());
-    let closed = close(&o, args);
+    let closed = close(&o);
     let b = callers_terms(&closed.bounds_of(&released)?, args);
     (!b.is_empty()).then_some(b)
 }
@@ -253,7 +253,7 @@ impl ReturnFacts {
         self
     }
 
-    pub fn of(facts: &memory::Facts, args: u32) -> ReturnFacts {
+    pub fn of(facts: &memory::Facts) -> ReturnFacts {
         let mut objects = facts.objects().clone();
         // The result may be named by the place it was copied from.
         let ret = PlaceKey::local(0);
@@ -264,7 +264,7 @@ impl ReturnFacts {
             objects.set(ret, b);
         }
         ReturnFacts {
-            objects: close(&objects, args),
+            objects: close(&objects),
         }
     }
 
@@ -392,7 +392,7 @@ pub fn read(
             None => r,
             Some(q) => q.filter(|q| Some(q) == r.as_ref()),
         });
-        let rf = ReturnFacts::of(f, args);
+        let rf = ReturnFacts::of(f);
         ret = Some(match ret {
             None => rf.ret(args),
             Some(r) => join_bounds(r, rf.ret(args)),
@@ -426,7 +426,7 @@ pub fn read(
                     excluded = true;
                     continue;
                 }
-                let rf = ReturnFacts::of(&f, args);
+                let rf = ReturnFacts::of(&f);
                 joined = Some(match joined {
                     None => rf,
                     Some(j) => j.join(&rf),

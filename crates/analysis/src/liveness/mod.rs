@@ -18,7 +18,7 @@
 //!   may release as a last reference.
 //! * **The rule** ([`discharge`]): a release is not the last reference when
 //!   every object it refers to is held by another place, alive and
-//!   unchanged since; the [`Proof`] says which places, or that it refers
+//!   unchanged since; the [`Proof`](discharge::Proof) says which places, or that it refers
 //!   to nothing, or which declaration covered it.
 //!
 //! Types ([`types`]) answer what the model asks of them: a place's type,
@@ -31,4 +31,3 @@ pub mod transfer;
 pub mod types;
 
 pub use contract::Contract;
-pub use discharge::Proof;

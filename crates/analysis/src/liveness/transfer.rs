@@ -83,7 +83,7 @@ pub(crate) fn crosses_pointer(steps: &[ProjKey]) -> bool {
 
 /// Where one part of a new value comes from.
 #[derive(Debug)]
-enum Src {
+pub(crate) enum Src {
     Move(PlaceKey),
     Copy(PlaceKey),
     /// A constant: it refers to no object.
@@ -183,20 +183,14 @@ impl BodyAnalysis<'_> {
     /// pointer (`Arc`, `NonNull`): what two of them refer to is the same
     /// object when their bits are equal.
     fn pointer_like(&self, ty: kmir::TyId) -> bool {
-        let mut ty = ty;
-        for _ in 0..4 {
-            if is_plain_pointer(self.dump, ty) {
-                return true;
-            }
-            match (sole_field(self.dump, ty), self.dump.ty(ty).map(|t| &t.kind)) {
-                (Some(_), Some(TyKind::Adt { args, .. })) if !args.is_empty() => {
-                    // A handle around a pointer to its first argument.
-                    return true;
-                }
-                _ => return false,
-            }
+        if is_plain_pointer(self.dump, ty) {
+            return true;
         }
-        false
+        // A handle around a pointer to its first argument.
+        matches!(
+            (sole_field(self.dump, ty), self.dump.ty(ty).map(|t| &t.kind)),
+            (Some(_), Some(TyKind::Adt { args, .. })) if !args.is_empty()
+        )
     }
 
     /// What one side of a pointer comparison is: a counted handle (`At`,

@@ -172,20 +172,6 @@ pub fn sole_field(dump: &CrateDump, ty: TyId) -> Option<u32> {
     real.next().is_none().then_some(i as u32)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::is_marker;
-
-    #[test]
-    fn markers_are_the_zero_sized_wrappers() {
-        assert!(is_marker("core::marker::PhantomData<ArcInner<T>>"));
-        assert!(is_marker("PhantomPinned"));
-        assert!(is_marker("()"));
-        assert!(!is_marker("core::ptr::non_null::NonNull<ArcInner<T>>"));
-        assert!(!is_marker("u32"));
-    }
-}
-
 /// The declared type (as the dump writes it, generic parameters not
 /// substituted) at `steps` below a place of type `from` (its display):
 /// how the facts' places that no body projects are typed, from the ADT
@@ -223,4 +209,18 @@ pub fn declared_ty_below(dump: &CrateDump, from: &str, steps: &[ProjKey]) -> Opt
         }
     }
     Some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_marker;
+
+    #[test]
+    fn markers_are_the_zero_sized_wrappers() {
+        assert!(is_marker("core::marker::PhantomData<ArcInner<T>>"));
+        assert!(is_marker("PhantomPinned"));
+        assert!(is_marker("()"));
+        assert!(!is_marker("core::ptr::non_null::NonNull<ArcInner<T>>"));
+        assert!(!is_marker("u32"));
+    }
 }
