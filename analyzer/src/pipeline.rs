@@ -36,6 +36,10 @@ pub struct Analysed {
     /// Entries of the user's files that match nothing: spec entries here,
     /// triage and baseline entries added by `check`.
     pub unmatched: Vec<Unmatched>,
+    /// Declarations left out because they match nothing or the program
+    /// contradicts them (each reported as an error of its file, and in
+    /// `unmatched`): the run's exit status is then 2.
+    pub declarations_left_out: usize,
 }
 
 /// A file a run read, for the summary: its role, path and why it was read.
@@ -52,7 +56,9 @@ pub struct FileUsed {
 /// An entry of a user's file that matches nothing.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Unmatched {
-    /// `spec [fn]`, `spec [rust]`, `spec [field]`, `triage` or `baseline`.
+    /// `spec [fn]`, `spec [rust]`, `spec [field]`, `invariants` (a
+    /// declaration left out: it matches nothing, or the program
+    /// contradicts it), `triage` or `baseline`.
     pub kind: String,
     /// The entry: a function name or glob, an item path, `struct.field`,
     /// a finding id.
@@ -326,13 +332,33 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                 .note(Note::help(m.help)),
         );
     }
-    let resolved = match invariants::resolve(&program, declarations.clone()) {
-        Ok(r) => r,
-        Err(problems) => {
-            for p in problems {
-                report_problem(&program, &declarations, &p);
+    // A declaration that matches nothing (a local renamed, a function
+    // moved) or that the program contradicts is an error of its file, but
+    // not of the run: it is left out, so the findings it covered come back,
+    // and the exit status says the input was bad.
+    let mut dropped_declarations = Vec::new();
+    let resolved = loop {
+        match invariants::resolve(&program, declarations.clone()) {
+            Ok(r) => break r,
+            Err(problems) => {
+                let mut bad: Vec<usize> = problems.iter().map(|p| p.declaration).collect();
+                bad.sort_unstable();
+                bad.dedup();
+                if bad.iter().any(|&i| i >= declarations.len()) {
+                    return None;
+                }
+                for p in &problems {
+                    report_problem(&program, &declarations, p);
+                }
+                for &i in bad.iter().rev() {
+                    let d = declarations.remove(i);
+                    dropped_declarations.push(Unmatched {
+                        kind: "invariants".to_string(),
+                        entry: crate::diag::clip(&d.describe()).into_owned(),
+                        at: d.declared_at(&program),
+                    });
+                }
             }
-            return None;
         }
     };
     crate::timings::record("invariants", t);
@@ -460,7 +486,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         invariants: invariant_uses,
         removed_by_invariants,
         files_used: Vec::new(),
-        unmatched,
+        declarations_left_out: dropped_declarations.len(),
+        unmatched: [unmatched, dropped_declarations].concat(),
     })
 }
 

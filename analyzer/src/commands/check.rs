@@ -165,6 +165,10 @@ pub fn run(args: &CheckArgs) -> u8 {
     crate::timings::record("output", t);
     let code = if super::output_failed(result) {
         EXIT_FAILURE
+    } else if analysed.declarations_left_out > 0 {
+        // A declaration that no longer names what it did is a bad input:
+        // the findings it covered are shown, and the run cannot pass.
+        crate::EXIT_BAD_INPUT
     } else if analysed.load.partial() && !allow_partial {
         // A run over an incomplete program cannot pass: what the skipped
         // or missing crates would have shown is missing.
@@ -556,6 +560,15 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
         writeln!(out, "kanalyze: {used}")?;
     }
     writeln!(out, "{line}")?;
+    if a.declarations_left_out > 0 {
+        let n = a.declarations_left_out;
+        writeln!(
+            out,
+            "kanalyze: {n} declaration{} left out (matching nothing, or contradicted by the program; see the errors above): the findings {} covered are shown",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "they" },
+        )?;
+    }
     // The last line says when the result is partial: a nightly batch that
     // keeps only the tail of the log must see it.
     let skipped = &a.load.skipped;
