@@ -519,3 +519,89 @@ fn unknown_value_makes_every_edge_feasible() {
     assert_eq!(r.reached, vec![true; 3]);
     assert_eq!(r.entry[1].0, FlatSet::Top);
 }
+
+/// A toy backward analysis, liveness of locals: `StorageLive(n)` reads
+/// `_n`, `StorageDead(n)` writes it whole, a switch reads its operand.
+struct ReadLater;
+
+impl BackwardAnalysis for ReadLater {
+    type Domain = BitSet;
+
+    fn bottom(&self) -> BitSet {
+        BitSet::new(8)
+    }
+
+    fn apply_statement(&self, state: &mut BitSet, statement: &Statement, _: BlockId, _: usize) {
+        match statement.kind {
+            StatementKind::StorageLive(n) => state.insert(n as usize),
+            StatementKind::StorageDead(n) => state.remove(n as usize),
+            _ => {}
+        }
+    }
+
+    fn apply_terminator(&self, state: &mut BitSet, terminator: &Terminator, _: BlockId) {
+        if let TerminatorKind::SwitchInt {
+            discr: Operand::Copy(p),
+            ..
+        } = &terminator.kind
+        {
+            state.insert(p.local as usize);
+        }
+    }
+}
+
+fn members(s: &BitSet) -> Vec<usize> {
+    s.iter().collect()
+}
+
+#[test]
+fn bit_sets_grow_join_and_say_when_they_change() {
+    let mut a = BitSet::new(4);
+    assert!(a.is_empty());
+    a.insert(1);
+    a.insert(130);
+    assert!(a.contains(130) && a.contains(1) && !a.contains(2));
+    a.remove(1);
+    a.remove(1000);
+    assert_eq!(members(&a), [130]);
+    let mut b = BitSet::new(1);
+    b.insert(3);
+    assert!(b.join(&a));
+    assert_eq!(members(&b), [3, 130]);
+    assert!(!b.join(&a), "nothing new: no change");
+}
+
+/// `bb0 → bb1 ⇄ bb2`, `bb1 → bb3 → return`: `_5` is read in the loop and
+/// written on the way out; `_3` decides the loop.
+#[test]
+fn backward_liveness_through_a_loop() {
+    let dead = |n| statement(StatementKind::StorageDead(n));
+    let body = body(vec![
+        block(vec![dead(6)], goto(1)),
+        block(vec![], switch(3, &[(0, 2)], 3)),
+        block(vec![add(5), add(6)], goto(1)),
+        block(vec![dead(5)], TerminatorKind::Return),
+    ]);
+    let results = iterate_backward(&ReadLater, &body);
+    // Read later from the loop's head: the switch's operand, and what the
+    // loop body reads (the second round brings `_6` around).
+    assert_eq!(members(&results.entry[1]), [3, 5, 6]);
+    assert_eq!(members(&results.entry[2]), [3, 5, 6]);
+    // `_6` is written before anything reads it on every way from bb0.
+    assert_eq!(members(&results.entry[0]), [3, 5]);
+    assert!(results.entry[3].is_empty());
+    // Cursors inside a block: after `StorageLive(5)`, `_6` is still to be
+    // read; after the last statement, the loop head's state.
+    assert_eq!(
+        members(&state_after(&ReadLater, &body, &results, 2, 0)),
+        [3, 5, 6]
+    );
+    assert_eq!(
+        members(&state_after(&ReadLater, &body, &results, 3, 0)),
+        Vec::<usize>::new()
+    );
+    assert_eq!(
+        members(&state_after(&ReadLater, &body, &results, 2, 2)),
+        [3, 5, 6]
+    );
+}

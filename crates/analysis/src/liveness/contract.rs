@@ -464,3 +464,53 @@ pub fn read(
         releases_rejected_by: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(local: LocalId, proj: &[ProjKey]) -> PlaceKey {
+        PlaceKey {
+            local,
+            proj: proj.to_vec(),
+        }
+    }
+
+    /// `?` on a `Result`: one return keeps the argument in the `Continue`
+    /// payload, the other in the `Break`'s `Err`; either way the result
+    /// holds it, so the join keeps it below `_0`.
+    #[test]
+    fn keeps_of_two_payloads_join_below_their_common_prefix() {
+        let cont = at(0, &[ProjKey::Downcast(0), ProjKey::Field(0)]);
+        let brk = at(
+            0,
+            &[
+                ProjKey::Downcast(1),
+                ProjKey::Field(0),
+                ProjKey::Downcast(1),
+            ],
+        );
+        let joined = join_keeps(vec![(1, Holder::At(cont))], &[(1, Holder::At(brk))], 1);
+        assert_eq!(joined, [(1, Holder::Within(at(0, &[])))]);
+    }
+
+    #[test]
+    fn equal_keeps_stay_and_one_sided_keeps_go() {
+        let mem = at(2, &[ProjKey::Deref, ProjKey::Field(1)]);
+        let joined = join_keeps(
+            vec![(1, Holder::At(mem.clone())), (2, Holder::At(at(0, &[])))],
+            &[(1, Holder::At(mem.clone()))],
+            2,
+        );
+        assert_eq!(joined, [(1, Holder::At(mem))]);
+    }
+
+    /// Two places that share only an argument's own local (not memory the
+    /// caller can see after the call) keep nothing.
+    #[test]
+    fn keeps_whose_common_prefix_is_a_local_of_the_callee_go() {
+        let a = at(1, &[ProjKey::Field(0)]);
+        let b = at(1, &[ProjKey::Field(1)]);
+        assert!(join_keeps(vec![(2, Holder::At(a))], &[(2, Holder::At(b))], 2).is_empty());
+    }
+}
