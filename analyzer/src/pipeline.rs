@@ -38,7 +38,7 @@ pub struct Analysed {
     pub unmatched: Vec<Unmatched>,
     /// Declarations left out because they match nothing or the program
     /// contradicts them (each reported as an error of its file, and in
-    /// `unmatched`): the run's exit status is then 2.
+    /// `unmatched`): the run's exit status is then 4.
     pub declarations_left_out: usize,
 }
 

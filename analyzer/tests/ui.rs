@@ -405,7 +405,7 @@ fn check_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
 /// A file that does not parse stops the run (nothing on stdout); a
 /// declaration that parses but matches nothing, or that the program
 /// contradicts, is left out and the run goes on without it, and says so.
-fn assert_left_out_or_stopped(name: &str, stdout: &str, stderr: &str) {
+fn assert_left_out_or_stopped(name: &str, code: i32, stdout: &str, stderr: &str) {
     let resolution = [
         "invariant matches nothing",
         "invariant contradicted",
@@ -414,8 +414,10 @@ fn assert_left_out_or_stopped(name: &str, stdout: &str, stderr: &str) {
     .iter()
     .any(|m| stderr.contains(m));
     if resolution {
+        assert_eq!(code, 4, "{name}: {stdout}{stderr}");
         assert!(stdout.contains("declaration left out"), "{name}: {stdout}");
     } else {
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
         assert!(stdout.is_empty(), "{name}: {stdout}");
     }
 }
@@ -571,8 +573,7 @@ fn invariants_in_source_and_in_a_file() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     write(
@@ -693,8 +694,7 @@ fn invariants_about_stores() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_stored_errors", errors);
@@ -799,8 +799,7 @@ fn invariants_never_fails() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_never_fails_errors", errors);
@@ -932,8 +931,7 @@ fn invariants_kept_alive() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_kept_errors", errors);
@@ -1086,8 +1084,7 @@ fn invariants_holds_last() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_last_errors", errors);
@@ -1262,8 +1259,7 @@ fn invariants_same_object() {
     ] {
         write(name, &text);
         let (code, stdout, stderr) = run(&["--invariants", name]);
-        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
-        assert_left_out_or_stopped(name, &stdout, &stderr);
+        assert_left_out_or_stopped(name, code, &stdout, &stderr);
         errors.push_str(&format!("== {name}\n{stderr}"));
     }
     insta::assert_snapshot!("invariants_same_object_errors", errors);

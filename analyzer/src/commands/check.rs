@@ -27,6 +27,11 @@ const BASELINE_VERSIONS: &[u64] = &[1, 2, 3];
 /// Exit status when inputs were skipped and `--allow-partial` was not given.
 pub const EXIT_PARTIAL: u8 = 3;
 
+/// Exit status when a declaration was left out because it matches nothing
+/// or the program contradicts it (the code moved on): a CI job can tell it
+/// from a finding and from a bad flag.
+pub const EXIT_STALE_DECLARATION: u8 = 4;
+
 /// How many unknown C functions the summary names.
 const UNKNOWN_SHOWN: usize = 8;
 
@@ -168,7 +173,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     } else if analysed.declarations_left_out > 0 {
         // A declaration that no longer names what it did is a bad input:
         // the findings it covered are shown, and the run cannot pass.
-        crate::EXIT_BAD_INPUT
+        EXIT_STALE_DECLARATION
     } else if analysed.load.partial() && !allow_partial {
         // A run over an incomplete program cannot pass: what the skipped
         // or missing crates would have shown is missing.
