@@ -257,6 +257,14 @@ impl BodyAnalysis<'_> {
             {
                 Plan::Whole(self.src(facts, operand, at))
             }
+            // An unsizing coercion (`ListArc<T>` to `ListArc<dyn Trait>`,
+            // `Box<T>` to `Box<[T]>`) or a trait upcast: the same pointer,
+            // with metadata; it refers to what its operand refers to.
+            Rvalue::Cast {
+                kind: CastKind::Unsize { .. } | CastKind::TraitUpcast { .. },
+                operand,
+                ..
+            } => Plan::Whole(self.src(facts, operand, at)),
             Rvalue::Aggregate { kind, operands } => {
                 let variant = self.enum_variant(kind);
                 // A closure's captures are its fields.
