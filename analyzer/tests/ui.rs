@@ -113,6 +113,7 @@ ui!(
     same_or_none,
     fp_variant_payload,
     variant_payload,
+    fp_unsized_handles,
     fp_guarded_container,
     guarded_container,
     fp_guard_data_facts,
