@@ -70,6 +70,7 @@ fn pipeline(c: &mut Criterion) {
         invariants: &invariants::Resolved::none(),
         spec: &spec,
         trace: None,
+        step_budget: analysis::STEP_BUDGET,
         progress: None,
     };
     let solved = analysis::solve(&input);

@@ -130,6 +130,7 @@ fn settings(
 ) -> Option<summary_cache::Fingerprint> {
     let mut s = summary_cache::Fingerprint::new();
     s.add("profile", format!("{profile:?}").as_bytes());
+    s.add("step budget", &input.step_budget.to_le_bytes());
     for path in &args.specs {
         match std::fs::read(path) {
             Ok(bytes) => s.add("spec", &bytes),

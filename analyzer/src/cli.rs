@@ -366,6 +366,12 @@ pub struct AnalysisArgs {
     #[arg(long = "trace", value_name = "TEXT", hide = true)]
     pub trace: Option<String>,
 
+    /// Testing aid: the step budget of one body's analysis (default: the
+    /// analysis's own, `bounds::STEP_BUDGET`). A body past it gets the
+    /// summary of an unknown function and is named in the run's summary.
+    #[arg(long = "step-budget", value_name = "STEPS", hide = true)]
+    pub step_budget: Option<u64>,
+
     /// Neither read nor write the summary cache: analyse every function
     /// (docs/output.md, "Incremental re-runs").
     #[arg(long = "no-cache")]

@@ -364,7 +364,8 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     crate::timings::record("invariants", t);
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
-    let observe = |p: analysis::Progress| progress.solver(p);
+    let name = |f: program::FnId| program.function(f).name.to_string();
+    let observe = |p: analysis::Progress| progress.solver(p, &name);
     let cache_figures = std::cell::RefCell::new(None);
     let prefetch = std::cell::RefCell::new(prefetch);
     // The first run (the one with the progress observer) is timed.
@@ -376,6 +377,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             spec: &spec,
             invariants: resolved,
             trace: args.trace.as_deref(),
+            step_budget: args.step_budget.unwrap_or(analysis::STEP_BUDGET),
             progress: observe,
         };
         let t = crate::timings::mark();

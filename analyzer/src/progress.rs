@@ -1,6 +1,7 @@
 //! The progress bar of `check`, `report`, `summary` and `triage` on a
 //! terminal: loading the dumps (by dump), linking, the analysis (by
-//! function, with the level of the schedule) and the checks, drawn on
+//! function, with the level of the schedule and, once one has run for a
+//! while, the body in flight that started first) and the checks, drawn on
 //! stderr with `indicatif` and cleared before the results are printed.
 //!
 //! It is drawn only where someone watches: stderr is a terminal, `CI` is
@@ -9,7 +10,9 @@
 //! even when stdout is a file), `--no-progress` is not given, and the run
 //! has lasted a second: a short run draws nothing at all.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,6 +21,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long a run goes before the bar appears.
 const DELAY: Duration = Duration::from_secs(1);
 
+/// How long a body is in flight before the bar names it: a user can then
+/// tell a slow run (the name changes) from a stuck one (it does not).
+const SLOW: Duration = Duration::from_secs(2);
+
 /// A progress bar, or nothing when none is to be drawn.
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -25,6 +32,12 @@ pub struct Progress {
     shown: AtomicBool,
     /// Levels of the schedule, for the analysis's message.
     levels: AtomicUsize,
+    /// The level every lower one of which is done (1-based, for the
+    /// message).
+    level: AtomicUsize,
+    /// The components being solved, by first member: when each started,
+    /// and its level.
+    in_flight: Mutex<HashMap<program::FnId, (Instant, usize)>>,
 }
 
 /// Whether a bar may be drawn: `wanted` (text output, no `--no-progress`),
@@ -60,6 +73,8 @@ impl Progress {
             start: Instant::now(),
             shown: AtomicBool::new(false),
             levels: AtomicUsize::new(0),
+            level: AtomicUsize::new(1),
+            in_flight: Mutex::new(HashMap::new()),
         }
     }
 
@@ -96,27 +111,65 @@ impl Progress {
         }
     }
 
-    /// What the solver reports, as the analysis phase.
-    pub fn solver(&self, p: analysis::Progress) {
-        if self.bar.is_none() {
+    /// What the solver reports, as the analysis phase; `name` names a
+    /// function.
+    pub fn solver(&self, p: analysis::Progress, name: &dyn Fn(program::FnId) -> String) {
+        let Some(bar) = &self.bar else {
             return;
-        }
+        };
         match p {
             analysis::Progress::Start { levels, functions } => {
                 self.levels.store(levels, Ordering::Relaxed);
                 self.phase(&format!("analysing: level 1/{levels}"), functions as u64);
             }
-            analysis::Progress::Component { functions } => self.inc(functions as u64),
-            analysis::Progress::Level { level } => {
-                if let Some(bar) = &self.bar {
-                    let levels = self.levels.load(Ordering::Relaxed);
-                    bar.set_message(format!(
-                        "analysing: level {}/{levels}",
-                        (level + 2).min(levels)
-                    ));
+            analysis::Progress::Started { function, level } => {
+                if let Ok(mut m) = self.in_flight.lock() {
+                    m.insert(function, (Instant::now(), level));
                 }
             }
+            analysis::Progress::Component {
+                functions,
+                function,
+            } => {
+                if let Ok(mut m) = self.in_flight.lock() {
+                    m.remove(&function);
+                }
+                self.inc(functions as u64);
+                bar.set_message(self.analysing(name));
+            }
+            analysis::Progress::Level { level } => {
+                let levels = self.levels.load(Ordering::Relaxed);
+                self.level
+                    .store((level + 2).min(levels.max(1)), Ordering::Relaxed);
+                bar.set_message(self.analysing(name));
+            }
         }
+    }
+
+    /// "analysing: level 3/97; slowest in flight: `f` (level 5, 12 s)".
+    fn analysing(&self, name: &dyn Fn(program::FnId) -> String) -> String {
+        let levels = self.levels.load(Ordering::Relaxed);
+        let mut msg = format!(
+            "analysing: level {}/{levels}",
+            self.level.load(Ordering::Relaxed)
+        );
+        let oldest = self.in_flight.lock().ok().and_then(|m| {
+            m.iter()
+                .min_by_key(|(f, (t, _))| (*t, **f))
+                .map(|(f, v)| (*f, *v))
+        });
+        if let Some((f, (since, level))) = oldest {
+            let running = since.elapsed();
+            if running >= SLOW {
+                msg.push_str(&format!(
+                    "; slowest in flight: `{}` (level {}, {} s)",
+                    crate::diag::clip(&name(f)),
+                    level + 1,
+                    running.as_secs()
+                ));
+            }
+        }
+        msg
     }
 
     /// Clears the bar (before the results are printed).

@@ -125,6 +125,7 @@ ui!(
     callbacks,
     dyn_drop,
     limits_heap_fields,
+    limits_bounds,
     ops_tables,
     drop_arrays,
     fp_waker,
@@ -2355,4 +2356,97 @@ fn handle_objects_with_spec() {
             && with.contains("kanalyze: no errors or warnings"),
         "{with}"
     );
+}
+
+/// A generated body of thousands of branches, each taking a spinlock or
+/// dropping a value whose drop may sleep: the analysis finishes with its
+/// paths widened and says so; under a small step budget it stops, gives
+/// the body an unknown function's summary (a caller in atomic context is
+/// then told it may sleep) and names it; and the output is the same on one
+/// thread and on several.
+#[test]
+fn generated_body_is_widened_and_reported_under_a_budget() {
+    const BRANCHES: usize = 1500;
+    let src = tempfile::tempdir().unwrap();
+    let lock = test_harness::fixtures_dir().join("ui/support/lock.rs");
+    let mut text = format!(
+        "#[path = {:?}]\nmod lock;\nuse lock::*;\n\n\
+         pub struct Noisy(pub u32);\n\
+         impl Drop for Noisy {{\n    fn drop(&mut self) {{\n        if self.0 == 7 {{\n            sleep();\n        }}\n    }}\n}}\n\n\
+         pub fn generated(k: &[u8; {BRANCHES}]) {{\n    let mut raw = 0u32;\n",
+        lock.display()
+    );
+    for i in 0..BRANCHES / 2 {
+        text.push_str(&format!("    let d{i} = Noisy({i});\n"));
+    }
+    for i in 0..BRANCHES / 2 {
+        let (a, b) = (2 * i, 2 * i + 1);
+        text.push_str(&format!(
+            "    if k[{a}] == 1 {{\n        unsafe {{ spin_lock(&mut raw) }};\n    }}\n    if k[{b}] == 1 {{\n        drop(d{i});\n    }}\n"
+        ));
+    }
+    text.push_str(
+        "}\n\npub fn caller(k: &[u8; 1500]) {\n    let mut raw = 0u32;\n    unsafe { spin_lock(&mut raw) };\n    generated(k);\n    unsafe { spin_unlock(&mut raw) };\n}\n",
+    );
+    let path = src.path().join("generated.rs");
+    std::fs::write(&path, text).unwrap();
+    let out = extract(&[CrateSpec::lib(path.to_str().unwrap())]);
+    let dir = out.dir.path();
+    let imprecise = |args: &[&str]| -> (serde_json::Value, String) {
+        let (_, json, stderr) =
+            check_in(dir, &[&["--format", "json", "--no-cache"], args].concat());
+        let doc: serde_json::Value =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        (doc["summary"]["imprecise"].clone(), json)
+    };
+    let body = |v: &serde_json::Value| -> serde_json::Value {
+        v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == "generated::generated")
+            .cloned()
+            .unwrap_or_else(|| panic!("`generated` is not named: {v}"))
+    };
+    // The default budget: widened, finished.
+    let (widened, _) = imprecise(&[]);
+    let g = body(&widened);
+    assert_eq!(g["worst"], "paths", "{widened}");
+    assert!(g["bounds"]["steps"].is_null(), "{widened}");
+    // A small budget: stopped, named first, and its caller, in atomic
+    // context, told that it may sleep.
+    let (stopped, json) = imprecise(&["--step-budget", "20000"]);
+    assert_eq!(
+        stopped["functions"][0]["function"], "generated::generated",
+        "{stopped}"
+    );
+    assert_eq!(stopped["functions"][0]["worst"], "steps", "{stopped}");
+    assert!(
+        json.contains("\"function\": \"generated::caller\""),
+        "the caller of a body over its budget is told it may sleep:\n{json}"
+    );
+    let (_, text, _) = check_in(dir, &["--no-cache", "--step-budget", "20000"]);
+    assert!(
+        text.contains("analysed imprecisely: `generated::generated` (steps over the budget"),
+        "{text}"
+    );
+    // Deterministic: the same on one thread and on two.
+    let threads = |n: &str| {
+        Command::new(env!("CARGO_BIN_EXE_kanalyze"))
+            .env("RAYON_NUM_THREADS", n)
+            .args([
+                "check",
+                "kmir",
+                "--format",
+                "json",
+                "--no-cache",
+                "--step-budget",
+                "20000",
+            ])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(threads("1"), threads("2"));
 }

@@ -35,6 +35,9 @@ pub const EXIT_STALE_DECLARATION: u8 = 4;
 /// How many unknown C functions the summary names.
 const UNKNOWN_SHOWN: usize = 8;
 
+/// Bodies analysed imprecisely named in the summary line, the worst first.
+const IMPRECISE_SHOWN: usize = 3;
+
 pub fn run(args: &CheckArgs) -> u8 {
     let mut args = args.clone();
     let config = match config::resolve(&mut args.analysis) {
@@ -545,6 +548,9 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             }
         ));
     }
+    if let Some(text) = imprecise_text(a) {
+        line.push_str(&text);
+    }
     // What the run read and left out, before the summary line (the last
     // line, but for the partial result's).
     let hosts = &a.load.host_crates;
@@ -612,6 +618,40 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
         )?;
     }
     Ok(())
+}
+
+/// "; 3 bodies analysed imprecisely: `a::f` (paths over 8), `b::g`
+/// (fixed-point rounds over their limit), … 1 more": the bodies where a
+/// bound of the analysis widened what it computed, the worst first.
+fn imprecise_text(a: &Analysed) -> Option<String> {
+    let imprecise = &a.preempt.imprecise;
+    if imprecise.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = imprecise
+        .iter()
+        .take(IMPRECISE_SHOWN)
+        .map(|(f, hits)| {
+            let why: Vec<&str> = hits.bounds().map(analysis::Bound::describe).collect();
+            format!(
+                "`{}` ({})",
+                crate::diag::clip(&a.program.function(*f).name),
+                why.join(", ")
+            )
+        })
+        .collect();
+    let more = imprecise.len().saturating_sub(IMPRECISE_SHOWN);
+    Some(format!(
+        "; {} bod{} analysed imprecisely: {}{}",
+        imprecise.len(),
+        if imprecise.len() == 1 { "y" } else { "ies" },
+        shown.join(", "),
+        if more > 0 {
+            format!(", … {more} more")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// "; 52 judged not shown, 1 judged a bug, 2 changed since judged (re-examine), 3 triage entries match nothing".
@@ -795,6 +835,40 @@ struct JsonSummary {
     /// With `--audit-invariants`: findings all invariants together remove.
     #[serde(skip_serializing_if = "Option::is_none")]
     removed_by_invariants: Option<usize>,
+    /// The bodies a bound of the analysis made imprecise.
+    imprecise: JsonImprecise,
+}
+
+/// The bodies whose analysis hit a bound (it widened, or ran out of its
+/// step budget), the worst first.
+#[derive(Serialize)]
+struct JsonImprecise {
+    bodies: usize,
+    functions: Vec<JsonImpreciseBody>,
+}
+
+#[derive(Serialize)]
+struct JsonImpreciseBody {
+    function: String,
+    /// The most consequential bound hit, by name (`steps`, `rounds`, …).
+    worst: &'static str,
+    /// How often each bound was hit, by name; bounds not hit are left out.
+    bounds: std::collections::BTreeMap<&'static str, u32>,
+}
+
+fn json_imprecise(a: &Analysed) -> JsonImprecise {
+    let imprecise = &a.preempt.imprecise;
+    JsonImprecise {
+        bodies: imprecise.len(),
+        functions: imprecise
+            .iter()
+            .map(|(f, hits)| JsonImpreciseBody {
+                function: a.program.function(*f).name.to_string(),
+                worst: hits.worst().map_or("", analysis::Bound::name),
+                bounds: hits.bounds().map(|b| (b.name(), hits.count(b))).collect(),
+            })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -905,6 +979,7 @@ fn json(a: &Analysed, shown: &Shown, out: &mut dyn Write) -> io::Result<()> {
             triage: shown.triaged.clone(),
             invariants: a.invariants.clone(),
             removed_by_invariants: a.removed_by_invariants,
+            imprecise: json_imprecise(a),
         },
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;

@@ -483,6 +483,7 @@ fn roots(
         invariants: &invariants,
         trace: None,
         progress: None,
+        step_budget: analysis::STEP_BUDGET,
     };
     let mut out: Vec<Root> = Vec::new();
     let mut seen: HashSet<FnId> = HashSet::new();

@@ -279,6 +279,9 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         }
         Source::Builtin => "compiler built-in: no constraint".into(),
         Source::Recursive => "recursion without a fixed point (reported as an error)".into(),
+        Source::OverBudget => {
+            "its analysis ran out of its step budget: treated as an unknown function (named in the run's summary)".into()
+        }
     };
     lines.push(SummaryLine::keyed("from", source));
     if s.poisoned {

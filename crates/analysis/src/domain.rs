@@ -40,6 +40,19 @@ impl Summaries for View<'_, '_> {
     }
 }
 
+impl PreemptDomain<'_> {
+    /// The summary of a body whose analysis ran out of its step budget:
+    /// the profile's summary of a function nothing is known of (klint's
+    /// "may sleep" in the kernel), which writes everywhere its arguments
+    /// reach and keeps nothing alive.
+    fn over_budget(&self) -> Summary {
+        match self.input.spec.unknown {
+            spec::Unknown::MaySleep => Summary::may_sleep(Source::OverBudget),
+            spec::Unknown::NoConstraint => Summary::neutral(Source::OverBudget),
+        }
+    }
+}
+
 impl SummaryDomain for PreemptDomain<'_> {
     type Summary = Summary;
     /// Most functions observe nothing worth reporting: only the others
@@ -88,13 +101,32 @@ impl SummaryDomain for PreemptDomain<'_> {
     }
 
     fn analyze(&self, f: FnId, env: &Env<'_, Self>) -> (Summary, Option<Box<Events>>) {
-        let analyzed = analyze_function(self.input, f, &View { env }, None);
+        let (mut analyzed, hits) = bounds::measure(self.input.step_budget, || {
+            analyze_function(self.input, f, &View { env }, None)
+        });
+        if hits.exhausted() {
+            // A run stopped short of its fixed point proves nothing: its
+            // states miss what the remaining paths bring.
+            analyzed.summary = self.over_budget();
+            analyzed.events = Events::default();
+        }
+        analyzed.events.bounds = hits;
         let events = (!analyzed.events.is_empty()).then(|| Box::new(analyzed.events));
         (analyzed.summary, events)
     }
 
     fn analyze_in_context(&self, f: FnId, ctx: &Context, env: &Env<'_, Self>) -> Option<Summary> {
-        analyze_in_context(self.input, f, ctx, &View { env })
+        // Measured apart from the body that asked for it: whether this
+        // thread computes it or finds it cached depends on timing.
+        let (summary, hits) = bounds::measure(self.input.step_budget, || {
+            analyze_in_context(self.input, f, ctx, &View { env })
+        });
+        if hits.exhausted() {
+            let mut s = self.over_budget();
+            s.specialised = true;
+            return summary.map(|_| s);
+        }
+        summary
     }
 
     /// Adjustments that keep changing have no fixed point (a lock taken per
@@ -118,7 +150,9 @@ impl SummaryDomain for PreemptDomain<'_> {
     }
 
     fn unsettled(&self, _f: FnId, summary: &mut Summary, events: &mut Option<Box<Events>>) {
-        events.get_or_insert_default().unsettled = Some(Box::new(summary.clone()));
+        let events = events.get_or_insert_default();
+        events.bounds.add(bounds::Bound::Rounds);
+        events.unsettled = Some(Box::new(summary.clone()));
         summary.poisoned = true;
         summary.source = Source::Recursive;
     }

@@ -32,6 +32,10 @@ pub struct Events {
     /// The function's recursive component reached no fixed point: its
     /// summary in the last round, before it was given up (adjustment family).
     pub unsettled: Option<Box<Summary>>,
+    /// The bounds its analysis hit (`crates/bounds`): where it widened,
+    /// and whether it ran out of its step budget (its summary is then an
+    /// unknown function's, and its other events are dropped).
+    pub bounds: bounds::Hits,
 }
 
 impl Events {
@@ -43,6 +47,7 @@ impl Events {
             && self.declared.is_none()
             && self.drop.is_none()
             && self.unsettled.is_none()
+            && self.bounds.is_empty()
     }
 }
 

@@ -36,6 +36,7 @@ use program::{FnId, Program};
 pub use body::{
     AdjustFailure, CountChange, LockEvent, Nesting, OpenNesting, Proof, Target, Violation,
 };
+pub use bounds::{Bound, Hits, STEP_BUDGET};
 pub use context::{Context, fn_pointer_source};
 pub use declared::DeclaredView;
 pub use events::{DropProblem, Events};
@@ -60,6 +61,10 @@ pub struct Input<'a> {
     /// Print the body fixed point of functions whose name contains this
     /// text (a debugging aid of the CLI's `--trace`).
     pub trace: Option<&'a str>,
+    /// The step budget of one body's analysis (`bounds::STEP_BUDGET`
+    /// unless a test asks for less): past it the body gets the summary of
+    /// an unknown function.
+    pub step_budget: u64,
     /// Told how far the solve is (the CLI's progress bar); the results do
     /// not depend on it.
     pub progress: Option<&'a (dyn Fn(solver::Progress) + Sync)>,

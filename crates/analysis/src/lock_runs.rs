@@ -29,15 +29,25 @@ impl LockRuns {
 
     pub(crate) fn absorb(&mut self, run: &body::BodyOutcome) {
         for t in &run.takes {
-            if self.takes.len() < summary::MAX_TAKES && !self.takes.contains(t) {
+            if self.takes.contains(t) {
+                continue;
+            }
+            if self.takes.len() < summary::MAX_TAKES {
                 self.takes.push(t.clone());
+            } else {
+                bounds::hit(bounds::Bound::Cases);
             }
         }
         self.events.extend(run.lock_events.iter().cloned());
         self.edges.extend(run.edges.iter().cloned());
         for o in &run.open {
-            if self.open.len() < body::MAX_OPEN_NESTINGS && !self.open.contains(o) {
+            if self.open.contains(o) {
+                continue;
+            }
+            if self.open.len() < body::MAX_OPEN_NESTINGS {
                 self.open.push(o.clone());
+            } else {
+                bounds::hit(bounds::Bound::Cases);
             }
         }
         for (p, span) in &run.returns {

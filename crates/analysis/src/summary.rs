@@ -49,6 +49,22 @@ pub struct FieldPath {
 }
 
 impl FieldPath {
+    /// "Somewhere below" the first `n` steps of this path, with the given
+    /// marks (each mark narrows what the path designates).
+    pub fn prefix_below(&self, n: usize, interior: bool, handle: bool, pointer: bool) -> FieldPath {
+        let mut steps = [0; FieldPath::MAX];
+        let n = n.min(self.len as usize);
+        steps[..n].copy_from_slice(&self.steps[..n]);
+        FieldPath {
+            len: n as u8,
+            exact: false,
+            interior,
+            handle,
+            pointer,
+            steps,
+        }
+    }
+
     /// Longest path kept.
     pub const MAX: usize = 6;
     /// What the argument points to, exactly.
@@ -126,6 +142,7 @@ impl FieldPath {
             return self;
         }
         if self.len as usize == Self::MAX {
+            bounds::hit(bounds::Bound::AccessPath);
             self.exact = false;
             return self;
         }
@@ -531,6 +548,9 @@ pub enum Source {
     Builtin,
     /// The recursion could not be resolved; an error was reported.
     Recursive,
+    /// The body's analysis ran out of its step budget: what an unknown
+    /// function gets under the profile (may sleep in the kernel).
+    OverBudget,
 }
 
 /// A lock acquired somewhere during a call (not necessarily still held on

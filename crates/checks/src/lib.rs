@@ -34,7 +34,7 @@ use analysis::{Events, Final, Summary};
 use findings::{Finding, Kind};
 use program::{FnId, FnKind, Program};
 
-pub use analysis::Input;
+pub use analysis::{Input, STEP_BUDGET};
 pub use annotation::BAD_ANNOTATION;
 
 /// Every finding kind, in docs/output.md's order. `--deny`/`--warn`/`--allow` and
@@ -115,6 +115,10 @@ pub struct Output {
     pub unknown_foreign: BTreeSet<String>,
     pub locks: LockStats,
     pub solver: solver::Stats,
+    /// The functions whose analysis hit a bound of the analysis (it
+    /// widened there, or ran out of its step budget), the worst first
+    /// (`Hits::severity`, then the order of the events).
+    pub imprecise: Vec<(FnId, analysis::Hits)>,
 }
 
 /// Figures of the whole-program lock checks.
@@ -137,6 +141,14 @@ pub fn run(input: &Input<'_>) -> Output {
 /// Runs every check on the solved summaries and events.
 pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     let summaries = solved.summaries;
+    let mut imprecise: Vec<(FnId, analysis::Hits)> = solved
+        .events
+        .iter()
+        .filter(|(_, e)| !e.bounds.is_empty())
+        .map(|(f, e)| (*f, e.bounds))
+        .collect();
+    // Stable: bodies of equal severity keep the events' order.
+    imprecise.sort_by_key(|(_, h)| std::cmp::Reverse(h.severity()));
     let mut findings = Vec::new();
     // Nestings of one class that a caller proved to be on one object: each
     // is one double-lock error, in place of the class warning.
@@ -256,6 +268,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         unknown_foreign: solved.unknown_foreign,
         locks,
         solver: solved.stats,
+        imprecise,
     }
 }
 

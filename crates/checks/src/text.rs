@@ -214,6 +214,12 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                 )));
                 break;
             }
+            Source::OverBudget => {
+                notes.push(Note::text(format!(
+                    "the analysis of `{who}` ran out of its step budget, so it is treated as a function nothing is known of (it may sleep)"
+                )));
+                break;
+            }
             Source::NotExtracted | Source::UnconstrainedForeign | Source::Builtin => break,
         }
     }

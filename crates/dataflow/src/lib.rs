@@ -121,6 +121,11 @@ pub fn successors(block: &Block, follow_unwind: bool) -> Vec<BlockId> {
 /// body is revisited only when its header's state grew. Termination is the
 /// domain's business: its `join` must not ascend forever (bounded height or
 /// widening inside `join`).
+///
+/// Each block transferred is charged to the step budget of the analysis
+/// running on this thread ([`bounds::step`]); once it is spent the
+/// iteration stops short of the fixed point, and the caller, which asks
+/// [`bounds::exhausted`], must not trust the states.
 pub fn iterate<A: Analysis>(analysis: &A, body: &Body) -> Results<A::Domain> {
     let n = body.blocks.len();
     let follow = analysis.follows_unwind();
@@ -143,6 +148,9 @@ pub fn iterate<A: Analysis>(analysis: &A, body: &Body) -> Results<A::Domain> {
         let block = &body.blocks[b as usize];
         if block.is_cleanup && !follow {
             continue;
+        }
+        if !bounds::step(block.statements.len() as u64 + 1) {
+            break;
         }
         let mut state = entry[b as usize].clone();
         for (i, s) in block.statements.iter().enumerate() {

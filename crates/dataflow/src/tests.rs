@@ -605,3 +605,28 @@ fn backward_liveness_through_a_loop() {
         [3, 5, 6]
     );
 }
+
+#[test]
+fn the_step_budget_stops_the_iteration_and_says_so() {
+    let body = body(vec![
+        block(vec![set(1)], goto(1)),
+        block(vec![add(2), add(3)], goto(2)),
+        block(vec![], TerminatorKind::Return),
+    ]);
+    // Enough for the first block (one statement and its terminator) and
+    // not the second (three more steps).
+    let a = Counter::default();
+    let (r, hits) = bounds::measure(4, || {
+        let r = iterate(&a, &body);
+        assert!(bounds::exhausted());
+        r
+    });
+    assert_eq!(*a.runs.borrow(), vec![0]);
+    assert_eq!(r.reached, vec![true, true, false]);
+    assert!(hits.exhausted());
+    // Within the budget: the whole fixed point, nothing counted.
+    let b = Counter::default();
+    let (_, hits) = bounds::measure(6, || iterate(&b, &body));
+    assert_eq!(*b.runs.borrow(), vec![0, 1, 2]);
+    assert!(hits.is_empty());
+}

@@ -69,6 +69,7 @@ impl LockState {
 
     pub fn acquire(&mut self, held: Held) {
         if self.held.len() >= MAX_HELD {
+            bounds::hit(bounds::Bound::Facts);
             return;
         }
         let i = self

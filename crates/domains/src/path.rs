@@ -128,6 +128,11 @@ impl PcState {
             self.merge_splits();
         }
         if self.paths.len() > MAX_PATHS || (target == Adj::Top && self.paths.len() > 1) {
+            // Only the bound is an imprecision: a `Top` offset already
+            // says the count is unknown.
+            if self.paths.len() > MAX_PATHS {
+                bounds::hit(bounds::Bound::Paths);
+            }
             self.collapse();
             if let Some(before) = before {
                 changed = self.paths != before;
@@ -380,5 +385,26 @@ mod tests {
         // Top absorbs.
         assert!(!s.add(path(1)));
         assert_eq!(s.paths.len(), 1);
+    }
+
+    #[test]
+    fn a_collapse_past_the_bound_is_counted_and_a_top_one_is_not() {
+        let ((), hits) = bounds::measure(u64::MAX, || {
+            let mut s = PcState::default();
+            for a in 0..=MAX_PATHS as i32 {
+                s.add(path(a));
+            }
+            assert_eq!(s.paths.len(), 1);
+        });
+        assert_eq!(hits.count(bounds::Bound::Paths), 1);
+        // A `Top` offset joining known ones says the count is unknown
+        // already: no bound was needed.
+        let ((), hits) = bounds::measure(u64::MAX, || {
+            let mut s = PcState::default();
+            s.add(path(0));
+            s.add(Path::new(Adj::Top, Facts::default()));
+            assert_eq!(s.paths.len(), 1);
+        });
+        assert!(hits.is_empty());
     }
 }

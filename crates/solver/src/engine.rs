@@ -310,6 +310,15 @@ pub enum Progress {
         /// Members of the components with a body.
         functions: usize,
     },
+    /// A component with a body starts to be solved, on the worker thread
+    /// that solves it: a display can name the work in flight (the slowest
+    /// is the one that started first and has not finished).
+    Started {
+        /// Its first member, which names the component.
+        function: FnId,
+        /// Its level in the schedule (0-based).
+        level: usize,
+    },
     /// A component with a body, of `functions` functions, is solved.
     /// Reported from the worker thread that solved it; components are not
     /// solved level by level, so one of a higher level may come before
@@ -317,6 +326,8 @@ pub enum Progress {
     Component {
         /// Its members.
         functions: usize,
+        /// Its first member, as [`Progress::Started`] named it.
+        function: FnId,
     },
     /// Every component of levels `0..=level` (0-based) is solved; reported
     /// once per level, in order.
@@ -517,7 +528,12 @@ impl<D: SummaryDomain> Solver<'_, D> {
     /// Solves component `scc` and keeps its results.
     fn run(&self, scc: u32) {
         let members = &self.schedule.sccs[scc as usize];
-        let c = self.component(members, self.dispatch.level(scc));
+        let level = self.dispatch.level(scc);
+        (self.observe)(Progress::Started {
+            function: members[0],
+            level: level as usize,
+        });
+        let c = self.component(members, level);
         let mut events = Vec::with_capacity(c.results.len());
         for (f, summary, e) in c.results {
             // Each function with a body is in one component, solved once,
@@ -536,6 +552,7 @@ impl<D: SummaryDomain> Solver<'_, D> {
         });
         (self.observe)(Progress::Component {
             functions: members.len(),
+            function: members[0],
         });
     }
 

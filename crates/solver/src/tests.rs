@@ -849,7 +849,7 @@ fn progress_counts_every_function_with_a_body_and_each_level_once_in_order() {
         let solved: usize = seen
             .iter()
             .map(|p| match p {
-                Progress::Component { functions } => *functions,
+                Progress::Component { functions, .. } => *functions,
                 _ => 0,
             })
             .sum();
@@ -862,5 +862,23 @@ fn progress_counts_every_function_with_a_body_and_each_level_once_in_order() {
             })
             .collect();
         assert_eq!(levels, (0..s.levels.len()).collect::<Vec<_>>());
+        // Every component solved was started first, once.
+        let mut started: Vec<FnId> = seen
+            .iter()
+            .filter_map(|p| match p {
+                Progress::Started { function, .. } => Some(*function),
+                _ => None,
+            })
+            .collect();
+        let mut finished: Vec<FnId> = seen
+            .iter()
+            .filter_map(|p| match p {
+                Progress::Component { function, .. } => Some(*function),
+                _ => None,
+            })
+            .collect();
+        started.sort();
+        finished.sort();
+        assert_eq!(started, finished, "{threads} threads");
     }
 }

@@ -243,8 +243,13 @@ impl Origins {
             };
         }
         o.scan_pointer_writes(dump, body, sites, summary_of);
+        let round_cost = super::writes::body_size(body);
         for round in 0.. {
-            if round == MAX_ROUNDS {
+            let within = bounds::step(round_cost);
+            if round == MAX_ROUNDS || !within {
+                if within {
+                    bounds::hit(bounds::Bound::Rounds);
+                }
                 o.locals.iter_mut().for_each(|l| *l = None);
                 o.written = None;
                 break;

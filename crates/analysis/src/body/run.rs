@@ -568,14 +568,16 @@ impl LockSites {
                         }
                     }
                 }
-                if self.takes.len() < crate::summary::MAX_TAKES
-                    && !self.takes.iter().any(|t| {
-                        t.lock == here.lock
-                            && t.kind == here.kind
-                            && t.irqs_disabled == here.irqs_disabled
-                    })
-                {
-                    self.takes.push(here);
+                if !self.takes.iter().any(|t| {
+                    t.lock == here.lock
+                        && t.kind == here.kind
+                        && t.irqs_disabled == here.irqs_disabled
+                }) {
+                    if self.takes.len() < crate::summary::MAX_TAKES {
+                        self.takes.push(here);
+                    } else {
+                        bounds::hit(bounds::Bound::Cases);
+                    }
                 }
             }
         }
@@ -584,8 +586,13 @@ impl LockSites {
 
 impl LockSites {
     fn open_nesting(&mut self, o: OpenNesting) {
-        if self.open.len() < MAX_OPEN_NESTINGS && !self.open.contains(&o) {
+        if self.open.contains(&o) {
+            return;
+        }
+        if self.open.len() < MAX_OPEN_NESTINGS {
             self.open.push(o);
+        } else {
+            bounds::hit(bounds::Bound::Cases);
         }
     }
 

@@ -312,10 +312,136 @@ pub struct Writes {
 /// A write the scan cannot place (it gave up).
 const ANYWHERE: BlockId = BlockId::MAX;
 
+/// Most places below one root, with one set of marks, that a set keeps
+/// apart; past it they become one place "somewhere below" their common
+/// prefix (a widening: the set only grows in what it designates, so the
+/// scan still settles, in few rounds).
+const MAX_PER_ROOT: usize = 8;
+
+/// A target's marks (inside a cell, through a counted handle, through a
+/// stored pointer), as one key.
+fn marks(p: &FieldPath) -> u8 {
+    u8::from(p.interior())
+        | (u8::from(p.through_handle()) << 1)
+        | (u8::from(p.through_pointer()) << 2)
+}
+
+/// Whether `set` holds a target that covers `t`: `t` itself, or "below" a
+/// prefix of its path, with the same marks.
+///
+/// Only a target with the same marks covers: a mark narrows what a path
+/// designates, but the readers of these sets do not only ask "may it be
+/// there" (where a wider set is the safe answer); object liveness also
+/// asks whether a pointer reaches a lock's data only through a counted
+/// handle, and a clone's provenance widened past its mark would back a
+/// drop that the marked path leaves unbacked.
+fn covered(set: &Set, t: &Target) -> bool {
+    if set.contains(t) {
+        return true;
+    }
+    let p = t.path;
+    let (i, h, q) = (p.interior(), p.through_handle(), p.through_pointer());
+    (0..=p.steps().len()).any(|len| {
+        let c = Target {
+            root: t.root,
+            path: p.prefix_below(len, i, h, q),
+        };
+        c != *t && set.contains(&c)
+    })
+}
+
+/// Drops the targets others cover, then widens the places of one root and
+/// marks past [`MAX_PER_ROOT`].
+fn normalize(set: &mut Set) {
+    let all: Vec<Target> = set.iter().copied().collect();
+    for t in all {
+        set.remove(&t);
+        if !covered(set, &t) {
+            set.insert(t);
+        }
+    }
+    let groups: Vec<(Root, u8)> = set.iter().map(|t| (t.root, marks(&t.path))).collect();
+    widen(set, &groups);
+}
+
+/// Whether `c`, "below" a path, covers `t` (same root and marks, `t`'s
+/// path under `c`'s).
+fn covers(c: &Target, t: &Target) -> bool {
+    !c.path.exact()
+        && c != t
+        && c.root == t.root
+        && marks(&c.path) == marks(&t.path)
+        && t.path.steps().starts_with(c.path.steps())
+}
+
+/// Widens each group of `groups` (root and marks) holding more than
+/// [`MAX_PER_ROOT`] places into one place "somewhere below" their common
+/// prefix (counted: [`bounds::Bound::Provenance`]).
+fn widen(set: &mut Set, groups: &[(Root, u8)]) {
+    let mut groups = groups.to_vec();
+    groups.sort_unstable();
+    groups.dedup();
+    for (root, m) in groups {
+        let ts: Vec<Target> = set
+            .iter()
+            .filter(|t| t.root == root && marks(&t.path) == m)
+            .copied()
+            .collect();
+        if ts.len() <= MAX_PER_ROOT {
+            continue;
+        }
+        bounds::hit(bounds::Bound::Provenance);
+        for t in &ts {
+            set.remove(t);
+        }
+        set.insert(Target {
+            root,
+            path: common_below(&ts),
+        });
+    }
+}
+
+/// "Somewhere below" the longest common prefix of the paths of `ts` (one
+/// root, one set of marks, at least one target), with their marks.
+fn common_below(ts: &[Target]) -> FieldPath {
+    let first = ts[0].path;
+    let mut lcp = first.steps().len();
+    for t in ts {
+        let s = t.path.steps();
+        lcp = lcp.min(s.len());
+        while lcp > 0 && s[..lcp] != first.steps()[..lcp] {
+            lcp -= 1;
+        }
+    }
+    first.prefix_below(
+        lcp,
+        first.interior(),
+        first.through_handle(),
+        first.through_pointer(),
+    )
+}
+
+/// Adds what `from` has that `into` does not cover, dropping what the new
+/// places cover; whether `into` grew. Kept normal incrementally: only a
+/// new "below" place can cover an old one, and only the groups of new
+/// places can pass the bound.
 fn union(into: &mut Set, from: &Set) -> bool {
-    let before = into.len();
-    into.extend(from.iter().copied());
-    into.len() != before
+    let mut touched: Vec<(Root, u8)> = Vec::new();
+    for t in from {
+        if covered(into, t) {
+            continue;
+        }
+        if !t.path.exact() {
+            into.retain(|u| !covers(t, u));
+        }
+        into.insert(*t);
+        touched.push((t.root, marks(&t.path)));
+    }
+    if touched.is_empty() {
+        return false;
+    }
+    widen(into, &touched);
+    true
 }
 
 fn below(s: &Set) -> Set {
@@ -389,8 +515,14 @@ impl Writes {
                 },
             });
         }
+        // A round visits every statement and terminator once.
+        let round_cost = body_size(body);
         for round in 0.. {
-            if round == MAX_ROUNDS {
+            let within = bounds::step(round_cost);
+            if round == MAX_ROUNDS || !within {
+                if within {
+                    bounds::hit(bounds::Bound::Rounds);
+                }
                 // Give up: anything the arguments and guards reach.
                 w.gave_up = true;
                 for k in 0..body.arg_count {
@@ -624,11 +756,43 @@ impl Writes {
     fn write_all_from(&mut self, block: BlockId, at: &Set, stored: &Set, storable: bool) -> bool {
         let mut changed = false;
         let mut work: Vec<(Target, bool)> = at.iter().map(|t| (*t, storable)).collect();
+        // The places written so far, kept like a pointer's set: a place
+        // below one already written is written with it (the same root and
+        // marks lead to the same stores and the same further places), and
+        // past the bound the places of one root and marks are written as
+        // one place below their common prefix. Without it, pointers held in
+        // locals that point into each other's memory make this walk visit
+        // every path through them.
         let mut seen = Set::new();
         while let Some((t, storable)) = work.pop() {
-            if !seen.insert(t) {
+            // Each place visited is a step of the body's budget: once it
+            // is spent the scan gives up at its next round.
+            if !bounds::step(1) {
+                break;
+            }
+            if covered(&seen, &t) {
                 continue;
             }
+            let m = marks(&t.path);
+            let mut group: Vec<Target> = seen
+                .iter()
+                .filter(|u| u.root == t.root && marks(&u.path) == m)
+                .copied()
+                .collect();
+            let t = if group.len() >= MAX_PER_ROOT {
+                bounds::hit(bounds::Bound::Provenance);
+                group.push(t);
+                Target {
+                    root: t.root,
+                    path: common_below(&group),
+                }
+            } else {
+                t
+            };
+            if !t.path.exact() {
+                seen.retain(|u| !covers(&t, u));
+            }
+            seen.insert(t);
             match t.root {
                 Root::Local(l) => {
                     // A write in the object a handle the local holds refers
@@ -1089,7 +1253,7 @@ impl Writes {
         for t in self.written.keys() {
             self.in_arg_terms(t, &mut out);
         }
-        out.into_iter().collect()
+        arg_terms_normalized(out)
     }
 
     /// The summary's `ret_points`; `None` when the scan gave up.
@@ -1101,7 +1265,7 @@ impl Writes {
         for t in self.targets.first().into_iter().flatten() {
             self.in_arg_terms(t, &mut out);
         }
-        Some(out.into_iter().collect())
+        Some(arg_terms_normalized(out))
     }
 
     /// The summary's `ret_fresh`: whether the result may hold a pointer
@@ -1131,6 +1295,35 @@ impl Writes {
             Root::Local(_) | Root::Elsewhere => {}
         }
     }
+}
+
+/// A summary's list of places below arguments through [`normalize`]:
+/// without it a body writing many fields of an argument would hand every
+/// caller as many places to map and store.
+fn arg_terms_normalized(out: BTreeSet<(u32, FieldPath)>) -> Vec<(u32, FieldPath)> {
+    let mut set: Set = out
+        .into_iter()
+        .map(|(k, path)| Target {
+            root: Root::Arg(k),
+            path,
+        })
+        .collect();
+    normalize(&mut set);
+    set.into_iter()
+        .filter_map(|t| match t.root {
+            Root::Arg(k) => Some((k, t.path)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The statements and terminators of a body: what one round of a
+/// flow-insensitive scan visits, charged to its step budget.
+pub(crate) fn body_size(body: &Body) -> u64 {
+    body.blocks
+        .iter()
+        .map(|b| b.statements.len() as u64 + 1)
+        .sum()
 }
 
 /// Whether a constant may hold a pointer to memory that can change: one
@@ -1225,4 +1418,74 @@ pub(crate) fn reaching_blocks(preds: &[Vec<BlockId>], to: BlockId) -> Vec<bool> 
         stack.extend(preds[b as usize].iter().copied());
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arg(path: FieldPath) -> Target {
+        Target {
+            root: Root::Arg(0),
+            path,
+        }
+    }
+
+    #[test]
+    fn a_place_below_a_prefix_covers_the_places_under_it_with_its_marks() {
+        let f1 = FieldPath::AT.field(1);
+        let f1_2 = f1.field(2);
+        let mut set = Set::from([arg(f1.below())]);
+        assert!(covered(&set, &arg(f1_2)));
+        assert!(covered(&set, &arg(f1_2.below())));
+        assert!(!covered(&set, &arg(FieldPath::AT.field(3))));
+        // A marked place is not covered by an unmarked one: the readers
+        // tell "reached through a counted handle" apart.
+        assert!(!covered(&set, &arg(f1_2.handle())));
+        // Adding a covered place changes nothing; adding a wider one
+        // drops the places it covers.
+        assert!(!union(&mut set, &Set::from([arg(f1_2)])));
+        assert!(union(&mut set, &Set::from([arg(FieldPath::BELOW)])));
+        assert_eq!(set, Set::from([arg(FieldPath::BELOW)]));
+    }
+
+    #[test]
+    fn past_the_bound_places_of_one_root_widen_to_their_common_prefix() {
+        let base = FieldPath::AT.field(4);
+        let many: Set = (0..=MAX_PER_ROOT as u32)
+            .map(|i| arg(base.field(i)))
+            .collect();
+        let marked = arg(FieldPath::AT.field(9).handle());
+        let other = Target {
+            root: Root::Arg(1),
+            path: FieldPath::AT.field(0),
+        };
+        let mut set = Set::from([marked, other]);
+        let ((), hits) = bounds::measure(u64::MAX, || {
+            assert!(union(&mut set, &many));
+        });
+        assert_eq!(hits.count(bounds::Bound::Provenance), 1);
+        // Somewhere below `.4`: every place it replaced, and nothing of
+        // the marked place or of the other root.
+        assert_eq!(set, Set::from([arg(base.below()), marked, other]));
+        assert!(many.iter().all(|t| covered(&set, t)));
+        // Exactly the bound is kept apart.
+        let mut set = Set::new();
+        let eight: Set = many.iter().take(MAX_PER_ROOT).copied().collect();
+        let ((), hits) = bounds::measure(u64::MAX, || {
+            union(&mut set, &eight);
+        });
+        assert!(hits.is_empty());
+        assert_eq!(set, eight);
+    }
+
+    #[test]
+    fn summaries_list_each_place_once_under_what_covers_it() {
+        let f1 = FieldPath::AT.field(1);
+        let out = BTreeSet::from([(0, f1.below()), (0, f1.field(2)), (1, FieldPath::AT)]);
+        assert_eq!(
+            arg_terms_normalized(out),
+            vec![(0, f1.below()), (1, FieldPath::AT)]
+        );
+    }
 }

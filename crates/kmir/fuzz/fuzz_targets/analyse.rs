@@ -301,6 +301,7 @@ fn analyse(dump: CrateDump) {
         spec,
         invariants: &resolved,
         trace: None,
+        step_budget: checks::STEP_BUDGET,
         progress: None,
     });
     let mut sources = report::Sources::default();
