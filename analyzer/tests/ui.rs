@@ -114,6 +114,7 @@ ui!(
     fp_variant_payload,
     variant_payload,
     fp_unsized_handles,
+    shared_handles,
     fp_guarded_container,
     guarded_container,
     fp_guard_data_facts,

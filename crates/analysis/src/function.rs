@@ -185,7 +185,8 @@ pub(crate) fn analyze_function(
         .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
     let (mut summary, mut events, body_effects, releases, return_facts) =
         runs.finish(split.as_ref(), ret_field);
-    let sharing = inst.trait_item.as_deref() == Some("core::clone::Clone::clone");
+    let clone_impl = inst.trait_item.as_deref() == Some("core::clone::Clone::clone");
+    let sharing = clone_impl || returns_handle_from_shared(&krate.dump, body);
     summary.liveness = crate::liveness::contract::read(
         &return_facts,
         if summary.expect_last == ExpectRange::TOP {
@@ -204,6 +205,13 @@ pub(crate) fn analyze_function(
         summary.ret_points = o.writes.returned();
         summary.stores_own = o.writes.stores_own(body.arg_count);
         summary.ret_fresh = o.writes.returns_elsewhere();
+    }
+    // A handle returned from behind a shared reference is a second owner
+    // only when the place it was copied from still holds it: the body
+    // does not write that place in place (a `take()` through a cell moves
+    // the only count out).
+    if sharing && !clone_impl && !copied_and_counted(&summary) {
+        summary.liveness.sharing = false;
     }
     summary.ret_from = origins.and_then(|o| o.returned());
     // The spec knows what the body cannot show: the list's pointer
@@ -242,16 +250,28 @@ pub(crate) fn analyze_function(
     }
     // A sharing clone of a handle copying its only pointer: the result
     // refers to what the handle does, and the handle to what it does.
-    if sharing
-        && let Some(ret) = &summary.liveness.ret
+    // A handle returned as a second owner of what a place behind the
+    // first argument holds: a sharing copy of that place's value (`Entry`,
+    // a bit copy the body counted), or a handle the place itself still
+    // holds with a count of its own (`At`: two owners of one object, since
+    // both will be dropped). The caller learns that the place's objects
+    // are held by the result too.
+    if let Some(ret) = &summary.liveness.ret
         && let [bound] = ret.iter().collect::<Vec<_>>().as_slice()
-        && let [memory::Holder::Entry(q)] = bound.as_slice()
+        && let [holder] = bound.as_slice()
+        && let Some(q) = match holder {
+            memory::Holder::Entry(q) if summary.liveness.sharing => Some(q),
+            memory::Holder::At(q) if returns_handle_from_shared(&krate.dump, body) => Some(q),
+            _ => None,
+        }
         && q.local == 1
         && q.proj.first() == Some(&memory::ProjKey::Deref)
     {
         let types = crate::liveness::types::FieldTypes::of_body(&krate.dump, body);
         let handle = crate::liveness::types::lift(&krate.dump, body, &types, q);
-        if handle.proj == [memory::ProjKey::Deref] {
+        if handle.proj.first() == Some(&memory::ProjKey::Deref)
+            && !handle.proj.iter().any(memory::objects::vague)
+        {
             summary.liveness.ret_same = Some(handle);
         }
     }
@@ -740,4 +760,71 @@ fn exhausted_drops(
         );
     }
     exhausted
+}
+
+/// Whether the function takes a shared reference first and returns a
+/// handle (a struct around a pointer, not a reference): when what it
+/// returns is a bit copy of a handle stored behind that reference, it holds
+/// a count of its own, as a `Clone::clone` does, since safe code cannot
+/// otherwise give out a second owner of what it only borrows
+/// (`ListArc::clone_arc` returning a clone of the `Arc` inside).
+fn returns_handle_from_shared(dump: &kmir::CrateDump, body: &kmir::Body) -> bool {
+    let shared_first = body.arg_count >= 1
+        && body.local(1).is_some_and(|l| {
+            matches!(
+                dump.ty(l.ty).map(|t| &t.kind),
+                Some(kmir::TyKind::Ref { mutable: false, .. })
+            )
+        });
+    shared_first
+        && body.local(0).is_some_and(|l| {
+            matches!(
+                dump.ty(l.ty).map(|t| &t.kind),
+                Some(kmir::TyKind::Adt { .. })
+            ) && !crate::liveness::types::is_plain_pointer(dump, l.ty)
+                && crate::liveness::types::sole_field(dump, l.ty).is_some()
+        })
+}
+
+/// Whether the result is a bit copy of one place behind the first
+/// argument (its contract's only holder is that place's entry value) that
+/// the body's write summary never writes in place, while it writes into
+/// the object the copied pointer points to (the count).
+fn copied_and_counted(summary: &crate::summary::Summary) -> bool {
+    let Some(ret) = &summary.liveness.ret else {
+        return false;
+    };
+    let [bound] = ret.iter().collect::<Vec<_>>()[..] else {
+        return false;
+    };
+    let [memory::Holder::Entry(q)] = bound.as_slice() else {
+        return false;
+    };
+    if q.local != 1 || q.proj.first() != Some(&memory::ProjKey::Deref) {
+        return false;
+    }
+    let steps: Option<Vec<u16>> = q.proj[1..]
+        .iter()
+        .map(|s| match s {
+            memory::ProjKey::Field(i) => u16::try_from(*i).ok(),
+            memory::ProjKey::Downcast(v) => u16::try_from(*v).ok().map(|v| v | 0x8000),
+            _ => None,
+        })
+        .collect();
+    let (Some(steps), Some(writes)) = (steps, &summary.writes) else {
+        return false;
+    };
+    let behind = |path: &crate::summary::FieldPath| path.through_pointer() || path.through_handle();
+    // Not written in place…
+    let unwritten = !writes.iter().any(|(arg, path)| {
+        let w = path.steps();
+        *arg == 0 && !behind(path) && (w.starts_with(&steps) || steps.starts_with(w))
+    });
+    // …and the object the copied handle points to is written: its count
+    // goes up (`refcount_inc`). A bit copy made with nothing written there
+    // (`ptr::read`) is no second owner.
+    let counted = writes
+        .iter()
+        .any(|(arg, path)| *arg == 0 && behind(path) && path.steps().starts_with(&steps));
+    unwritten && counted
 }
