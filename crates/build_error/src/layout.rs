@@ -160,7 +160,9 @@ impl Layout {
     }
 }
 
-fn read_uint(field: &[u8], little: bool) -> u64 {
+/// An unsigned integer of `field.len()` bytes (up to 8) in the object's
+/// byte order.
+pub fn read_uint(field: &[u8], little: bool) -> u64 {
     let mut v: u64 = 0;
     if little {
         for &b in field.iter().rev() {

@@ -274,7 +274,7 @@ fn stack_sizes(
                 .and_then(|o| data.get(o..o.checked_add(width)?))
                 .ok_or_else(|| format!("a relocation at {offset:#x} is outside the section"))?;
             let implicit = if r.has_implicit_addend() {
-                read_uint(field, little)
+                build_error::layout::read_uint(field, little)
             } else {
                 0
             };
@@ -304,7 +304,7 @@ fn stack_sizes(
         let key = if relocatable {
             relocations.get(&(pos as u64)).copied()
         } else {
-            Some((None, read_uint(field, little)))
+            Some((None, build_error::layout::read_uint(field, little)))
         };
         pos += width;
         let bytes = uleb128(data, &mut pos).ok_or_else(|| {
@@ -316,20 +316,6 @@ fn stack_sizes(
         }
     }
     Ok(out)
-}
-
-fn read_uint(field: &[u8], little: bool) -> u64 {
-    let mut v: u64 = 0;
-    if little {
-        for &b in field.iter().rev() {
-            v = (v << 8) | u64::from(b);
-        }
-    } else {
-        for &b in field {
-            v = (v << 8) | u64::from(b);
-        }
-    }
-    v
 }
 
 /// An unsigned LEB128 at `*pos`, advancing it; `None` if it runs past the
