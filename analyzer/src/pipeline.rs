@@ -172,9 +172,10 @@ pub struct InvariantUse {
     pub makes_errors: Option<usize>,
 }
 
-/// Loads, links and analyses; `None` (after reporting why) when the input
-/// is unusable or a spec file is bad.
-pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Analysed> {
+/// The finding levels the flags and configuration give, and the user's
+/// spec files, each read and checked (an error is reported, and `None`
+/// returned, for a bad level or a spec file that does not parse).
+pub(crate) fn levels_and_specs(args: &AnalysisArgs) -> Option<(Levels, Vec<spec::Spec>)> {
     let levels = match Levels::new(args) {
         Ok(l) => l,
         Err(d) => {
@@ -182,8 +183,6 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             return None;
         }
     };
-    // The user's spec files are read (and a broken one refused) before the
-    // dumps are; the built-in spec they extend depends on the program.
     let mut user_specs = Vec::new();
     for path in &args.specs {
         match spec::Spec::load(path) {
@@ -196,6 +195,15 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
             }
         }
     }
+    Some((levels, user_specs))
+}
+
+/// Loads, links and analyses; `None` (after reporting why) when the input
+/// is unusable or a spec file is bad.
+pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Analysed> {
+    // The user's spec files are read (and a broken one refused) before the
+    // dumps are; the built-in spec they extend depends on the program.
+    let (levels, user_specs) = levels_and_specs(args)?;
     let mut declarations = Vec::new();
     for path in &args.invariants {
         match invariants::load(path) {

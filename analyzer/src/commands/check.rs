@@ -139,17 +139,7 @@ pub fn run(args: &CheckArgs) -> u8 {
             stale = stale_entries(t, &o.stale, path, baseline.is_some());
             (f, Some(o), s)
         }
-        _ => (
-            findings
-                .into_iter()
-                .map(|f| Judged {
-                    finding: f.clone(),
-                    triage: None,
-                })
-                .collect(),
-            None,
-            Vec::new(),
-        ),
+        _ => (Judged::none(findings), None, Vec::new()),
     };
     let shown = Shown {
         findings,
@@ -203,6 +193,19 @@ pub fn run(args: &CheckArgs) -> u8 {
 pub(crate) struct Judged {
     pub(crate) finding: findings::Finding,
     pub(crate) triage: Option<Verdict>,
+}
+
+impl Judged {
+    /// Findings no triage entry judged (a run without a triage file).
+    pub(crate) fn none(findings: Vec<&findings::Finding>) -> Vec<Judged> {
+        findings
+            .into_iter()
+            .map(|f| Judged {
+                finding: f.clone(),
+                triage: None,
+            })
+            .collect()
+    }
 }
 
 /// A triage entry that matched a finding of the run.

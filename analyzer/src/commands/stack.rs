@@ -129,17 +129,7 @@ pub fn run(args: &StackArgs) -> u8 {
             let (f, o, s) = super::check::apply_triage(&run.program, shown, t);
             (f, Some(o), s)
         }
-        None => (
-            shown
-                .into_iter()
-                .map(|f| Judged {
-                    finding: f.clone(),
-                    triage: None,
-                })
-                .collect(),
-            None,
-            Vec::new(),
-        ),
+        None => (Judged::none(shown), None, Vec::new()),
     };
     // Text and SARIF show a verdict as a note of its finding (the page
     // shows it apart).
@@ -231,25 +221,7 @@ pub(crate) fn compute(
     limits: Limits,
     c_default: Option<(u64, String)>,
 ) -> Option<StackRun> {
-    let levels = match crate::pipeline::Levels::new(args) {
-        Ok(l) => l,
-        Err(d) => {
-            d.emit();
-            return None;
-        }
-    };
-    let mut user_specs = Vec::new();
-    for path in &args.specs {
-        match spec::Spec::load(path) {
-            Ok(s) => user_specs.push(s),
-            Err(e) => {
-                Diagnostic::error(format!("invalid spec file: {e}"))
-                    .help("the format is described in crates/spec/README.md")
-                    .emit();
-                return None;
-            }
-        }
-    }
+    let (levels, user_specs) = crate::pipeline::levels_and_specs(args)?;
     // As `check` loads them: host crates are left out, and `--profile
     // kernel` prefers the kernel target's dumps.
     let (program, load) = crate::input::load_program_with(

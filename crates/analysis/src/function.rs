@@ -186,7 +186,8 @@ pub(crate) fn analyze_function(
     let (mut summary, mut events, body_effects, releases, return_facts) =
         runs.finish(split.as_ref(), ret_field);
     let clone_impl = inst.trait_item.as_deref() == Some("core::clone::Clone::clone");
-    let sharing = clone_impl || returns_handle_from_shared(&krate.dump, body);
+    let from_shared = returns_handle_from_shared(&krate.dump, body);
+    let sharing = clone_impl || from_shared;
     summary.liveness = crate::liveness::contract::read(
         &return_facts,
         if summary.expect_last == ExpectRange::TOP {
@@ -261,7 +262,7 @@ pub(crate) fn analyze_function(
         && let [holder] = bound.as_slice()
         && let Some(q) = match holder {
             memory::Holder::Entry(q) if summary.liveness.sharing => Some(q),
-            memory::Holder::At(q) if returns_handle_from_shared(&krate.dump, body) => Some(q),
+            memory::Holder::At(q) if from_shared => Some(q),
             _ => None,
         }
         && q.local == 1
