@@ -115,6 +115,8 @@ ui!(
     variant_payload,
     fp_unsized_handles,
     shared_handles,
+    fp_flag_decides_result,
+    flag_decides_result,
     fp_guarded_container,
     guarded_container,
     fp_guard_data_facts,

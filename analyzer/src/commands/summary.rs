@@ -68,7 +68,9 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
     lines.push(SummaryLine::keyed("adjustment", s.adjust_text()));
     if s.cases.len() > 1 || s.cases.iter().any(|c| c.has_lock_effect()) {
         for c in &s.cases {
-            lines.push(SummaryLine::detail(c.describe()));
+            lines.push(SummaryLine::detail(
+                c.describe_split(s.split_field, s.split_value),
+            ));
         }
     }
     lines.push(SummaryLine::keyed("expectation", s.expect.to_string()));

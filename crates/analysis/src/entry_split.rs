@@ -16,6 +16,9 @@ pub(crate) struct EntrySplit {
     /// The variant is that of this field of the value (a struct wrapping
     /// an enum), not of the value itself.
     pub field: Option<u32>,
+    /// The field is a `bool` the body branches on, not an enum: the runs
+    /// are by its value (0 and 1), not by a discriminant.
+    pub value: bool,
     pub variants: Vec<u128>,
 }
 
@@ -184,6 +187,7 @@ pub(crate) fn split_like_callee(
         (variants.len() >= 2).then_some(EntrySplit {
             pointee: glue,
             field: Some(field),
+            value: s.split_value,
             variants,
         })
     })
@@ -206,13 +210,112 @@ pub(crate) fn entry_split(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<E
         return Some(EntrySplit {
             pointee,
             field: None,
+            value: false,
             variants,
         });
     }
-    let (field, field_ty) = newtype_enum_field(dump, body, ty)?;
+    if let Some((field, field_ty)) = newtype_enum_field(dump, body, ty) {
+        return Some(EntrySplit {
+            pointee,
+            field: Some(field),
+            value: false,
+            variants: split_variants(dump, field_ty)?,
+        });
+    }
+    let field = pointee.then(|| result_decided_by_flag(dump, body))??;
     Some(EntrySplit {
         pointee,
         field: Some(field),
-        variants: split_variants(dump, field_ty)?,
+        value: true,
+        variants: vec![0, 1],
     })
+}
+
+/// For a function returning an enum whose variant can carry what it was
+/// given back (`Result<(), T>`, a `FailedDead(work)`), a `bool` field of
+/// what its first argument points to that the body branches on (`if
+/// self.is_dead`): analysed once per value of the flag, the result's
+/// variant becomes a function of it, so a caller that tested the flag
+/// (`if !inner.is_dead { inner.push_work(w) }`) knows which variant it gets
+/// back and what dropping it releases. The first such field in the body.
+fn result_decided_by_flag(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<u32> {
+    let ret = body.local(0)?.ty;
+    // A test that returns the flag (or its negation): split, its result is
+    // the flag's value, so a caller branching on it knows the flag.
+    let returns_bool = matches!(dump.ty(ret).map(|t| &t.kind), Some(kmir::TyKind::Bool));
+    if !returns_bool {
+        let adt = dump.enum_of(ret)?;
+        // A variant without fields beside one with: which one comes back
+        // decides whether the caller holds anything.
+        if !(2..=MAX_SPLIT).contains(&adt.variants.len())
+            || !adt.variants.iter().any(|v| v.fields.is_empty())
+            || !adt.variants.iter().any(|v| !v.fields.is_empty())
+        {
+            return None;
+        }
+    }
+    let flag = |p: &kmir::Place| -> Option<u32> {
+        match &*p.projection {
+            [
+                kmir::Projection::Deref,
+                kmir::Projection::Field { index, ty },
+            ] if p.local == 1
+                && matches!(dump.ty(*ty).map(|t| &t.kind), Some(kmir::TyKind::Bool)) =>
+            {
+                Some(*index)
+            }
+            _ => None,
+        }
+    };
+    if returns_bool && body.blocks.len() <= 2 {
+        let read = body
+            .blocks
+            .iter()
+            .flat_map(|b| &b.statements)
+            .find_map(|s| match &s.kind {
+                kmir::StatementKind::Assign { rvalue, .. } => match &**rvalue {
+                    kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p))
+                    | kmir::Rvalue::UnaryOp {
+                        operand: kmir::Operand::Copy(p) | kmir::Operand::Move(p),
+                        ..
+                    } => flag(p),
+                    _ => None,
+                },
+                _ => None,
+            });
+        if read.is_some() {
+            return read;
+        }
+    }
+    for block in &body.blocks {
+        let kmir::TerminatorKind::SwitchInt {
+            discr: kmir::Operand::Copy(d) | kmir::Operand::Move(d),
+            ..
+        } = &block.terminator.kind
+        else {
+            continue;
+        };
+        if let Some(f) = flag(d) {
+            return Some(f);
+        }
+        // `_k = copy (*_1).f; switchInt(move _k)`, in the same block.
+        if !d.projection.is_empty() {
+            continue;
+        }
+        let copied = block.statements.iter().rev().find_map(|s| match &s.kind {
+            kmir::StatementKind::Assign { place, rvalue }
+                if place.local == d.local && place.projection.is_empty() =>
+            {
+                Some(match &**rvalue {
+                    kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p)) => flag(p),
+                    _ => None,
+                })
+            }
+            _ => None,
+        });
+        if let Some(Some(f)) = copied {
+            return Some(f);
+        }
+    }
+    None
 }

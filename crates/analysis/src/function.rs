@@ -10,7 +10,9 @@ use crate::drops::special_drop;
 use crate::entry_split::{EntrySplit, entry_split, newtype_enum_field, split_like_callee};
 use crate::events::Events;
 use crate::lock_runs::LockRuns;
-use crate::summary::{ArgCond, Case, FieldPath, Flow, Reason, Source, Summaries, Summary};
+use crate::summary::{
+    ArgCond, Case, FieldPath, Flow, Reason, Source, Summaries, Summary, split_aspect,
+};
 use crate::{Input, context};
 
 /// A function's summary and what its analysis observed.
@@ -169,6 +171,7 @@ pub(crate) fn analyze_function(
         analysis.succeeds.extend(displacing_nothing.iter().copied());
         analysis.entry = when;
         analysis.split_field = split.as_ref().and_then(|s| s.field);
+        analysis.split_aspect = split_aspect(split.as_ref().is_some_and(|s| s.value));
         analysis.specialize = true;
         analysis.trace = analysis_trace(input, f);
         if let Some(c) = ctx {
@@ -523,6 +526,7 @@ impl Runs {
             when,
             split.is_some_and(|s| s.pointee),
             split.and_then(|s| s.field),
+            split_aspect(split.is_some_and(|s| s.value)),
             ret_field,
             unwritten_args,
         ) {
@@ -574,6 +578,7 @@ impl Runs {
             poisoned: self.failed.is_some(),
             takes: std::mem::take(&mut self.locks.takes),
             split_field: split.and_then(|s| s.field),
+            split_value: split.is_some_and(|s| s.value),
             ret_field,
             context_sensitive: self.context_sensitive,
             specialised: false,

@@ -483,13 +483,26 @@ impl Case {
     }
 
     pub fn describe(&self) -> String {
+        self.describe_split(None, false)
+    }
+
+    /// [`Case::describe`], naming the split field of the function's
+    /// summary (`split_field`, a `bool` when `value`).
+    pub fn describe_split(&self, field: Option<u32>, value: bool) -> String {
         let mut parts = Vec::new();
         if self.diverges {
             parts.push("never returns".to_string());
         }
+        let place = |base: &str| match field {
+            Some(f) => format!("({base}).{f}"),
+            None => base.to_string(),
+        };
+        let what = if value { "is" } else { "has discriminant" };
         match self.when {
-            Some(ArgCond::Pointee(d)) => parts.push(format!("when `*arg0` has discriminant {d}")),
-            Some(ArgCond::Value(d)) => parts.push(format!("when `arg0` has discriminant {d}")),
+            Some(ArgCond::Pointee(d)) => {
+                parts.push(format!("when `{}` {what} {d}", place("*arg0")))
+            }
+            Some(ArgCond::Value(d)) => parts.push(format!("when `{}` {what} {d}", place("arg0"))),
             None => {}
         }
         match self.ret {
@@ -499,7 +512,8 @@ impl Case {
             None => {}
         }
         if let Some(p) = self.post {
-            parts.push(format!("leaves `*arg0` with discriminant {p}"));
+            let what = if value { " at" } else { " with discriminant" };
+            parts.push(format!("leaves `{}`{what} {p}", place("*arg0")));
         }
         if let Some(a) = self.post_arg {
             parts.push(format!("leaves `*arg0` holding `arg{}`", a - 1));
@@ -707,6 +721,9 @@ pub struct Summary {
     /// The cases' `ArgCond` is about this field of the first argument (a
     /// struct whose field is the enum, like the kernel's `ScopeGuard`).
     pub split_field: Option<u32>,
+    /// The split field is a `bool` (the cases' `ArgCond` is its value),
+    /// not an enum.
+    pub split_value: bool,
     /// `RetFact::Discr` is about this field of the returned struct.
     pub ret_field: Option<u32>,
     /// The expectation comes from a call that depends on the arguments (a
@@ -811,7 +828,21 @@ pub struct Summary {
     pub liveness: crate::liveness::Contract,
 }
 
+/// What a split's condition is about: a discriminant, or a `bool`'s value.
+pub fn split_aspect(value: bool) -> memory::Aspect {
+    if value {
+        memory::Aspect::Value
+    } else {
+        memory::Aspect::Discr
+    }
+}
+
 impl Summary {
+    /// What the cases' `ArgCond` is about.
+    pub fn split_aspect(&self) -> memory::Aspect {
+        split_aspect(self.split_value)
+    }
+
     /// Whether some way it returns holds a lock it did not hold on entry.
     pub fn has_acquisition(&self) -> bool {
         self.cases.iter().any(|c| !c.acquire.is_empty())
@@ -829,6 +860,7 @@ impl Summary {
             poisoned: false,
             takes: Vec::new(),
             split_field: None,
+            split_value: false,
             ret_field: None,
             context_sensitive: false,
             specialised: false,

@@ -624,17 +624,16 @@ impl Facts {
     /// tests its argument's variant (`is_none`, `matches!`). Testing the
     /// local later teaches the variant, even where the paths of the two
     /// answers have been merged.
-    pub fn set_discr_test(&mut self, local: LocalId, key: PlaceKey, c: u128, eq: bool) {
+    pub fn set_discr_test(
+        &mut self,
+        local: LocalId,
+        key: PlaceKey,
+        aspect: Aspect,
+        c: u128,
+        eq: bool,
+    ) {
         let key = self.normalize(&key);
-        self.vals.insert(
-            local,
-            Val::Cmp {
-                key,
-                aspect: Aspect::Discr,
-                c,
-                eq,
-            },
-        );
+        self.vals.insert(local, Val::Cmp { key, aspect, c, eq });
     }
 
     /// Local `local` (just written) holds an enum whose variant is that of
@@ -1415,7 +1414,7 @@ mod tests {
             let mut f = Facts::default();
             f.set_known(key.clone(), Aspect::Discr, variant);
             f.set_known(PlaceKey::local(2), Aspect::Value, u128::from(variant == 0));
-            f.set_discr_test(2, key.clone(), 0, true);
+            f.set_discr_test(2, key.clone(), Aspect::Discr, 0, true);
             f
         };
         let mut merged = branch(0);

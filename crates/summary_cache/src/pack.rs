@@ -20,7 +20,7 @@ const FRAME: Frame = Frame {
 /// the layout of `Summary`, `Events` or anything they hold changes (the
 /// build's hash in every key already tells builds apart; this keeps a pack
 /// of another layout from being decoded at all).
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Packs kept in a cache directory; the least recently used go first.
 pub const MAX_PACKS: usize = 8;

@@ -196,29 +196,34 @@ impl BodyAnalysis<'_> {
             let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
             // A callee that only tests its argument's variant: its result is
             // tied to that variant on every path, merged or not.
+            // (Only for splits by a discriminant: a flag's value is no
+            // variant.)
+            let by_discr = !summary.split_value;
             let test = discr_test(summary).and_then(|(on_pointee, c, eq)| {
                 let place = if on_pointee { &pointee } else { &arg0 };
-                match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
+                match path.facts.resolve(place.as_ref()?, summary.split_aspect()) {
                     Resolved::Key(k, _) => Some((k, c, eq)),
                     Resolved::Const(_) => None,
                 }
             });
-            let same_variant = same_variant(summary).and_then(|on_pointee| {
-                let place = if on_pointee { &pointee } else { &arg0 };
-                match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
-                    Resolved::Key(k, _) => Some(k),
-                    Resolved::Const(_) => None,
-                }
-            });
+            let same_variant = same_variant(summary)
+                .filter(|_| by_discr)
+                .and_then(|on_pointee| {
+                    let place = if on_pointee { &pointee } else { &arg0 };
+                    match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
+                        Resolved::Key(k, _) => Some(k),
+                        Resolved::Const(_) => None,
+                    }
+                });
             for case in &summary.cases {
                 let mut facts = path.facts.clone();
                 let feasible = match (case.when, &pointee, &arg0) {
                     (Some(ArgCond::Pointee(d)), Some(p), _) => {
-                        let r = facts.resolve(p, Aspect::Discr);
+                        let r = facts.resolve(p, summary.split_aspect());
                         facts.assume(&r, Some(d), &[])
                     }
                     (Some(ArgCond::Value(d)), _, Some(p)) => {
-                        let r = facts.resolve(p, Aspect::Discr);
+                        let r = facts.resolve(p, summary.split_aspect());
                         facts.assume(&r, Some(d), &[])
                     }
                     (Some(ArgCond::Value(d)), _, None) if summary.split_field.is_none() => {
@@ -239,12 +244,13 @@ impl BodyAnalysis<'_> {
                     continue;
                 }
                 // Where the pointee is, before the call forgets it.
-                let pointee_key = pointee
-                    .as_ref()
-                    .map(|p| match facts.resolve(p, Aspect::Discr) {
-                        Resolved::Key(k, _) => k,
-                        Resolved::Const(_) => p.clone(),
-                    });
+                let pointee_key =
+                    pointee
+                        .as_ref()
+                        .map(|p| match facts.resolve(p, summary.split_aspect()) {
+                            Resolved::Key(k, _) => k,
+                            Resolved::Const(_) => p.clone(),
+                        });
                 // The variant the callee leaves behind the pointee when it
                 // moves an argument there: that argument's, known before
                 // the call.
@@ -377,7 +383,13 @@ impl BodyAnalysis<'_> {
                             && dest.proj.is_empty()
                             && !self.escaped.contains(&dest.local)
                         {
-                            facts.set_discr_test(dest.local, key.clone(), *c, *eq);
+                            facts.set_discr_test(
+                                dest.local,
+                                key.clone(),
+                                summary.split_aspect(),
+                                *c,
+                                *eq,
+                            );
                         }
                         if let Some(key) = &same_variant
                             && let Some(dest) = PlaceKey::of(destination)
@@ -392,7 +404,7 @@ impl BodyAnalysis<'_> {
                             facts.set_addrs_under(key, post_addrs);
                         }
                         if let (Some(key), Some(p)) = (pointee_key, post) {
-                            facts.set_known(key, Aspect::Discr, p);
+                            facts.set_known(key, summary.split_aspect(), p);
                         }
                     }
                     TerminatorKind::Drop { place, .. } => match PlaceKey::of(place) {
@@ -585,7 +597,7 @@ impl BodyAnalysis<'_> {
             let feasible = key.is_none_or(|k| {
                 facts
                     .clone()
-                    .assume(&facts.resolve(k, Aspect::Discr), Some(d), &[])
+                    .assume(&facts.resolve(k, summary.split_aspect()), Some(d), &[])
             });
             if feasible {
                 e = e.intersect(expect);

@@ -148,7 +148,11 @@ impl BodyAnalysis<'_> {
             if released.contains(&g) {
                 continue;
             }
-            let written = self.origins.writes.written_in(Root::Guard(g), block);
+            let written = self
+                .origins
+                .writes
+                .written_in(Root::Guard(g), block)
+                .or_else(|| self.written_before_escapes(g, block));
             if self.trace {
                 eprintln!(
                     "[kanalyze trace] bb{block}: guard _{g}'s data may be written at {:?}",
@@ -188,6 +192,28 @@ impl BodyAnalysis<'_> {
             }
         }
         out
+    }
+}
+
+impl BodyAnalysis<'_> {
+    /// Where the call ending `block` may write guard `g`'s data when a
+    /// pointer into it escaped somewhere in the body, but on no way to
+    /// `block`: the stores that let a callee write the data behind the
+    /// scan's back come later, so here the write summaries still say all.
+    fn written_before_escapes(&self, g: kmir::LocalId, block: BlockId) -> Option<Vec<FieldPath>> {
+        let escapes = self.origins.writes.escapes_of(g)?;
+        let later = escapes.iter().all(|&e| {
+            !super::origins::reached_after(self.body, e)
+                .get(block as usize)
+                .copied()
+                .unwrap_or(true)
+        });
+        if !later {
+            return None;
+        }
+        self.origins
+            .writes
+            .written_in_ignoring_escapes(Root::Guard(g), block)
     }
 }
 

@@ -138,6 +138,9 @@ pub struct BodyAnalysis<'a> {
     /// The entry condition is about this field of the first argument (or
     /// of its pointee).
     pub split_field: Option<u32>,
+    /// What `entry` is about (a `bool` split field's value, or a
+    /// discriminant).
+    pub split_aspect: Aspect,
     /// The call-site context of a specialised run.
     pub context: Option<Context>,
     /// Whether call sites passing constants get their callees' summaries
@@ -221,6 +224,7 @@ impl<'a> BodyAnalysis<'a> {
             entry: None,
             trace: false,
             split_field: None,
+            split_aspect: Aspect::Discr,
             context: None,
             specialize: false,
             last_reference_tests,
@@ -464,9 +468,9 @@ impl Analysis for BodyAnalysis<'_> {
                 None => k,
             };
             match self.entry {
-                Some(ArgCond::Pointee(d)) => facts.set_known(field(pointee), Aspect::Discr, d),
+                Some(ArgCond::Pointee(d)) => facts.set_known(field(pointee), self.split_aspect, d),
                 Some(ArgCond::Value(d)) => {
-                    facts.set_known(field(PlaceKey::local(1)), Aspect::Discr, d)
+                    facts.set_known(field(PlaceKey::local(1)), self.split_aspect, d)
                 }
                 None => {}
             }

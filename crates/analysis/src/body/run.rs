@@ -660,6 +660,7 @@ pub fn cases_at_return(
     when: Option<ArgCond>,
     pointee_arg: bool,
     split_field: Option<u32>,
+    split_aspect: Aspect,
     ret_field: Option<u32>,
     unwritten_args: &[kmir::LocalId],
 ) -> Result<Vec<Case>, ()> {
@@ -698,7 +699,7 @@ pub fn cases_at_return(
             split_field,
         );
         let post = if pointee_arg {
-            known(&behind_arg0, Aspect::Discr)
+            known(&behind_arg0, split_aspect)
         } else {
             None
         };

@@ -132,8 +132,14 @@ impl BodyAnalysis<'_> {
         if !matches!(self.dump.ty(ty)?.kind, kmir::TyKind::Bool) {
             return None;
         }
-        let Some(Resolved::Const(c)) = facts.resolve_operand(operand) else {
-            return None;
+        // A constant, or a place whose value the facts know (a flag a
+        // split run fixed on entry).
+        let c = match facts.resolve_operand(operand)? {
+            Resolved::Const(c) => c,
+            r @ Resolved::Key(..) => match facts.value_of(&r)? {
+                memory::Known::Is(c) => c,
+                _ => return None,
+            },
         };
         Some(Rvalue::Use(kmir::Operand::Constant(Box::new(
             kmir::Constant {
