@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Extraction overhead on a cargo project (docs/performance.md, issue 15):
+# Extraction overhead on a cargo project (docs/performance.md):
 # clean release builds of fixtures/<project>, alternately plain (the pinned
 # nightly, `--target <host>` as `cargo kextract` builds) and through
 # `cargo kextract` (KANALYZE_STRICT=1), PAIRS times each. Prints every run's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark (docs/performance.md, issue 15): the kernel's dumps
+# Scale benchmark (docs/performance.md): the kernel's dumps
 # replicated N times as one program, for N = 1, 2, 5, 10 (SCALE_NS).
 #
 #   scripts/scale.sh [KMIR_DIR]        # default: target/kernel/kmir

@@ -3,6 +3,38 @@
 //!
 //! The binary is a thin shell over this library so that integration tests
 //! (and later subcommands) can reach the loader and the printer directly.
+//!
+//! Modules:
+//!
+//! * `cli` and `commands/`: the subcommands. `check` (the default; finding
+//!   levels `--deny/--warn/--allow KIND` applied to the checks' findings,
+//!   `--baseline` filtering by stable id), `build-error` (crates/build_error),
+//!   `stack` (crates/stack: the dumps, the objects' frame sizes, the spec's
+//!   `[stack]` table, `kanalyze.toml`'s `[stack]` limits; levels, baseline and
+//!   triage as `check`'s), `summary` (`summary::describe`, also the HTML
+//!   report's summaries), `report --html OUT/`, `graph`, `dump`, `triage`,
+//!   `explain`.
+//! * `input`: finds and loads the dumps (lazily, largest first on every
+//!   thread, one buffer per thread; with the cache, each dump's bytes hashed
+//!   and its per-dump entry recalled), and names the build's host crates the
+//!   link left out and the missing crates (a dependency a dump records, not
+//!   from the sysroot, without a dump), which make the result partial when the
+//!   program calls into them.
+//! * `pipeline`: links the dumps (then hands the heap memory the load freed
+//!   back to the system) and runs the checks; the profile (`kernel` or
+//!   `userspace`, detected or given) decides the built-in spec; findings
+//!   entirely in upstream code are counted, shown with `--include-upstream`.
+//! * `cache`: the solve through the summary cache unless `--no-cache`, and the
+//!   per-dump cache.
+//! * `config`: `kanalyze.toml` (miette errors), merged under the flags, saying
+//!   how it was found.
+//! * `diag`: bounds every error printed (quoted input clipped, snippets
+//!   windowed, lines and line counts cut).
+//! * `triage` (with `commands/triage.rs`): reads and updates the triage file
+//!   through `safe_write`.
+//! * `progress`: the progress bar (indicatif; fed by `solver::solve_observed`
+//!   through `analysis::Input::progress`); `timings`: the hidden `--timings`
+//!   (each phase's wall-clock and CPU time); `print`: the output formats.
 
 pub mod cache;
 pub mod cli;

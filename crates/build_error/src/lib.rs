@@ -15,6 +15,10 @@
 //! `layout` (section addresses and relocated DWARF of a relocatable
 //! object), `frames` (the inline chain at an address), `scan` (one object's
 //! references), `render` (rustc-style text), `json` (the machine form).
+//!
+//! With `--dumps`, `mir` finds the chain's functions in the linked
+//! `program`, which arguments of the outermost one the condition depends on,
+//! and the callers passing run-time values.
 
 pub mod frames;
 pub mod inputs;

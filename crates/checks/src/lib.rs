@@ -12,6 +12,30 @@
 //! Architecture invariant: the analysis (`crates/analysis`, `domains`,
 //! `memory`) does not depend on `findings`; only this crate makes a
 //! [`Finding`], and only `report` renders one.
+//!
+//! The families: `sleep`, `adjustment`, `annotation`, `exported`,
+//! `pointers` (fn pointers, vtables, upcasts), `drops`, `callbacks` (C API
+//! contracts), `lock_state`, `lock_order`, `irq_safety`, `build_assert`
+//! (constant conditions, arguments in functions not `#[inline(always)]`,
+//! run-time values into assertions), and `failure` (a `sleep-in-atomic`
+//! violation on a path that can only end in a failure routine becomes
+//! `sleep-on-failure-path`: the failure routines to a fixed point, and the
+//! one-body CFG question `ends_in_failure`). `text` holds the shared wording
+//! (why a callee expects what it expects); `placement` decides where a
+//! finding is shown (library code vs the program's own, docs/output.md
+//! "Where a finding is placed") and moves findings found in the standard
+//! library's code to the program's site that reaches them.
+//!
+//! `run` solves the summaries and runs every check; `check` runs the
+//! independent checks side by side (rayon) and appends their findings in a
+//! fixed order, so they do not depend on the number of threads. What the
+//! whole-program checks read in every body (callback registrations, the casts
+//! `pointers` checks, the `build_assert!`s) is gathered in one walk
+//! (`BodyWalk`), so each body is decoded once for all of them; what it reads
+//! of a body alone (casts, `build_assert!` facts, and in a body that holds a
+//! code pointer the functions each call passes and the ops-table fields of its
+//! constants) goes through `Program::per_body`, and the registrations, which
+//! depend on the spec and the call graph, are made from these on every run.
 
 mod adjustment;
 mod annotation;

@@ -13,6 +13,45 @@
 //! * Every call site with a callee gets at least one edge: an indirect call
 //!   nothing in the program can satisfy goes to an `Unknown` function that
 //!   stands for "code outside the program".
+//!
+//! How the link works:
+//!
+//! * The dumps are sorted by crate name, id and path first, and per-function
+//!   work (best copies, names, address-taken sets, call sites) runs in
+//!   parallel and is merged in function order, so the result depends neither
+//!   on the order of the inputs nor on the number of threads.
+//! * One function per symbol: the best body copy wins, then the defining
+//!   crate's, then the first crate's. Every name is canonical (`Canonical`: a
+//!   path a dump printed through a module of its own or of another crate, such
+//!   as `extern crate alloc` in `proc_macro2`, starts at the crate that
+//!   defines the item, never cut at a real module of the program such as
+//!   `kernel::alloc`).
+//! * A `dyn Trait` drop glue gets drop edges to the glue of every `Trait`
+//!   vtable; calls through fn pointers are resolved once every address taken
+//!   (`address_taken`) is known.
+//! * The link reads each body once (call sites and addresses taken in one
+//!   parallel walk, by symbol; the symbols are resolved afterwards).
+//! * `call_trace` gives the shortest call trace from a root to a function
+//!   (the checks' placement and the report use it); `arities` the argument
+//!   counts by item path, or by link name for C functions, from bodies and
+//!   calls, for checking annotations and spec entries.
+//! * A `LinkedCrate` holds its bodies (`eager`) or decodes them on demand
+//!   (`lazy`); every body is read through `LinkedCrate::body`/`Program::body`,
+//!   a `BodyRef` dropped after use unless `Program::keep_bodies`; `body_facts`
+//!   gives a body's argument count and drop elaboration without decoding it.
+//! * `memo` (`Program::per_body`): a computation run on every body that reads
+//!   only the body and its dump, its result taken from the crate's `Memo`
+//!   (recalled by the per-dump cache, under a label naming the computation
+//!   and its settings) instead of decoding the body. The link's sites, the
+//!   invariants' facts and the checks' walk go through it; `content_hash` is
+//!   a dump's key there.
+//! * The program's target is the one with the most functions among the dumps
+//!   (kernel targets first under the kernel profile, `LinkOptions::prefer`); a
+//!   dump of another target is a host crate of the build
+//!   (`LinkProblem::HostCrates`: built for its own build machine,
+//!   `Header::host`; a proc macro; no function at all; or used only by host
+//!   crates, by the dumps' recorded dependencies) or else a lost input
+//!   (`LinkProblem::OtherTarget`).
 
 mod link;
 pub mod memo;

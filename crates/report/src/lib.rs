@@ -1,6 +1,12 @@
 //! Rendering findings for people (rustc-style text with source snippets,
 //! notes and the call trace from a root) and for machines (JSON, with a
 //! stable identity per finding).
+//!
+//! `html` is the HTML report: one self-contained page (inline CSS, script and
+//! SVG) with client-side filters, snippets, held locks, each chain drawn by its
+//! own layered layout (`html/layout.rs`, no Graphviz), and the summaries of
+//! the chains' functions. A summary comes in as `SummaryLine`s, which the CLI
+//! builds from the analysis (this crate does not depend on it).
 
 pub mod html;
 mod sarif;

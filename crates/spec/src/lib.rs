@@ -19,6 +19,15 @@
 //! `adjust = 0` and carry the conditional effect in [`LockEffect`] with
 //! [`LockOp::TryAcquire`], for the lock analysis (and a later
 //! path-sensitive preemption analysis) to use.
+//!
+//! Besides C functions, a spec describes what Rust items of the kernel's API
+//! do that their bodies do not show (`[rust]`, by item path:
+//! `returns_object_of`, `points_into_object`, `exclusive_to_handle`,
+//! `returns_argument`, `keeps_argument`, `empty_after_none`, and the map facts `looks_up_key`,
+//! `node_key`, `displaces_key_of`), callback contracts, memory facts of C
+//! functions (`reads_only`, `returns_into`) and frame sizes (`[stack]`). The
+//! built-in kernel spec is the `kernel` profile's; `Spec::userspace` has no
+//! entries and leaves unknown C functions unconstrained.
 
 mod raw;
 

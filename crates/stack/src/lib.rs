@@ -10,6 +10,22 @@
 //! (`depth`); the large locals behind a large frame are named from the
 //! dumps' types (`locals`). This module turns the walk into the roots'
 //! depths and the findings; `json` is the machine form.
+//!
+//! Modules: `objects` reads the `.stack_sizes` sections through each entry's
+//! relocation to the function symbol and the `.su` files (inputs found by
+//! `build_error::inputs`; truncated, foreign and other-architecture objects
+//! are errors naming them); `frames` gives each function its frame (its own,
+//! inlined into its callers when no object defines it but its crate's objects
+//! were read, a C function's from the spec's `[stack]` table, a `.su` file or
+//! the default, or unknown); `depth` is the deepest path below every
+//! function, bottom-up over the call graph's components, a cycle bounded only
+//! by `#[kanalyze::recursion_bound]` on every cycle and otherwise marked
+//! unbounded with a lower bound; `locals` names the large MIR locals behind a
+//! frame, its own and its inlined callees', by `kmir::Ty::size`. The three
+//! stack finding kinds are declared here and listed in `checks::KINDS`. The
+//! roots come from the CLI: `checks::callback_roots` (the callback
+//! registrations), `Program::roots`, and functions whose address leaves the
+//! program.
 
 pub mod depth;
 pub mod frames;
