@@ -10,7 +10,7 @@ use crate::lock_runs::LockRuns;
 use crate::summary::Summary;
 
 /// The events of one function's analysis.
-#[derive(Debug, Default, bincode::Encode, bincode::Decode)]
+#[derive(Clone, Debug, Default, bincode::Encode, bincode::Decode)]
 pub struct Events {
     /// Calls and drops whose callee's expectation the preemption count at
     /// the site violates (sleep family).

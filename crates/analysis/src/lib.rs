@@ -126,6 +126,7 @@ mod function;
 mod index;
 mod liveness;
 mod lock_runs;
+mod reuse;
 mod summary;
 
 use std::collections::{BTreeSet, HashMap};
@@ -144,6 +145,7 @@ pub use events::{DropProblem, Events};
 pub use external::annotation_of;
 pub use liveness::Contract;
 pub use lock_runs::{Leak, LockRuns};
+pub use reuse::{Reuse, solve_again};
 pub use solver::Progress;
 pub use summary::{
     Acquisition, ArgCond, Case, FieldPath, Final, Flow, Overlay, Reason, RetFact, Source,
@@ -172,6 +174,7 @@ pub struct Input<'a> {
 }
 
 /// Every function's summary and the events of every analysed function.
+#[derive(Clone)]
 pub struct Solved {
     pub summaries: Vec<Summary>,
     /// Of the functions that observed anything, in schedule order (level

@@ -5,7 +5,7 @@ use crate::body;
 use crate::summary;
 
 /// The lock results of a function's runs (one per entry variant).
-#[derive(Debug, Default, bincode::Encode, bincode::Decode)]
+#[derive(Clone, Debug, Default, bincode::Encode, bincode::Decode)]
 pub struct LockRuns {
     pub takes: Vec<summary::Take>,
     pub events: Vec<body::LockEvent>,

@@ -230,7 +230,11 @@ impl<'a> FailurePaths<'a> {
                     });
                 if attributed {
                     routines.insert(id, Why::Attribute);
-                } else if self.input.spec.is_failure(&f.symbol, &f.item_path) {
+                } else if self.input.spec.is_failure(
+                    &f.symbol,
+                    &f.item_path,
+                    matches!(f.kind, FnKind::Foreign),
+                ) {
                     routines.insert(id, Why::Spec);
                 }
             }

@@ -162,8 +162,50 @@ pub fn run(input: &Input<'_>) -> Output {
     check(input, analysis::solve(input))
 }
 
+/// What the checks read of the program alone, whatever the solve found:
+/// the callback registrations and one walk over every body. Gathered once,
+/// it serves any number of [`check_walked`] runs on other solves of the
+/// same program (the invariants audit's).
+pub struct ProgramWalk {
+    registrations: Vec<callbacks::Registration>,
+    walk: BodyWalk,
+}
+
+/// A walk gathered by this run, or given to it.
+enum Walked<'a> {
+    Gathered(ProgramWalk),
+    Given(&'a ProgramWalk),
+}
+
+impl Walked<'_> {
+    fn get(&self) -> &ProgramWalk {
+        match self {
+            Walked::Gathered(w) => w,
+            Walked::Given(w) => w,
+        }
+    }
+}
+
+/// Gathers [`ProgramWalk`].
+pub fn walk_program(input: &Input<'_>) -> ProgramWalk {
+    let (registrations, walk) = callbacks::registrations(input);
+    ProgramWalk {
+        registrations,
+        walk,
+    }
+}
+
 /// Runs every check on the solved summaries and events.
 pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
+    check_with(input, solved, None)
+}
+
+/// [`check`] reading the program through a walk gathered before.
+pub fn check_walked(input: &Input<'_>, solved: analysis::Solved, walked: &ProgramWalk) -> Output {
+    check_with(input, solved, Some(walked))
+}
+
+fn check_with(input: &Input<'_>, solved: analysis::Solved, walked: Option<&ProgramWalk>) -> Output {
     let summaries = solved.summaries;
     let mut imprecise: Vec<(FnId, analysis::Hits)> = solved
         .events
@@ -191,7 +233,7 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
     // independent: on two threads they run side by side. Every list is
     // collected in a fixed order (the events', then each check's), so the
     // findings do not depend on the number of threads.
-    let (per_function, ((registrations, walk), (order_edges, bodies_against_trait))) = rayon::join(
+    let (per_function, (gathered, (order_edges, bodies_against_trait))) = rayon::join(
         || {
             // `Handover` caches its answers: one thread walks the events.
             let handover = lock_state::Handover::new(input, &solved.events);
@@ -206,7 +248,10 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         },
         || {
             rayon::join(
-                || callbacks::registrations(input),
+                || match walked {
+                    Some(w) => Walked::Given(w),
+                    None => Walked::Gathered(walk_program(input)),
+                },
                 || {
                     let order_edges: Vec<(FnId, analysis::Nesting)> = solved
                         .events
@@ -231,6 +276,10 @@ pub fn check(input: &Input<'_>, solved: analysis::Solved) -> Output {
         },
     );
     findings.extend(per_function);
+    let ProgramWalk {
+        registrations,
+        walk,
+    } = gathered.get();
     let checks = Checks {
         input,
         summaries: &summaries,

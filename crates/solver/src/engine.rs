@@ -573,10 +573,7 @@ impl<D: SummaryDomain> Solver<'_, D> {
             };
         }
         if let Some(results) = self.domain.recall(members)
-            && results
-                .iter()
-                .map(|(f, _, _)| *f)
-                .eq(bodies.iter().copied())
+            && let Some(results) = in_body_order(results, &bodies)
         {
             return Component {
                 results,
@@ -651,6 +648,26 @@ impl<D: SummaryDomain> Solver<'_, D> {
 /// edges: callees before their callers wherever the cycle allows, so that
 /// one round of the fixed point carries a callee's summary to its callers.
 /// Components of one or two members keep their order.
+/// Recalled results in the order the component's bodies are analysed
+/// (results for members without a body are dropped); `None` unless every
+/// body has exactly one.
+fn in_body_order<S, E>(results: Vec<(FnId, S, E)>, bodies: &[FnId]) -> Option<Vec<(FnId, S, E)>> {
+    if results
+        .iter()
+        .map(|(f, _, _)| *f)
+        .eq(bodies.iter().copied())
+    {
+        return Some(results);
+    }
+    let mut by_fn: HashMap<FnId, (FnId, S, E)> = HashMap::with_capacity(results.len());
+    for r in results {
+        if by_fn.insert(r.0, r).is_some() {
+            return None;
+        }
+    }
+    bodies.iter().map(|f| by_fn.remove(f)).collect()
+}
+
 pub(crate) fn callees_first(graph: &(impl CallGraph + ?Sized), members: &[FnId]) -> Vec<FnId> {
     if members.len() < 3 {
         return members.to_vec();
