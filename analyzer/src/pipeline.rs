@@ -73,7 +73,7 @@ pub struct Unmatched {
 pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
     if let [only] = files
         && only.role == "configuration"
-        && only.from == CURRENT_DIRECTORY
+        && only.from == crate::config::CURRENT_DIRECTORY
     {
         return None;
     }
@@ -89,9 +89,6 @@ pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
             .join(", ")
     ))
 }
-
-/// How a configuration file found in the current directory is said.
-pub const CURRENT_DIRECTORY: &str = "found in the current directory";
 
 /// The files a run reads, in the order the summary lists them.
 pub fn files_used(
@@ -760,28 +757,15 @@ pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
         })
 }
 
-/// Names of targets the kernel is built for: a target JSON file (x86, UML;
-/// rustc names it by the file's stem and a hash of its contents,
-/// `target-5637172677741850002`, or by its path) or a bare-metal triple
-/// (`aarch64-unknown-none`, `riscv64imac-unknown-none-elf`,
-/// `loongarch64-unknown-none-softfloat`).
-pub(crate) fn is_kernel_target(target: &str) -> bool {
-    let hashed_json = target
-        .rsplit_once('-')
-        .is_some_and(|(_, hash)| hash.len() >= 8 && hash.bytes().all(|b| b.is_ascii_digit()));
-    target.ends_with(".json") || hashed_json || target.split('-').any(|part| part == "none")
-}
-
 /// The profile of a program without `--profile` or `profile =`: the kernel
 /// when a `kernel` crate built for a kernel target is linked (the kernel's
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
 pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
-    if let Some(c) = program
-        .crates
-        .iter()
-        .find(|c| c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target))
-    {
+    if let Some(c) = program.crates.iter().find(|c| {
+        c.dump.header.crate_name == "kernel"
+            && crate::kernel_target::is_kernel_target(&c.dump.header.target)
+    }) {
         return (
             Profile::Kernel,
             format!(
@@ -796,7 +780,7 @@ pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
         .crates
         .iter()
         .filter(|c| {
-            is_kernel_target(&c.dump.header.target)
+            crate::kernel_target::is_kernel_target(&c.dump.header.target)
                 && c.dump
                     .header
                     .dependencies
@@ -855,9 +839,9 @@ impl Levels {
                 levels.insert(
                     k.name,
                     match level {
-                        crate::config::Level::Allow => None,
-                        crate::config::Level::Warn => Some(Severity::Warning),
-                        crate::config::Level::Deny => Some(Severity::Error),
+                        crate::level::Level::Allow => None,
+                        crate::level::Level::Warn => Some(Severity::Warning),
+                        crate::level::Level::Deny => Some(Severity::Error),
                     },
                 );
             }
@@ -876,7 +860,7 @@ impl Levels {
                     ));
                     if let Some(near) = checks::KINDS
                         .iter()
-                        .map(|k| (edit_distance(k.name, kind), k.name))
+                        .map(|k| (crate::edit_distance::edit_distance(k.name, kind), k.name))
                         .filter(|(d, _)| *d <= 3)
                         .min()
                     {
@@ -920,29 +904,6 @@ impl Levels {
     }
 }
 
-/// Levenshtein distance, for "did you mean".
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    // The distance is at least the difference in length: far apart (a
-    // huge value in a file), that bound is the answer for every "did you
-    // mean" (which wants 3 or less), and costs nothing.
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    if la.abs_diff(lb) > 8 {
-        return la.abs_diff(lb);
-    }
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// Hands the heap's free memory back to the operating system. Decoding
 /// and linking free most of what they allocate (every body is decoded,
 /// checked and dropped, twice), but the C allocator keeps freed memory in
@@ -955,33 +916,5 @@ fn release_free_memory() {
     // arenas to the system; it takes no pointer and is thread-safe.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_kernel_target;
-
-    #[test]
-    fn kernel_targets() {
-        for t in [
-            "target-5637172677741850002",
-            "rust-target-123456789012",
-            "arch/x86/target.json",
-            "aarch64-unknown-none",
-            "riscv64imac-unknown-none-elf",
-            "loongarch64-unknown-none-softfloat",
-        ] {
-            assert!(is_kernel_target(t), "{t}");
-        }
-        for t in [
-            "x86_64-unknown-linux-gnu",
-            "aarch64-apple-darwin",
-            "x86_64-pc-windows-msvc",
-            "riscv64gc-unknown-linux-musl",
-            "wasm32-wasip1",
-        ] {
-            assert!(!is_kernel_target(t), "{t}");
-        }
     }
 }
