@@ -359,7 +359,7 @@ pub struct AnalysisArgs {
     /// Finding levels from the configuration file's `[levels]` (flags
     /// override them per kind).
     #[arg(skip)]
-    pub configured_levels: Vec<(String, crate::config::Level)>,
+    pub configured_levels: Vec<(String, crate::level::Level)>,
 
     /// Debugging aid: print the body analysis's fixed point (and call-site
     /// specialisations) on stderr for functions whose name contains TEXT.

@@ -33,9 +33,13 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{AnalysisArgs, Format};
+use crate::level::Level;
 
 /// The file name searched for.
 pub const FILE_NAME: &str = "kanalyze.toml";
+
+/// How a configuration file found in the current directory is said.
+pub const CURRENT_DIRECTORY: &str = "found in the current directory";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -75,24 +79,6 @@ pub struct StackConfig {
     pub limit: Option<(u64, Origin)>,
     pub frame_limit: Option<(u64, Origin)>,
     pub c_default: Option<(u64, Origin)>,
-}
-
-/// The level a `[levels]` entry gives a kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Allow,
-    Warn,
-    Deny,
-}
-
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Allow => "allow",
-            Level::Warn => "warn",
-            Level::Deny => "deny",
-        }
-    }
 }
 
 /// A setting's value and where it was given, for `--print-config`.
@@ -139,7 +125,7 @@ pub fn find(explicit: Option<&Path>, start: &Path) -> Option<PathBuf> {
 
 /// Reads and checks the configuration file `path`.
 pub fn load(path: &Path) -> Result<Config, Box<FileError>> {
-    let text = crate::input::read_text(path).map_err(|e| {
+    let text = crate::user_file::read_text(path).map_err(|e| {
         FileError::at(
             "kanalyze::config",
             path,
@@ -305,7 +291,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
                 .iter()
                 .map(|k| {
                     (
-                        crate::pipeline::edit_distance(k.name, kind.get_ref()),
+                        crate::edit_distance::edit_distance(k.name, kind.get_ref()),
                         k.name,
                     )
                 })
@@ -357,7 +343,7 @@ pub fn resolve(args: &mut AnalysisArgs) -> Result<Config, u8> {
                 c.found = Some(if args.config.is_some() {
                     "--config".to_string()
                 } else if path.parent() == Some(cwd.as_path()) {
-                    crate::pipeline::CURRENT_DIRECTORY.to_string()
+                    CURRENT_DIRECTORY.to_string()
                 } else {
                     format!(
                         "found in `{}`, an ancestor of the current directory",

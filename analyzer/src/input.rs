@@ -172,18 +172,6 @@ fn walk_error(root: &Path, e: &walkdir::Error) -> Diagnostic {
     }
 }
 
-/// The text of a user's file (configuration, triage, baseline), read only
-/// if it is a regular file: a FIFO given as one would block the run.
-pub fn read_text(path: &Path) -> std::io::Result<String> {
-    let bytes = kmir::read_regular(path)?;
-    String::from_utf8(bytes).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        )
-    })
-}
-
 /// Loads `files` in parallel but yields them in order, a batch of about one
 /// file per thread at a time, so that a directory of many large dumps is not
 /// held in memory at once.
@@ -357,7 +345,7 @@ pub fn load_program_with(
     }
     progress.phase("linking", 1);
     let t = crate::timings::mark();
-    let filter = |t: &str| crate::pipeline::is_kernel_target(t);
+    let filter = |t: &str| crate::kernel_target::is_kernel_target(t);
     let options = program::LinkOptions {
         prefer: kernel.then_some(&filter as program::TargetTest<'_>),
     };
@@ -489,7 +477,7 @@ fn only_host_crates(
     let kernel_target = program
         .crates
         .iter()
-        .any(|c| crate::pipeline::is_kernel_target(&c.dump.header.target));
+        .any(|c| crate::kernel_target::is_kernel_target(&c.dump.header.target));
     let tools: Vec<&str> = program
         .crates
         .iter()

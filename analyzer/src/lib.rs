@@ -41,12 +41,16 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod diag;
+pub mod edit_distance;
 pub mod input;
+pub mod kernel_target;
+pub mod level;
 pub mod pipeline;
 pub mod print;
 pub mod progress;
 pub mod timings;
 pub mod triage;
+pub mod user_file;
 
 use std::process::ExitCode;
 

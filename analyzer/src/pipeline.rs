@@ -73,7 +73,7 @@ pub struct Unmatched {
 pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
     if let [only] = files
         && only.role == "configuration"
-        && only.from == CURRENT_DIRECTORY
+        && only.from == crate::config::CURRENT_DIRECTORY
     {
         return None;
     }
@@ -89,9 +89,6 @@ pub fn files_used_text(files: &[FileUsed]) -> Option<String> {
             .join(", ")
     ))
 }
-
-/// How a configuration file found in the current directory is said.
-pub const CURRENT_DIRECTORY: &str = "found in the current directory";
 
 /// The files a run reads, in the order the summary lists them.
 pub fn files_used(
@@ -204,16 +201,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     // The user's spec files are read (and a broken one refused) before the
     // dumps are; the built-in spec they extend depends on the program.
     let (levels, user_specs) = levels_and_specs(args)?;
-    let mut declarations = Vec::new();
-    for path in &args.invariants {
-        match invariants::load(path) {
-            Ok(d) => declarations.extend(d),
-            Err(e) => {
-                crate::diag::emit_miette(e.as_ref());
-                return None;
-            }
-        }
-    }
+    let mut declarations = invariant_files(args)?;
     let progress = crate::progress::Progress::for_args(args);
     // The summary cache's pack is read while the dumps load.
     let prefetch = crate::cache::dir(args).map(|d| summary_cache::prefetch(&d, paths));
@@ -234,141 +222,16 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         (Some(p), origin) => (p, origin.clone().unwrap_or_else(|| "--profile".into())),
         (None, _) => detect_profile(&program),
     };
-    // The spec, the annotations and the arities that check both read only
-    // the program: they are made side by side, then checked in order.
-    let ((spec, foreign), ((mut annotations, mut errors), arities)) = rayon::join(
-        || {
-            rayon::join(
-                || {
-                    let mut spec = match profile.0 {
-                        Profile::Kernel => spec::Spec::builtin_kernel(),
-                        Profile::Userspace => spec::Spec::userspace(),
-                    };
-                    for extra in &user_specs {
-                        spec.extend(extra.clone());
-                    }
-                    spec
-                },
-                || program.foreign_arities(),
-            )
-        },
-        || {
-            rayon::join(
-                || {
-                    annotations::collect(
-                        program
-                            .crates
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
-                    )
-                },
-                || program.arities(),
-            )
-        },
-    );
-    // Argument indices of the spec can only be checked now: the calls say
-    // how many arguments each C function takes.
-    let mut broken = Vec::new();
-    let rust_arity = spec.check_rust_arity(arities.iter().map(|(path, n)| (path.as_str(), *n)));
-    for e in spec
-        .check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n)))
-        .into_iter()
-        .chain(rust_arity)
-    {
-        if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
-            // The program's function of that name is not the kernel's (the
-            // built-in spec is the kernel's API): the user cannot fix the
-            // built-in file, so this does not stop the run.
-            Diagnostic::warning(format!("built-in spec entry does not fit: {e}"))
-                .help("override the entry with a `--spec` file if this program's function is meant")
-                .emit();
-        } else {
-            broken.push(e);
-        }
-    }
-    if let Some((last, rest)) = broken.split_last() {
-        for e in rest {
-            Diagnostic::error(format!("invalid spec file: {e}")).emit();
-        }
-        // The help once, after the last error, not after each.
-        Diagnostic::error(format!("invalid spec file: {last}"))
-            .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
-            .emit();
-        return None;
-    }
-    errors.extend(annotations::check_arity(&mut annotations, |path| {
-        arities.get(path).copied()
-    }));
+    let (spec, annotations, errors) = spec_and_annotations(&program, profile.0, &user_specs)?;
     let unmatched = unmatched_spec_entries(&program, &user_specs);
-    let annotation_findings = errors
+    let mut annotation_findings: Vec<Finding> = errors
         .into_iter()
-        .map(|(krate, e)| {
-            let severity = match e.level {
-                annotations::Level::Error => Severity::Error,
-                annotations::Level::Warning => Severity::Warning,
-            };
-            let mut f = Finding::new(&checks::BAD_ANNOTATION, severity, e.message.clone())
-                .at(Loc {
-                    krate,
-                    span: e.span,
-                })
-                .subject(e.message.clone());
-            if let Some(n) = &e.note {
-                f = f.note(Note::text(n.clone()));
-            }
-            if let Some(h) = &e.help {
-                f = f.note(Note::help(h.clone()));
-            }
-            f
-        })
+        .map(|(krate, e)| annotation_finding(krate, &e))
         .collect();
-    let mut annotation_findings: Vec<Finding> = annotation_findings;
     crate::timings::record("spec+annots", t);
     let t = crate::timings::mark();
-    let (in_source, misplaced) =
-        invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
-    declarations.extend(in_source);
-    for m in misplaced {
-        annotation_findings.push(
-            Finding::new(&checks::BAD_ANNOTATION, Severity::Error, m.message.clone())
-                .at(Loc {
-                    krate: m.krate,
-                    span: m.span,
-                })
-                .subject(m.message)
-                .note(Note::help(m.help)),
-        );
-    }
-    // A declaration that matches nothing (a local renamed, a function
-    // moved) or that the program contradicts is an error of its file, but
-    // not of the run: it is left out, so the findings it covered come back,
-    // and the exit status says the input was bad.
-    let mut dropped_declarations = Vec::new();
-    let resolved = loop {
-        match invariants::resolve(&program, declarations.clone()) {
-            Ok(r) => break r,
-            Err(problems) => {
-                let mut bad: Vec<usize> = problems.iter().map(|p| p.declaration).collect();
-                bad.sort_unstable();
-                bad.dedup();
-                if bad.iter().any(|&i| i >= declarations.len()) {
-                    return None;
-                }
-                for p in &problems {
-                    report_problem(&program, &declarations, p);
-                }
-                for &i in bad.iter().rev() {
-                    let d = declarations.remove(i);
-                    dropped_declarations.push(Unmatched {
-                        kind: "invariants".to_string(),
-                        entry: crate::diag::clip(&d.describe()).into_owned(),
-                        at: d.declared_at(&program),
-                    });
-                }
-            }
-        }
-    };
+    annotation_findings.extend(invariants_in_source(&annotations, &mut declarations));
+    let (resolved, dropped_declarations) = resolve_invariants(&program, &mut declarations)?;
     crate::timings::record("invariants", t);
     // The solve and the checks are timed apart for `--timings`; the
     // audit's extra runs (below) are not part of the figures.
@@ -425,8 +288,229 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         crate::cache::save_dumps(c, &program, args.timings);
     }
     levels.apply(&mut annotation_findings);
+    let mut invariant_uses = invariant_uses(&program, &declarations, &resolved);
+    let removed_by_invariants = (args.audit_invariants && !declarations.is_empty())
+        .then(|| audit_invariants(&program, &resolved, &preempt, &mut invariant_uses, &run));
+    progress.finish();
+    Some(Analysed {
+        program,
+        load,
+        annotations,
+        spec,
+        profile,
+        include_upstream: args.include_upstream,
+        preempt,
+        annotation_findings,
+        invariants: invariant_uses,
+        removed_by_invariants,
+        files_used: Vec::new(),
+        declarations_left_out: dropped_declarations.len(),
+        unmatched: [unmatched, dropped_declarations].concat(),
+    })
+}
+
+/// The declarations of the invariants files (`--invariants`, `invariants
+/// =`), each file read and checked; `None` after reporting a bad one.
+fn invariant_files(args: &AnalysisArgs) -> Option<Vec<invariants::Declaration>> {
+    let mut declarations = Vec::new();
+    for path in &args.invariants {
+        match invariants::load(path) {
+            Ok(d) => declarations.extend(d),
+            Err(e) => {
+                crate::diag::emit_miette(e.as_ref());
+                return None;
+            }
+        }
+    }
+    Some(declarations)
+}
+
+/// Errors in annotations, each with the index of its crate.
+type AnnotationErrors = Vec<(u32, annotations::AnnotationError)>;
+
+/// The spec of the profile extended by the user's, and the program's
+/// annotations with the errors found in them. The spec, the annotations
+/// and the arities that check both read only the program: they are made
+/// side by side, then checked in order. `None` after reporting a user's
+/// spec entry that does not fit the program.
+fn spec_and_annotations(
+    program: &Program,
+    profile: Profile,
+    user_specs: &[spec::Spec],
+) -> Option<(
+    spec::Spec,
+    HashMap<String, ItemAnnotations>,
+    AnnotationErrors,
+)> {
+    let ((spec, foreign), ((mut annotations, mut errors), arities)) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    let mut spec = match profile {
+                        Profile::Kernel => spec::Spec::builtin_kernel(),
+                        Profile::Userspace => spec::Spec::userspace(),
+                    };
+                    for extra in user_specs {
+                        spec.extend(extra.clone());
+                    }
+                    spec
+                },
+                || program.foreign_arities(),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    annotations::collect(
+                        program
+                            .crates
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (i as u32, c.dump.items.as_slice())),
+                    )
+                },
+                || program.arities(),
+            )
+        },
+    );
+    check_spec_arity(&spec, &foreign, &arities)?;
+    errors.extend(annotations::check_arity(&mut annotations, |path| {
+        arities.get(path).copied()
+    }));
+    Some((spec, annotations, errors))
+}
+
+/// Checks the argument indices of the spec, which can only be checked
+/// once the program is linked: the calls say how many arguments each C
+/// function takes. A built-in entry that does not fit is a warning; a
+/// user's is an error (reported, and `None` returned).
+fn check_spec_arity(
+    spec: &spec::Spec,
+    foreign: &HashMap<String, u32>,
+    arities: &HashMap<String, u32>,
+) -> Option<()> {
+    let mut broken = Vec::new();
+    let rust_arity = spec.check_rust_arity(arities.iter().map(|(path, n)| (path.as_str(), *n)));
+    for e in spec
+        .check_arity(foreign.iter().map(|(name, n)| (name.as_str(), *n)))
+        .into_iter()
+        .chain(rust_arity)
+    {
+        if e.origin.starts_with(spec::BUILTIN_ORIGIN) {
+            // The program's function of that name is not the kernel's (the
+            // built-in spec is the kernel's API): the user cannot fix the
+            // built-in file, so this does not stop the run.
+            Diagnostic::warning(format!("built-in spec entry does not fit: {e}"))
+                .help("override the entry with a `--spec` file if this program's function is meant")
+                .emit();
+        } else {
+            broken.push(e);
+        }
+    }
+    if let Some((last, rest)) = broken.split_last() {
+        for e in rest {
+            Diagnostic::error(format!("invalid spec file: {e}")).emit();
+        }
+        // The help once, after the last error, not after each.
+        Diagnostic::error(format!("invalid spec file: {last}"))
+            .help("the format is described in crates/spec/README.md; `kanalyze` refuses to guess what a broken spec meant")
+            .emit();
+        return None;
+    }
+    Some(())
+}
+
+/// The finding for an error in an annotation.
+fn annotation_finding(krate: u32, e: &annotations::AnnotationError) -> Finding {
+    let severity = match e.level {
+        annotations::Level::Error => Severity::Error,
+        annotations::Level::Warning => Severity::Warning,
+    };
+    let mut f = Finding::new(&checks::BAD_ANNOTATION, severity, e.message.clone())
+        .at(Loc {
+            krate,
+            span: e.span,
+        })
+        .subject(e.message.clone());
+    if let Some(n) = &e.note {
+        f = f.note(Note::text(n.clone()));
+    }
+    if let Some(h) = &e.help {
+        f = f.note(Note::help(h.clone()));
+    }
+    f
+}
+
+/// The invariants declared by annotations in the source, added to
+/// `declarations`; the findings for those put where they mean nothing.
+fn invariants_in_source(
+    annotations: &HashMap<String, ItemAnnotations>,
+    declarations: &mut Vec<invariants::Declaration>,
+) -> Vec<Finding> {
+    let (in_source, misplaced) =
+        invariants::from_annotations(annotations.iter().map(|(p, a)| (p.as_str(), a)));
+    declarations.extend(in_source);
+    let mut findings = Vec::new();
+    for m in misplaced {
+        findings.push(
+            Finding::new(&checks::BAD_ANNOTATION, Severity::Error, m.message.clone())
+                .at(Loc {
+                    krate: m.krate,
+                    span: m.span,
+                })
+                .subject(m.message)
+                .note(Note::help(m.help)),
+        );
+    }
+    findings
+}
+
+/// The declarations resolved against the program. A declaration that
+/// matches nothing (a local renamed, a function moved) or that the program
+/// contradicts is an error of its file, but not of the run: it is reported
+/// and left out of `declarations` (and returned), so the findings it
+/// covered come back, and the exit status says the input was bad.
+fn resolve_invariants(
+    program: &Program,
+    declarations: &mut Vec<invariants::Declaration>,
+) -> Option<(invariants::Resolved, Vec<Unmatched>)> {
+    let mut dropped_declarations = Vec::new();
+    let resolved = loop {
+        match invariants::resolve(program, declarations.clone()) {
+            Ok(r) => break r,
+            Err(problems) => {
+                let mut bad: Vec<usize> = problems.iter().map(|p| p.declaration).collect();
+                bad.sort_unstable();
+                bad.dedup();
+                if bad.iter().any(|&i| i >= declarations.len()) {
+                    return None;
+                }
+                for p in &problems {
+                    report_problem(program, declarations, p);
+                }
+                for &i in bad.iter().rev() {
+                    let d = declarations.remove(i);
+                    dropped_declarations.push(Unmatched {
+                        kind: "invariants".to_string(),
+                        entry: crate::diag::clip(&d.describe()).into_owned(),
+                        at: d.declared_at(program),
+                    });
+                }
+            }
+        }
+    };
+    Some((resolved, dropped_declarations))
+}
+
+/// What each declaration says, where, and where it applied, for the
+/// summary.
+fn invariant_uses(
+    program: &Program,
+    declarations: &[invariants::Declaration],
+    resolved: &invariants::Resolved,
+) -> Vec<InvariantUse> {
     let uses = resolved.uses();
-    let mut invariant_uses: Vec<InvariantUse> = declarations
+    declarations
         .iter()
         .zip(&uses)
         .map(|(d, u)| {
@@ -446,59 +530,53 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
                     invariants::Invariant::SameObject { .. } => "same_object",
                 },
                 says: d.describe(),
-                declared_at: d.declared_at(&program),
+                declared_at: d.declared_at(program),
                 because: d.because.clone(),
                 applied_in,
                 removes: None,
                 makes_errors: None,
             }
         })
-        .collect();
-    let mut removed_by_invariants = None;
-    if args.audit_invariants && !declarations.is_empty() {
-        // Leave-one-out: what appears without a declaration is what it
-        // removes (findings two declarations both remove count for
-        // neither alone, but for all together).
-        let ids = |o: &checks::Output| -> std::collections::HashSet<String> {
-            o.findings
-                .iter()
-                .map(|f| report::stable_id(&program, f))
-                .collect()
-        };
-        let with_all = ids(&preempt);
-        // A holds-last declaration removes nothing: it turns a warning
-        // into an error, which leaving it out turns back. It stays in
-        // when measuring what the others remove.
-        removed_by_invariants = Some(
-            ids(&run(&resolved.without_removing(), None))
-                .difference(&with_all)
-                .count(),
-        );
-        for (i, u) in invariant_uses.iter_mut().enumerate() {
-            let without = ids(&run(&resolved.without(i), None));
-            if u.kind == "holds_last" {
-                u.makes_errors = Some(with_all.difference(&without).count());
-            } else {
-                u.removes = Some(without.difference(&with_all).count());
-            }
+        .collect()
+}
+
+/// The solver's progress observer, which only the run itself has.
+type Observer<'a> = Option<&'a (dyn Fn(analysis::Progress) + Sync)>;
+
+/// `--audit-invariants`: leave-one-out. What appears without a
+/// declaration is what it removes (findings two declarations both remove
+/// count for neither alone, but for all together), recorded in its
+/// `uses` entry; returns what all the declarations but the holds-last
+/// ones remove together.
+fn audit_invariants(
+    program: &Program,
+    resolved: &invariants::Resolved,
+    preempt: &checks::Output,
+    uses: &mut [InvariantUse],
+    run: &dyn Fn(&invariants::Resolved, Observer<'_>) -> checks::Output,
+) -> usize {
+    let ids = |o: &checks::Output| -> std::collections::HashSet<String> {
+        o.findings
+            .iter()
+            .map(|f| report::stable_id(program, f))
+            .collect()
+    };
+    let with_all = ids(preempt);
+    // A holds-last declaration removes nothing: it turns a warning
+    // into an error, which leaving it out turns back. It stays in
+    // when measuring what the others remove.
+    let removed = ids(&run(&resolved.without_removing(), None))
+        .difference(&with_all)
+        .count();
+    for (i, u) in uses.iter_mut().enumerate() {
+        let without = ids(&run(&resolved.without(i), None));
+        if u.kind == "holds_last" {
+            u.makes_errors = Some(with_all.difference(&without).count());
+        } else {
+            u.removes = Some(without.difference(&with_all).count());
         }
     }
-    progress.finish();
-    Some(Analysed {
-        program,
-        load,
-        annotations,
-        spec,
-        profile,
-        include_upstream: args.include_upstream,
-        preempt,
-        annotation_findings,
-        invariants: invariant_uses,
-        removed_by_invariants,
-        files_used: Vec::new(),
-        declarations_left_out: dropped_declarations.len(),
-        unmatched: [unmatched, dropped_declarations].concat(),
-    })
+    removed
 }
 
 /// The entries of the user's spec files that match nothing in the
@@ -760,28 +838,15 @@ pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
         })
 }
 
-/// Names of targets the kernel is built for: a target JSON file (x86, UML;
-/// rustc names it by the file's stem and a hash of its contents,
-/// `target-5637172677741850002`, or by its path) or a bare-metal triple
-/// (`aarch64-unknown-none`, `riscv64imac-unknown-none-elf`,
-/// `loongarch64-unknown-none-softfloat`).
-pub(crate) fn is_kernel_target(target: &str) -> bool {
-    let hashed_json = target
-        .rsplit_once('-')
-        .is_some_and(|(_, hash)| hash.len() >= 8 && hash.bytes().all(|b| b.is_ascii_digit()));
-    target.ends_with(".json") || hashed_json || target.split('-').any(|part| part == "none")
-}
-
 /// The profile of a program without `--profile` or `profile =`: the kernel
 /// when a `kernel` crate built for a kernel target is linked (the kernel's
 /// Rust always has one; a cargo project of that name for a hosted triple is
 /// not the kernel), userspace otherwise.
 pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
-    if let Some(c) = program
-        .crates
-        .iter()
-        .find(|c| c.dump.header.crate_name == "kernel" && is_kernel_target(&c.dump.header.target))
-    {
+    if let Some(c) = program.crates.iter().find(|c| {
+        c.dump.header.crate_name == "kernel"
+            && crate::kernel_target::is_kernel_target(&c.dump.header.target)
+    }) {
         return (
             Profile::Kernel,
             format!(
@@ -796,7 +861,7 @@ pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
         .crates
         .iter()
         .filter(|c| {
-            is_kernel_target(&c.dump.header.target)
+            crate::kernel_target::is_kernel_target(&c.dump.header.target)
                 && c.dump
                     .header
                     .dependencies
@@ -855,9 +920,9 @@ impl Levels {
                 levels.insert(
                     k.name,
                     match level {
-                        crate::config::Level::Allow => None,
-                        crate::config::Level::Warn => Some(Severity::Warning),
-                        crate::config::Level::Deny => Some(Severity::Error),
+                        crate::level::Level::Allow => None,
+                        crate::level::Level::Warn => Some(Severity::Warning),
+                        crate::level::Level::Deny => Some(Severity::Error),
                     },
                 );
             }
@@ -876,7 +941,7 @@ impl Levels {
                     ));
                     if let Some(near) = checks::KINDS
                         .iter()
-                        .map(|k| (edit_distance(k.name, kind), k.name))
+                        .map(|k| (crate::edit_distance::edit_distance(k.name, kind), k.name))
                         .filter(|(d, _)| *d <= 3)
                         .min()
                     {
@@ -920,29 +985,6 @@ impl Levels {
     }
 }
 
-/// Levenshtein distance, for "did you mean".
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    // The distance is at least the difference in length: far apart (a
-    // huge value in a file), that bound is the answer for every "did you
-    // mean" (which wants 3 or less), and costs nothing.
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    if la.abs_diff(lb) > 8 {
-        return la.abs_diff(lb);
-    }
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// Hands the heap's free memory back to the operating system. Decoding
 /// and linking free most of what they allocate (every body is decoded,
 /// checked and dropped, twice), but the C allocator keeps freed memory in
@@ -955,33 +997,5 @@ fn release_free_memory() {
     // arenas to the system; it takes no pointer and is thread-safe.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_kernel_target;
-
-    #[test]
-    fn kernel_targets() {
-        for t in [
-            "target-5637172677741850002",
-            "rust-target-123456789012",
-            "arch/x86/target.json",
-            "aarch64-unknown-none",
-            "riscv64imac-unknown-none-elf",
-            "loongarch64-unknown-none-softfloat",
-        ] {
-            assert!(is_kernel_target(t), "{t}");
-        }
-        for t in [
-            "x86_64-unknown-linux-gnu",
-            "aarch64-apple-darwin",
-            "x86_64-pc-windows-msvc",
-            "riscv64gc-unknown-linux-musl",
-            "wasm32-wasip1",
-        ] {
-            assert!(!is_kernel_target(t), "{t}");
-        }
     }
 }

@@ -126,7 +126,7 @@ const FORMAT_HELP: &str = "a triage file is a list of `[[finding]]` tables with 
 
 /// Reads and checks a triage file.
 pub fn load(path: &Path) -> Result<Triage, Box<FileError>> {
-    let text = crate::input::read_text(path).map_err(|e| {
+    let text = crate::user_file::read_text(path).map_err(|e| {
         FileError::at(
             "kanalyze::triage",
             path,

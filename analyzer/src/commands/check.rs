@@ -390,7 +390,7 @@ pub(crate) struct Baseline {
 impl Baseline {
     pub(crate) fn load(path: &std::path::Path) -> Result<Baseline, Diagnostic> {
         let shown = path.display();
-        let text = crate::input::read_text(path)
+        let text = crate::user_file::read_text(path)
             .map_err(|e| Diagnostic::error(format!("cannot read the baseline `{shown}`: {e}")))?;
         let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Diagnostic::error(format!("the baseline `{shown}` is not JSON: {e}"))

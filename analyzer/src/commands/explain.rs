@@ -112,7 +112,7 @@ fn unknown(name: &str) -> Diagnostic {
     ));
     if let Some((_, near)) = checks::KINDS
         .iter()
-        .map(|k| (crate::pipeline::edit_distance(k.name, name), k.name))
+        .map(|k| (crate::edit_distance::edit_distance(k.name, name), k.name))
         .filter(|(d, _)| *d <= 3)
         .min()
     {

@@ -4,7 +4,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use analysis::Source;
+use analysis::{Source, Summary};
 use program::{FnId, FnKind};
 use report::html::SummaryLine;
 
@@ -46,8 +46,23 @@ pub fn run(args: &SummaryArgs) -> u8 {
 /// line links to the callee whose expectation it inherits.
 pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
     let mut lines = Vec::new();
-    let f = a.program.function(id);
     let s = &a.preempt.summaries[id.index()];
+    what_it_is(a, id, &mut lines);
+    count_and_expectation(s, &mut lines);
+    if s.expect_last != annotations::ExpectRange::TOP {
+        if_last_reference(s, &mut lines);
+    }
+    memory(s, &mut lines);
+    recognised(s, &mut lines);
+    locks_taken(s, &mut lines);
+    lines.push(SummaryLine::keyed("from", source_text(&s.source)));
+    why(a, id, s, &mut lines);
+    lines
+}
+
+/// The function's symbol, item path and kind.
+fn what_it_is(a: &Analysed, id: FnId, lines: &mut Vec<SummaryLine>) {
+    let f = a.program.function(id);
     lines.push(SummaryLine::keyed("symbol", f.symbol.clone()));
     if !f.item_path.is_empty() {
         lines.push(SummaryLine::keyed("item", f.item_path.clone()));
@@ -65,6 +80,11 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         FnKind::Unknown(_) => "code outside the program".into(),
     };
     lines.push(SummaryLine::keyed("kind", kind));
+}
+
+/// What it does to the preemption count (per case, when it has several
+/// or takes locks) and what it expects of it.
+fn count_and_expectation(s: &Summary, lines: &mut Vec<SummaryLine>) {
     lines.push(SummaryLine::keyed("adjustment", s.adjust_text()));
     if s.cases.len() > 1 || s.cases.iter().any(|c| c.has_lock_effect()) {
         for c in &s.cases {
@@ -80,30 +100,28 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             when_text(when, s.split_field)
         )));
     }
-    if s.expect_last != annotations::ExpectRange::TOP {
-        lines.push(SummaryLine::plain(format!(
-            "if a reference it drops is the last one: {}",
-            s.expect_last.intersect(&s.expect)
-        )));
-    }
-    if s.expect_last != annotations::ExpectRange::TOP
-        && let Some(from) = &s.last_from
-    {
+}
+
+/// What it expects when a reference it drops is the last one, and from
+/// what it drops it.
+fn if_last_reference(s: &Summary, lines: &mut Vec<SummaryLine>) {
+    lines.push(SummaryLine::plain(format!(
+        "if a reference it drops is the last one: {}",
+        s.expect_last.intersect(&s.expect)
+    )));
+    if let Some(from) = &s.last_from {
         let args: Vec<String> = from.iter().map(|k| format!("`arg{k}`")).collect();
         lines.push(SummaryLine::detail(format!(
             "only if what {} holds is the last reference (a caller keeping it alive needs nothing)",
             args.join(", ")
         )));
     }
-    if s.expect_last != annotations::ExpectRange::TOP
-        && let Some(f) = s.last_field
-    {
+    if let Some(f) = s.last_field {
         lines.push(SummaryLine::detail(format!(
             "and only from its field `.{f}` (of what `arg0` holds or points to: the other fields and the `Drop` impl release no last reference)"
         )));
     }
-    if s.expect_last != annotations::ExpectRange::TOP
-        && let Some(p) = &s.last_place
+    if let Some(p) = &s.last_place
         && (p.variants.is_some() || !p.steps.is_empty())
     {
         lines.push(SummaryLine::detail(format!(
@@ -129,6 +147,10 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             )));
         }
     }
+}
+
+/// What it returns, writes and points to, and what its memory holds.
+fn memory(s: &Summary, lines: &mut Vec<SummaryLine>) {
     if s.ret_exclusive {
         lines.push(SummaryLine::keyed(
             "returns",
@@ -198,6 +220,11 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             ),
         ));
     }
+}
+
+/// The shapes the analysis recognised in it: tests, lookups, inserts,
+/// clones.
+fn recognised(s: &Summary, lines: &mut Vec<SummaryLine>) {
     if let Some((i, j)) = s.identity_test {
         lines.push(SummaryLine::plain(format!(
             "an identity test: returns non-zero only if the handles behind `arg{i}` and `arg{j}` hold one pointer"
@@ -238,6 +265,10 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             "depends on its arguments: call sites passing constants get a specialised summary",
         ));
     }
+}
+
+/// The locks it takes.
+fn locks_taken(s: &Summary, lines: &mut Vec<SummaryLine>) {
     for t in &s.takes {
         lines.push(SummaryLine::keyed(
             "takes",
@@ -254,7 +285,11 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             ),
         ));
     }
-    let source = match &s.source {
+}
+
+/// Where the summary comes from.
+fn source_text(source: &Source) -> String {
+    match source {
         Source::Inferred => "inferred from its body".to_string(),
         Source::Annotation { path, unchecked } => {
             format!(
@@ -284,8 +319,12 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         Source::OverBudget => {
             "its analysis ran out of its step budget: treated as an unknown function (named in the run's summary)".into()
         }
-    };
-    lines.push(SummaryLine::keyed("from", source));
+    }
+}
+
+/// Why it expects what it does: the callee's site it inherits from, and
+/// the notes on a failed inference or a flag-dependent sleep.
+fn why(a: &Analysed, id: FnId, s: &Summary, lines: &mut Vec<SummaryLine>) {
     if s.poisoned {
         lines.push(SummaryLine::plain(
             "note: inference failed for this function; see `kanalyze check`",
@@ -318,7 +357,6 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
         };
         lines.push(SummaryLine::keyed("why last", format!("{}{when}", site(r))).linked(r.callee));
     }
-    lines
 }
 
 /// "when `(*arg0).0` has discriminant 1".

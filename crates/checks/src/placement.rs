@@ -219,17 +219,6 @@ pub(crate) fn paths_through_drop(
     (var, out)
 }
 
-/// How an edge reaches its callee, as a verb phrase.
-pub(crate) fn reaches_edge(input: &Input<'_>, kind: EdgeKind, callee: FnId) -> String {
-    let callee = name(input, callee);
-    match kind {
-        EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
-        EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
-        EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
-        EdgeKind::Call => format!("calls `{callee}`"),
-    }
-}
-
 /// Moves every finding located in library code to the program's own code
 /// (the module's rule).
 pub(crate) fn place(input: &Input<'_>, findings: &mut [Finding]) {

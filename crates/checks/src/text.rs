@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use findings::{Loc, Note};
-use program::FnId;
+use program::{EdgeKind, FnId};
 
 use analysis::{DeclaredView, Reason, Source, Summaries, Summary};
 
@@ -41,7 +41,18 @@ pub(crate) fn why_expects(input: &Input<'_>, summaries: &dyn Summaries, f: FnId)
 
 /// How a reason's site reaches its callee, as a verb phrase.
 pub(crate) fn reaches(input: &Input<'_>, r: &Reason) -> String {
-    crate::placement::reaches_edge(input, r.kind, r.callee)
+    reaches_edge(input, r.kind, r.callee)
+}
+
+/// How an edge reaches its callee, as a verb phrase.
+fn reaches_edge(input: &Input<'_>, kind: EdgeKind, callee: FnId) -> String {
+    let callee = name(input, callee);
+    match kind {
+        EdgeKind::Drop => format!("drops a value here (its drop glue is `{callee}`)"),
+        EdgeKind::Virtual => format!("makes a dynamic call that may reach `{callee}`"),
+        EdgeKind::Indirect => format!("calls a function pointer that may be `{callee}`"),
+        EdgeKind::Call => format!("calls `{callee}`"),
+    }
 }
 
 /// A note at a reason's site; drop glue has no source of its own (its span

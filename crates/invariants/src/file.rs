@@ -156,7 +156,9 @@ pub fn load(path: &Path) -> Result<Vec<Declaration>, Box<FileError>> {
     parse(path, &text)
 }
 
-/// Parses the text of an invariants file named `path`.
+/// Parses the text of an invariants file named `path`: the TOML read
+/// into its tables, then each entry checked and made a declaration. The
+/// first error is returned, in the order the tables are checked.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>> {
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         Box::new(FileError::at(
@@ -168,13 +170,111 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             Some(FORMAT_HELP.to_string()),
         ))
     })?;
-    let err = |span: Range<usize>, message: String, label: &str, help: Option<String>| {
-        Box::new(FileError::at(path, text, Some(span), message, label, help))
+    let entries = Entries { path, text };
+    // (offset of the entry, declaration): sorted into the file's order at
+    // the end, whichever table an entry is in.
+    let mut out: Vec<(usize, Declaration)> = Vec::new();
+    for entry in raw.never_fails {
+        out.push(entries.never_fails(entry)?);
+    }
+    for entry in raw.same_object {
+        out.push(entries.same_object(entry)?);
+    }
+    let stored = raw.empty_when_stored.into_iter().map(|entry| {
+        let span = entry.span();
+        let e = entry.into_inner();
+        FieldEntry {
+            span,
+            ty: e.ty,
+            field: e.field,
+            because: e.because,
+            functions: e.stored_by,
+            key: "stored_by",
+            table: Table::EmptyWhenStored,
+        }
+    });
+    let torn = raw.empty_at_teardown.into_iter().map(|entry| {
+        let span = entry.span();
+        let e = entry.into_inner();
+        FieldEntry {
+            span,
+            ty: e.ty,
+            field: e.field,
+            because: e.because,
+            functions: e.emptied_by,
+            key: "emptied_by",
+            table: Table::EmptyAtTeardown,
+        }
+    });
+    // The two tables about references taken out of a field share a shape.
+    let taken = |entries: Vec<Spanned<RawKept>>, table: Table| {
+        entries.into_iter().map(move |entry| {
+            let span = entry.span();
+            let e = entry.into_inner();
+            FieldEntry {
+                span,
+                ty: e.ty,
+                field: e.field,
+                because: e.because,
+                functions: e.taken_by,
+                key: "taken_by",
+                table,
+            }
+        })
     };
-    // Every declaration is trusted: its reason is what an audit reads.
-    let check_because = |because: &Spanned<String>| {
+    let kept = taken(raw.kept_alive, Table::KeptAlive);
+    let last = taken(raw.holds_last, Table::HoldsLast);
+    let mut fields: Vec<FieldEntry> = torn.chain(stored).chain(kept).chain(last).collect();
+    // In the file's order, whichever table an entry is in.
+    fields.sort_by_key(|e| e.span.start);
+    for entry in fields {
+        out.push(entries.about_field(entry)?);
+    }
+    out.sort_by_key(|(start, _)| *start);
+    Ok(out.into_iter().map(|(_, d)| d).collect())
+}
+
+/// An entry of one of the four tables about a struct's field.
+struct FieldEntry {
+    span: Range<usize>,
+    ty: Spanned<String>,
+    field: Spanned<String>,
+    because: Spanned<String>,
+    /// The functions it covers, under `key`.
+    functions: Vec<Spanned<String>>,
+    key: &'static str,
+    table: Table,
+}
+
+/// Checks the entries of the file `path` whose text is `text`, each made
+/// a declaration with the offset of its entry.
+struct Entries<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Entries<'_> {
+    fn err(
+        &self,
+        span: Range<usize>,
+        message: String,
+        label: &str,
+        help: Option<String>,
+    ) -> Box<FileError> {
+        Box::new(FileError::at(
+            self.path,
+            self.text,
+            Some(span),
+            message,
+            label,
+            help,
+        ))
+    }
+
+    /// Every declaration is trusted: its reason is what an audit reads.
+    fn check_because(&self, because: &Spanned<String>) -> Result<(), Box<FileError>> {
         if because.get_ref().trim().is_empty() {
-            return Err(err(
+            return Err(self.err(
                 because.span(),
                 "`because` is empty".to_string(),
                 "say what upholds the invariant",
@@ -182,19 +282,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             ));
         }
         Ok(())
-    };
-    // (offset of the entry, declaration): sorted into the file's order at
-    // the end, whichever table an entry is in.
-    let mut out: Vec<(usize, Declaration)> = Vec::new();
-    // A declaration of the entry at `span`, with its reason.
-    let declared = |invariant: Invariant, span: Range<usize>, because: Spanned<String>| {
-        let (line, col) = line_col(text, span.start);
+    }
+
+    /// A declaration of the entry at `span`, with its reason.
+    fn declared(
+        &self,
+        invariant: Invariant,
+        span: Range<usize>,
+        because: Spanned<String>,
+    ) -> (usize, Declaration) {
+        let (line, col) = line_col(self.text, span.start);
         (
             span.start,
             Declaration {
                 invariant,
                 origin: Origin::File {
-                    path: PathBuf::from(path),
+                    path: PathBuf::from(self.path),
                     line,
                     col,
                     span,
@@ -202,12 +305,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
                 because: Some(because.into_inner().trim().to_string()),
             },
         )
-    };
-    let function_path = |key: &str, value: &Spanned<String>| {
+    }
+
+    /// The function path `value` of `key`, trimmed.
+    fn function_path(&self, key: &str, value: &Spanned<String>) -> Result<String, Box<FileError>> {
         let text = value.get_ref().trim();
         // Whitespace only inside generic arguments (`Vec::<T, A>::push`).
         if text.is_empty() || (text.contains(char::is_whitespace) && !text.contains('<')) {
-            return Err(err(
+            return Err(self.err(
                 value.span(),
                 format!("`{}` is not a function path", value.get_ref()),
                 "expected a path like `crate::module::function`",
@@ -217,46 +322,54 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             ));
         }
         Ok(text.to_string())
-    };
-    for entry in raw.never_fails {
-        let span = entry.span();
-        let e = entry.into_inner();
-        let function = function_path("function", &e.function)?;
-        let callee = function_path("callee", &e.callee)?;
-        check_because(&e.because)?;
-        out.push(declared(
-            Invariant::NeverFails { function, callee },
-            span,
-            e.because,
-        ));
     }
-    for entry in raw.same_object {
+
+    /// The variable name `value` of `key`, trimmed.
+    fn variable(&self, key: &str, value: &Spanned<String>) -> Result<String, Box<FileError>> {
+        let t = value.get_ref().trim();
+        let ok = !t.is_empty()
+            && t.chars().all(|c| c == '_' || c.is_alphanumeric())
+            && !t.starts_with(|c: char| c.is_ascii_digit());
+        if ok {
+            Ok(t.to_string())
+        } else {
+            Err(self.err(
+                value.span(),
+                format!("`{}` is not a variable name", value.get_ref()),
+                "expected the name of a `let` binding or an argument, like `node` or `self`",
+                Some(format!(
+                    "`{key}` names a variable of the function as it is written in the source"
+                )),
+            ))
+        }
+    }
+
+    /// A `[[never_fails]]` entry.
+    fn never_fails(
+        &self,
+        entry: Spanned<RawNeverFails>,
+    ) -> Result<(usize, Declaration), Box<FileError>> {
         let span = entry.span();
         let e = entry.into_inner();
-        let function = function_path("function", &e.function)?;
-        let ident = |key: &str, value: &Spanned<String>| {
-            let t = value.get_ref().trim();
-            let ok = !t.is_empty()
-                && t.chars().all(|c| c == '_' || c.is_alphanumeric())
-                && !t.starts_with(|c: char| c.is_ascii_digit());
-            if ok {
-                Ok(t.to_string())
-            } else {
-                Err(err(
-                    value.span(),
-                    format!("`{}` is not a variable name", value.get_ref()),
-                    "expected the name of a `let` binding or an argument, like `node` or `self`",
-                    Some(format!(
-                        "`{key}` names a variable of the function as it is written in the source"
-                    )),
-                ))
-            }
-        };
-        let local = ident("local", &e.local)?;
-        let same_as = ident("same_as", &e.same_as)?;
+        let function = self.function_path("function", &e.function)?;
+        let callee = self.function_path("callee", &e.callee)?;
+        self.check_because(&e.because)?;
+        Ok(self.declared(Invariant::NeverFails { function, callee }, span, e.because))
+    }
+
+    /// A `[[same_object]]` entry.
+    fn same_object(
+        &self,
+        entry: Spanned<RawSameObject>,
+    ) -> Result<(usize, Declaration), Box<FileError>> {
+        let span = entry.span();
+        let e = entry.into_inner();
+        let function = self.function_path("function", &e.function)?;
+        let local = self.variable("local", &e.local)?;
+        let same_as = self.variable("same_as", &e.same_as)?;
         let ty = e.ty.get_ref().trim();
         if ty.is_empty() || ty.contains(['<', '>', ' ']) {
-            return Err(err(
+            return Err(self.err(
                 e.ty.span(),
                 format!("`{}` is not a struct path", e.ty.get_ref()),
                 "expected a path like `crate::module::Struct`, without generic arguments",
@@ -266,7 +379,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         // A field is a name, or a tuple struct's index (`0`).
         let field = e.field.get_ref().trim();
         if field.is_empty() || !field.chars().all(|c| c == '_' || c.is_alphanumeric()) {
-            return Err(err(
+            return Err(self.err(
                 e.field.span(),
                 format!("`{}` is not a field name", e.field.get_ref()),
                 "expected one field of the struct, like `owner` (or `0` for a tuple struct)",
@@ -274,8 +387,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             ));
         }
         let field = field.to_string();
-        check_because(&e.because)?;
-        out.push(declared(
+        self.check_because(&e.because)?;
+        Ok(self.declared(
             Invariant::SameObject {
                 function,
                 local,
@@ -285,53 +398,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             },
             span,
             e.because,
-        ));
+        ))
     }
-    let stored = raw.empty_when_stored.into_iter().map(|entry| {
-        let span = entry.span();
-        let e = entry.into_inner();
-        (
+
+    /// An entry of the tables about a struct's field.
+    fn about_field(&self, entry: FieldEntry) -> Result<(usize, Declaration), Box<FileError>> {
+        let FieldEntry {
             span,
-            e.ty,
-            e.field,
-            e.because,
-            e.stored_by,
-            "stored_by",
-            Table::EmptyWhenStored,
-        )
-    });
-    let torn = raw.empty_at_teardown.into_iter().map(|entry| {
-        let span = entry.span();
-        let e = entry.into_inner();
-        (
-            span,
-            e.ty,
-            e.field,
-            e.because,
-            e.emptied_by,
-            "emptied_by",
-            Table::EmptyAtTeardown,
-        )
-    });
-    // The two tables about references taken out of a field share a shape.
-    let taken = |entries: Vec<Spanned<RawKept>>, table: Table| {
-        entries.into_iter().map(move |entry| {
-            let span = entry.span();
-            let e = entry.into_inner();
-            (
-                span, e.ty, e.field, e.because, e.taken_by, "taken_by", table,
-            )
-        })
-    };
-    let kept = taken(raw.kept_alive, Table::KeptAlive);
-    let last = taken(raw.holds_last, Table::HoldsLast);
-    let mut entries: Vec<_> = torn.chain(stored).chain(kept).chain(last).collect();
-    // In the file's order, whichever table an entry is in.
-    entries.sort_by_key(|e| e.0.start);
-    for (span, ty, field, because, functions, key, table) in entries {
+            ty,
+            field,
+            because,
+            functions,
+            key,
+            table,
+        } = entry;
         let ty_text = ty.get_ref().trim();
         if ty_text.is_empty() || ty_text.contains('<') || ty_text.contains(char::is_whitespace) {
-            return Err(err(
+            return Err(self.err(
                 ty.span(),
                 format!("`{}` is not a struct path", ty.get_ref()),
                 "expected a path like `crate::module::Struct`",
@@ -340,18 +423,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
         }
         let field_text = field.get_ref().trim();
         if field_text.is_empty() || !field_text.chars().all(|c| c == '_' || c.is_alphanumeric()) {
-            return Err(err(
+            return Err(self.err(
                 field.span(),
                 format!("`{}` is not a field name", field.get_ref()),
                 "expected one field name",
                 Some("name a field of the struct itself; for a field of a nested struct, declare it on that struct".to_string()),
             ));
         }
-        check_because(&because)?;
+        self.check_because(&because)?;
         let mut names = Vec::new();
         for f in &functions {
             if f.get_ref().trim().is_empty() {
-                return Err(err(
+                return Err(self.err(
                     f.span(),
                     format!("an empty function path in `{key}`"),
                     "expected a function path",
@@ -361,7 +444,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             names.push(f.get_ref().trim().to_string());
         }
         let (ty, field) = (ty_text.to_string(), field_text.to_string());
-        out.push(declared(
+        Ok(self.declared(
             match table {
                 Table::EmptyAtTeardown => Invariant::EmptyAtTeardown {
                     ty,
@@ -386,10 +469,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, Box<FileError>
             },
             span,
             because,
-        ));
+        ))
     }
-    out.sort_by_key(|(start, _)| *start);
-    Ok(out.into_iter().map(|(_, d)| d).collect())
 }
 
 /// 1-based line and column of byte `offset`.

@@ -1,15 +1,18 @@
 //! Declarations matched against the linked program: which drop sites of
 //! which drop glues they turn into no-ops, and what in them names nothing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use kmir::visit::{PlaceContext, for_each_place};
-use kmir::{AdtKind, BlockId, InstanceKind, Projection, TerminatorKind, TyKind};
+use kmir::{BlockId, InstanceKind, Projection, TerminatorKind, TyKind};
 use program::{FnId, Program};
 
-use crate::never_fails;
 use crate::same_object;
 use crate::{Declaration, Invariant};
+
+mod matching;
+
+use matching::Matched;
 
 /// The declarations and where they apply.
 #[derive(Debug, Default)]
@@ -228,359 +231,25 @@ pub fn resolve(
     program: &Program,
     declarations: Vec<Declaration>,
 ) -> Result<Resolved, Vec<Problem>> {
-    // Struct path → its field names, from every dump (a struct is in the
-    // dump of each crate that uses it).
-    let mut structs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for c in &program.crates {
-        for adt in &c.dump.adts {
-            if adt.kind == AdtKind::Struct
-                && let Some(v) = adt.variants.first()
-            {
-                structs
-                    .entry(adt.path.as_str())
-                    .or_insert_with(|| v.fields.iter().map(|f| f.name.as_str()).collect());
-            }
-        }
-    }
     let mut problems = Vec::new();
-    // (struct path, field index) → declaration indices.
-    let mut wanted: HashMap<(&str, u32), Vec<usize>> = HashMap::new();
-    // Empty-when-stored: (declaration, struct path, field index, the
-    // functions it covers; empty = all).
-    let mut stores: Vec<(usize, &str, u32, &[String])> = Vec::new();
-    // Kept-alive and holds-last: (declaration, struct path, field index,
-    // the functions it covers, whether it says "can be the last").
-    let mut kept: Vec<(usize, &str, u32, &[String], bool)> = Vec::new();
-    let mut succeeds: HashMap<FnId, Vec<(BlockId, usize, u128)>> = HashMap::new();
-    let mut same: HashMap<FnId, Vec<(BlockId, usize, same_object::Site)>> = HashMap::new();
-    for (d, decl) in declarations.iter().enumerate() {
-        let (ty, field) = match &decl.invariant {
-            Invariant::SameObject {
-                function,
-                local,
-                ty,
-                field,
-                same_as,
-            } => {
-                // The struct by its path, or its last segments (the
-                // attribute form writes `Node.owner`).
-                let holders: Vec<&str> = structs
-                    .iter()
-                    .filter(|(p, fields)| {
-                        (**p == ty.as_str()
-                            || p.strip_suffix(ty.as_str())
-                                .is_some_and(|h| h.ends_with("::")))
-                            && fields.contains(&field.as_str())
-                    })
-                    .map(|(p, _)| *p)
-                    .collect();
-                let holder = match holders[..] {
-                    [h] => h,
-                    [] => {
-                        problems.push(Problem {
-                            declaration: d,
-                            kind: ProblemKind::NoMatch,
-                            message: format!("no struct `{ty}` with a field `{field}` in the program"),
-                            help: Some("name the struct that holds the back pointer, by its canonical path or its last segments, and the field as declared (`kanalyze dump --item` shows paths)".to_string()),
-                        });
-                        continue;
-                    }
-                    _ => {
-                        problems.push(Problem {
-                            declaration: d,
-                            kind: ProblemKind::Ambiguous,
-                            message: format!(
-                                "`{ty}.{field}` names fields of {} structs: {}",
-                                holders.len(),
-                                quoted(&holders)
-                            ),
-                            help: Some(
-                                "give more of the struct's path, so that it names one".to_string(),
-                            ),
-                        });
-                        continue;
-                    }
-                };
-                match same_object::find(program, function, local, holder, field, same_as) {
-                    same_object::Found::NoFunction => problems.push(missing(d, "function", function)),
-                    same_object::Found::NoVariable(key, name, several) => problems.push(Problem {
-                        declaration: d,
-                        kind: if several { ProblemKind::Ambiguous } else { ProblemKind::NoMatch },
-                        message: if several {
-                            format!("`{function}` has several variables named `{name}` (`{key}`)")
-                        } else {
-                            format!("`{function}` has no variable `{name}` (`{key}`)")
-                        },
-                        help: Some("name a `let` binding or an argument of the function, as written in the source; `same_as` must name one variable (not one bound twice, as shadowing does)".to_string()),
-                    }),
-                    same_object::Found::NotShared(ty) => problems.push(Problem {
-                        declaration: d,
-                        kind: ProblemKind::NoMatch,
-                        message: format!("`same_as` names `{same_as}`, an argument of type `{ty}`, not a shared reference"),
-                        help: Some("the object must be alive where the variable is dropped: name a shared-reference argument (`&self`, `&Arc<T>`), whose referent outlives the call, or a local holding a sharing clone (`let p = x.clone()`) that is still held there".to_string()),
-                    }),
-                    same_object::Found::NoDrop => problems.push(Problem {
-                        declaration: d,
-                        kind: ProblemKind::NoMatch,
-                        message: format!("`{function}` never drops `{local}`"),
-                        help: Some("a same-object invariant is about the drops of the variable (at the end of its scope, or `drop(x)`); one moved elsewhere is dropped there".to_string()),
-                    }),
-                    same_object::Found::Sites(sites) => {
-                        for (f, block, site) in sites {
-                            same.entry(f).or_default().push((block, d, site));
-                        }
-                    }
-                }
-                continue;
-            }
-            Invariant::EmptyAtTeardown { ty, field, .. }
-            | Invariant::EmptyWhenStored { ty, field, .. }
-            | Invariant::KeptAlive { ty, field, .. }
-            | Invariant::HoldsLast { ty, field, .. } => (ty, field),
-            Invariant::NeverFails { function, callee } => {
-                match never_fails::find(program, function, callee) {
-                    never_fails::Found::NoFunction => {
-                        problems.push(missing(d, "function", function));
-                    }
-                    never_fails::Found::NoCall => problems.push(Problem {
-                        declaration: d,
-                        kind: ProblemKind::NoMatch,
-                        message: format!("`{function}` never calls `{callee}`"),
-                        help: Some("name a function the declared function calls, by its item path or its last segments (`kanalyze dump --item` shows the calls of a body)".to_string()),
-                    }),
-                    never_fails::Found::NotFallible(ty) => problems.push(Problem {
-                        declaration: d,
-                        kind: ProblemKind::NoMatch,
-                        message: format!("`{callee}` returns `{ty}`, which cannot fail"),
-                        help: Some("a never-fails invariant is about a call that returns a `Result` (its `Ok`) or an `Option` (its `Some`)".to_string()),
-                    }),
-                    never_fails::Found::Ambiguous(paths) => problems.push(Problem {
-                        declaration: d,
-                        kind: ProblemKind::Ambiguous,
-                        message: format!(
-                            "`{callee}` names calls of {} functions in `{function}`: {}",
-                            paths.len(),
-                            quoted(&paths.iter().map(String::as_str).collect::<Vec<_>>())
-                        ),
-                        help: Some("give more of the callee's path, so that it names one function".to_string()),
-                    }),
-                    never_fails::Found::Sites(sites) => {
-                        for (f, block, variant) in sites {
-                            succeeds.entry(f).or_default().push((block, d, variant));
-                        }
-                    }
-                }
-                continue;
-            }
-        };
-        let Some(fields) = structs.get(ty.as_str()) else {
-            let short = ty.rsplit("::").next().unwrap_or(ty);
-            let near: Vec<&str> = structs
-                .keys()
-                .copied()
-                .filter(|p| p.rsplit("::").next() == Some(short))
-                .take(3)
-                .collect();
-            problems.push(Problem {
-                declaration: d,
-                kind: ProblemKind::NoMatch,
-                message: format!("no struct `{ty}` in the program"),
-                help: Some(if near.is_empty() {
-                    "name a struct of a crate whose dump is given, by its canonical path (`kanalyze dump --item` shows paths)".to_string()
-                } else {
-                    format!("did you mean {}?", quoted(&near))
-                }),
-            });
-            continue;
-        };
-        let Some(index) = fields.iter().position(|f| f == field) else {
-            problems.push(Problem {
-                declaration: d,
-                kind: ProblemKind::NoMatch,
-                message: format!("struct `{ty}` has no field `{field}`"),
-                help: Some(format!("its fields are {}", quoted(fields))),
-            });
-            continue;
-        };
-        let index = index as u32;
-        match &decl.invariant {
-            Invariant::EmptyAtTeardown { emptied_by, .. } => {
-                for emptier in emptied_by {
-                    match writes_field(program, emptier, ty, index) {
-                        Emptier::Missing => problems.push(missing(d, "emptied_by", emptier)),
-                        Emptier::Silent => problems.push(Problem {
-                            declaration: d,
-                            kind: ProblemKind::NoMatch,
-                            message: format!("`{emptier}` never writes `{field}` of `{ty}`"),
-                            help: Some("an emptier must empty the field itself: assign it, or pass it by `&mut` (`Option::take`, `mem::take`)".to_string()),
-                        }),
-                        Emptier::Refills(at) => problems.push(Problem {
-                            declaration: d,
-                            kind: ProblemKind::Contradiction,
-                            message: format!("`{emptier}` empties `{field}`, then stores a value into it again before it returns (line {})", at.lo_line),
-                            help: Some("an emptier must leave the field empty on every path to its return; if it puts the value back, it is not the function that empties the field before teardown".to_string()),
-                        }),
-                        Emptier::Writes => {}
-                    }
-                }
-                wanted.entry((ty.as_str(), index)).or_default().push(d);
-            }
-            Invariant::EmptyWhenStored { stored_by, .. } => {
-                for storer in stored_by {
-                    let mut found = false;
-                    let mut stores_it = false;
-                    for (id, krate, inst) in program.bodies() {
-                        if inst.item_path != *storer {
-                            continue;
-                        }
-                        let Some(body) = program.body(id) else {
-                            continue;
-                        };
-                        found = true;
-                        stores_it |= !store_sites(&krate.dump, &body, ty, index).is_empty();
-                    }
-                    if !found {
-                        problems.push(missing(d, "stored_by", storer));
-                    } else if !stores_it {
-                        problems.push(Problem {
-                            declaration: d,
-                            kind: ProblemKind::NoMatch,
-                            message: format!("`{storer}` never stores into `{field}` of `{ty}`"),
-                            help: Some("a storer must assign the field (`x.field = value`), or the data of the lock or cell the field is (`*x.field.lock() = value`)".to_string()),
-                        });
-                    }
-                }
-                stores.push((d, ty.as_str(), index, stored_by.as_slice()));
-            }
-            Invariant::KeptAlive { taken_by, .. } | Invariant::HoldsLast { taken_by, .. } => {
-                for taker in taken_by {
-                    if !program
-                        .bodies()
-                        .any(|(_, _, inst)| inst.item_path == *taker)
-                    {
-                        problems.push(missing(d, "taken_by", taker));
-                    }
-                }
-                let last = matches!(decl.invariant, Invariant::HoldsLast { .. });
-                kept.push((d, ty.as_str(), index, taken_by.as_slice(), last));
-            }
-            // Resolved above.
-            Invariant::NeverFails { .. } | Invariant::SameObject { .. } => {}
-        }
-    }
-    // The drop glues of the declared structs, and their field drops: each
-    // glue's drops of `(*_1).N` (a fact of its body alone, kept per dump
-    // by the per-dump cache), matched against the declarations.
-    let mut elided: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    if !wanted.is_empty() {
-        let glues: Vec<(FnId, &str)> = program
-            .bodies()
-            .filter_map(|(f, krate, inst)| {
-                let InstanceKind::DropGlue { ty } = inst.kind else {
-                    return None;
-                };
-                let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
-                    return None;
-                };
-                Some((f, path.as_str()))
-            })
-            .collect();
-        let ids: Vec<FnId> = glues.iter().map(|(f, _)| *f).collect();
-        let drops = program.per_body(GLUE_FIELD_DROPS, &ids, |_, _, body| field_drops(body));
-        for ((f, path), drops) in glues.into_iter().zip(drops) {
-            for (block, index) in drops.into_iter().flatten() {
-                for &d in wanted.get(&(path, index)).into_iter().flatten() {
-                    elided.entry(f).or_default().push((block, d));
-                }
-            }
-        }
-    }
-    // One pass over the bodies, in parallel (each is decoded once, and
-    // only when a declaration asks for it): the stores the
-    // empty-when-stored declarations cover, and, per kept-alive or
-    // holds-last declaration, whether a body borrows its field and the
-    // stores into it it covers (the old value a store drops was in the
-    // field until then, so what the declaration says of the field's
-    // references holds of it). All are facts of a
-    // body and its dump (the functions a declaration covers are chosen by
-    // the instance's own item path), kept per dump under a label naming
-    // the declarations' fields and functions.
-    #[allow(clippy::type_complexity)]
-    let per_body: Vec<(
-        FnId,
-        Vec<(BlockId, usize)>,
-        Vec<usize>,
-        Vec<(BlockId, usize)>,
-    )> = if stores.is_empty() && kept.is_empty() {
-        Vec::new()
-    } else {
-        let label = format!(
-            "invariants: stores into {:?}, borrows of {:?}, v2",
-            stores
-                .iter()
-                .map(|&(_, ty, index, stored_by)| (ty, index, stored_by))
-                .collect::<Vec<_>>(),
-            kept.iter()
-                .map(|&(_, ty, index, taken_by, _)| (ty, index, taken_by))
-                .collect::<Vec<_>>()
-        );
-        let ids: Vec<FnId> = program.bodies().map(|(f, _, _)| f).collect();
-        let found = program.per_body(&label, &ids, |krate, instance, body| {
-            let inst = &krate.dump.instances[instance as usize];
-            let stores: Vec<Vec<BlockId>> = stores
-                .iter()
-                .map(|&(_, ty, index, stored_by)| {
-                    if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
-                        return Vec::new();
-                    }
-                    store_sites(&krate.dump, body, ty, index)
-                })
-                .collect();
-            let borrowing: Vec<bool> = kept
-                .iter()
-                .map(|&(_, ty, index, ..)| borrows_field(&krate.dump, body, ty, index))
-                .collect();
-            let kept_stores: Vec<Vec<BlockId>> = kept
-                .iter()
-                .map(|&(_, ty, index, taken_by, _)| {
-                    if !taken_by.is_empty() && !taken_by.iter().any(|p| *p == inst.item_path) {
-                        return Vec::new();
-                    }
-                    store_sites(&krate.dump, body, ty, index)
-                })
-                .collect();
-            (stores, borrowing, kept_stores)
-        });
-        ids.into_iter()
-            .zip(found)
-            .filter_map(|(f, found)| {
-                let (stores_found, borrowing, kept_stores) = found?;
-                let mut covered = Vec::new();
-                for (&(d, ..), blocks) in stores.iter().zip(stores_found) {
-                    for block in blocks {
-                        covered.push((block, d));
-                    }
-                }
-                let borrowing: Vec<usize> = borrowing
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, b)| **b)
-                    .map(|(k, _)| k)
-                    .collect();
-                let mut replaced = Vec::new();
-                for (&(d, ..), blocks) in kept.iter().zip(kept_stores) {
-                    for block in blocks {
-                        replaced.push((block, d));
-                    }
-                }
-                Some((f, covered, borrowing, replaced))
-            })
-            .collect()
-    };
-    let mut borrowers: Vec<Vec<FnId>> = vec![Vec::new(); kept.len()];
+    let Matched {
+        wanted,
+        stores,
+        kept,
+        succeeds,
+        same,
+    } = matching::match_declarations(program, &declarations, &mut problems);
+    let mut elided = elided_field_drops(program, &wanted);
     let mut not_last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
     let mut last: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
-    for (f, covered, borrowing, replaced) in per_body {
+    let mut borrowers: Vec<Vec<FnId>> = vec![Vec::new(); kept.len()];
+    for facts in body_facts(program, &stores, &kept) {
+        let BodyFacts {
+            function: f,
+            covered,
+            borrowing,
+            replaced,
+        } = facts;
         if !covered.is_empty() {
             elided.entry(f).or_default().extend(covered);
         }
@@ -609,18 +278,185 @@ pub fn resolve(
             map.entry(f).or_default().push((block, d));
         }
     }
+    check_kept_applied(&declarations, &not_last, &last, &mut problems);
+    check_never_both(program, &declarations, &not_last, &last, &mut problems);
+    check_stores_applied(&declarations, &elided, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    for v in elided
+        .values_mut()
+        .chain(not_last.values_mut())
+        .chain(last.values_mut())
+    {
+        v.sort_unstable();
+        v.dedup();
+    }
+    Ok(Resolved {
+        declarations,
+        elided,
+        not_last,
+        last,
+        succeeds,
+        same,
+    })
+}
+
+/// The drop glues of the declared structs, and their field drops: each
+/// glue's drops of `(*_1).N` (a fact of its body alone, kept per dump by
+/// the per-dump cache), matched against the empty-at-teardown
+/// declarations.
+fn elided_field_drops(
+    program: &Program,
+    wanted: &HashMap<(&str, u32), Vec<usize>>,
+) -> HashMap<FnId, Vec<(BlockId, usize)>> {
+    let mut elided: HashMap<FnId, Vec<(BlockId, usize)>> = HashMap::new();
+    if wanted.is_empty() {
+        return elided;
+    }
+    let glues: Vec<(FnId, &str)> = program
+        .bodies()
+        .filter_map(|(f, krate, inst)| {
+            let InstanceKind::DropGlue { ty } = inst.kind else {
+                return None;
+            };
+            let Some(TyKind::Adt { path, .. }) = krate.dump.ty(ty).map(|t| &t.kind) else {
+                return None;
+            };
+            Some((f, path.as_str()))
+        })
+        .collect();
+    let ids: Vec<FnId> = glues.iter().map(|(f, _)| *f).collect();
+    let drops = program.per_body(GLUE_FIELD_DROPS, &ids, |_, _, body| field_drops(body));
+    for ((f, path), drops) in glues.into_iter().zip(drops) {
+        for (block, index) in drops.into_iter().flatten() {
+            for &d in wanted.get(&(path, index)).into_iter().flatten() {
+                elided.entry(f).or_default().push((block, d));
+            }
+        }
+    }
+    elided
+}
+
+/// What one body holds for the empty-when-stored, kept-alive and
+/// holds-last declarations.
+struct BodyFacts {
+    function: FnId,
+    /// The stores an empty-when-stored declaration covers: (block,
+    /// declaration).
+    covered: Vec<(BlockId, usize)>,
+    /// The kept-alive or holds-last declarations (by index among them)
+    /// whose field the body borrows.
+    borrowing: Vec<usize>,
+    /// The stores into a kept-alive or holds-last field the declaration
+    /// covers (the old value a store drops was in the field until then,
+    /// so what the declaration says of the field's references holds of
+    /// it): (block, declaration).
+    replaced: Vec<(BlockId, usize)>,
+}
+
+/// One pass over the bodies, in parallel (each is decoded once, and only
+/// when a declaration asks for it), for each body's [`BodyFacts`]. All are
+/// facts of a body and its dump (the functions a declaration covers are
+/// chosen by the instance's own item path), kept per dump under a label
+/// naming the declarations' fields and functions.
+fn body_facts(
+    program: &Program,
+    stores: &[(usize, &str, u32, &[String])],
+    kept: &[(usize, &str, u32, &[String], bool)],
+) -> Vec<BodyFacts> {
+    if stores.is_empty() && kept.is_empty() {
+        return Vec::new();
+    }
+    let label = format!(
+        "invariants: stores into {:?}, borrows of {:?}, v2",
+        stores
+            .iter()
+            .map(|&(_, ty, index, stored_by)| (ty, index, stored_by))
+            .collect::<Vec<_>>(),
+        kept.iter()
+            .map(|&(_, ty, index, taken_by, _)| (ty, index, taken_by))
+            .collect::<Vec<_>>()
+    );
+    let ids: Vec<FnId> = program.bodies().map(|(f, _, _)| f).collect();
+    let found = program.per_body(&label, &ids, |krate, instance, body| {
+        let inst = &krate.dump.instances[instance as usize];
+        let stores: Vec<Vec<BlockId>> = stores
+            .iter()
+            .map(|&(_, ty, index, stored_by)| {
+                if !stored_by.is_empty() && !stored_by.iter().any(|p| *p == inst.item_path) {
+                    return Vec::new();
+                }
+                store_sites(&krate.dump, body, ty, index)
+            })
+            .collect();
+        let borrowing: Vec<bool> = kept
+            .iter()
+            .map(|&(_, ty, index, ..)| borrows_field(&krate.dump, body, ty, index))
+            .collect();
+        let kept_stores: Vec<Vec<BlockId>> = kept
+            .iter()
+            .map(|&(_, ty, index, taken_by, _)| {
+                if !taken_by.is_empty() && !taken_by.iter().any(|p| *p == inst.item_path) {
+                    return Vec::new();
+                }
+                store_sites(&krate.dump, body, ty, index)
+            })
+            .collect();
+        (stores, borrowing, kept_stores)
+    });
+    ids.into_iter()
+        .zip(found)
+        .filter_map(|(f, found)| {
+            let (stores_found, borrowing, kept_stores) = found?;
+            let mut covered = Vec::new();
+            for (&(d, ..), blocks) in stores.iter().zip(stores_found) {
+                for block in blocks {
+                    covered.push((block, d));
+                }
+            }
+            let borrowing: Vec<usize> = borrowing
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b)
+                .map(|(k, _)| k)
+                .collect();
+            let mut replaced = Vec::new();
+            for (&(d, ..), blocks) in kept.iter().zip(kept_stores) {
+                for block in blocks {
+                    replaced.push((block, d));
+                }
+            }
+            Some(BodyFacts {
+                function: f,
+                covered,
+                borrowing,
+                replaced,
+            })
+        })
+        .collect()
+}
+
+/// Checks that every kept-alive and holds-last declaration applies
+/// somewhere (unless it has a problem already).
+fn check_kept_applied(
+    declarations: &[Declaration],
+    not_last: &HashMap<FnId, Vec<(BlockId, usize)>>,
+    last: &HashMap<FnId, Vec<(BlockId, usize)>>,
+    problems: &mut Vec<Problem>,
+) {
     for (d, decl) in declarations.iter().enumerate() {
         let (ty, field, taken_by, applied, kind) = match &decl.invariant {
             Invariant::KeptAlive {
                 ty,
                 field,
                 taken_by,
-            } => (ty, field, taken_by, &not_last, "a kept-alive"),
+            } => (ty, field, taken_by, not_last, "a kept-alive"),
             Invariant::HoldsLast {
                 ty,
                 field,
                 taken_by,
-            } => (ty, field, taken_by, &last, "a holds-last"),
+            } => (ty, field, taken_by, last, "a holds-last"),
             _ => continue,
         };
         if !applied.values().flatten().any(|&(_, e)| e == d)
@@ -639,9 +475,18 @@ pub fn resolve(
             });
         }
     }
-    // One drop cannot be both: the reference it drops is never the last
-    // one, and it can be the last one.
-    for (f, sites) in &last {
+}
+
+/// Checks that no drop is both: the reference it drops is never the last
+/// one, and it can be the last one.
+fn check_never_both(
+    program: &Program,
+    declarations: &[Declaration],
+    not_last: &HashMap<FnId, Vec<(BlockId, usize)>>,
+    last: &HashMap<FnId, Vec<(BlockId, usize)>>,
+    problems: &mut Vec<Problem>,
+) {
+    for (f, sites) in last {
         for &(block, d) in sites {
             let Some(&(_, k)) = not_last
                 .get(f)
@@ -668,6 +513,15 @@ pub fn resolve(
             });
         }
     }
+}
+
+/// Checks that every empty-when-stored declaration covers some store
+/// (unless it has a problem already).
+fn check_stores_applied(
+    declarations: &[Declaration],
+    elided: &HashMap<FnId, Vec<(BlockId, usize)>>,
+    problems: &mut Vec<Problem>,
+) {
     for (d, decl) in declarations.iter().enumerate() {
         if let Invariant::EmptyWhenStored { ty, field, .. } = &decl.invariant
             && !elided.values().flatten().any(|&(_, e)| e == d)
@@ -681,25 +535,6 @@ pub fn resolve(
             });
         }
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    for v in elided
-        .values_mut()
-        .chain(not_last.values_mut())
-        .chain(last.values_mut())
-    {
-        v.sort_unstable();
-        v.dedup();
-    }
-    Ok(Resolved {
-        declarations,
-        elided,
-        not_last,
-        last,
-        succeeds,
-        same,
-    })
 }
 
 /// The phase label of [`field_drops`]' results.
