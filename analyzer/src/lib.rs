@@ -35,6 +35,15 @@
 //! * `progress`: the progress bar (indicatif; fed by `solver::solve_observed`
 //!   through `analysis::Input::progress`); `timings`: the hidden `--timings`
 //!   (each phase's wall-clock and CPU time); `print`: the output formats.
+//! * Leaves the others share, importing nothing of the crate: `level` (a
+//!   finding kind's level), `edit_distance` (did-you-mean suggestions),
+//!   `kernel_target` (whether a dump was built for the kernel),
+//!   `user_file` (reading a file the user names).
+//!
+//! `pipeline`'s audit (`--audit-invariants`) reruns the analysis once per
+//! declaration left out, side by side; each solves again only what the
+//! declaration reaches (`analysis::solve_again`) and reads the program
+//! through one walk (`checks::check_walked`).
 
 pub mod cache;
 pub mod cli;

@@ -239,6 +239,7 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     let observe = |p: analysis::Progress| progress.solver(p, &name);
     let cache_figures = std::cell::RefCell::new(None);
     let prefetch = std::cell::RefCell::new(prefetch);
+    let base: std::cell::RefCell<Option<analysis::Solved>> = std::cell::RefCell::new(None);
     // The first run (the one with the progress observer) is timed.
     let run = |resolved: &invariants::Resolved,
                observe: Option<&(dyn Fn(analysis::Progress) + Sync)>| {
@@ -253,6 +254,10 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
         };
         let t = crate::timings::mark();
         let check = |solved: analysis::Solved| {
+            // The audit's reruns start from what this run solved.
+            if observe.is_some() && args.audit_invariants {
+                base.replace(Some(solved.clone()));
+            }
             if observe.is_some() {
                 crate::timings::record("solve", t);
                 progress.phase("checking", 1);
@@ -289,8 +294,41 @@ pub fn analyse(paths: &[std::path::PathBuf], args: &AnalysisArgs) -> Option<Anal
     }
     levels.apply(&mut annotation_findings);
     let mut invariant_uses = invariant_uses(&program, &declarations, &resolved);
-    let removed_by_invariants = (args.audit_invariants && !declarations.is_empty())
-        .then(|| audit_invariants(&program, &resolved, &preempt, &mut invariant_uses, &run));
+    let removed_by_invariants = match base.into_inner() {
+        Some(base) if !declarations.is_empty() => {
+            // Each rerun solves again only what the declarations it leaves
+            // out reach, and reads the program through one walk.
+            let input = checks::Input {
+                program: &program,
+                annotations: &annotations,
+                spec: &spec,
+                invariants: &resolved,
+                trace: args.trace.as_deref(),
+                step_budget: args.step_budget.unwrap_or(analysis::STEP_BUDGET),
+                progress: None,
+            };
+            let schedule = solver::Schedule::new(&program);
+            let walked = checks::walk_program(&input);
+            let rerun = |resolved: &invariants::Resolved, changed: &[program::FnId]| {
+                let input = checks::Input {
+                    invariants: resolved,
+                    ..input
+                };
+                let solved = analysis::solve_again(&input, &schedule, &base, changed);
+                let mut out = checks::check_walked(&input, solved, &walked);
+                levels.apply(&mut out.findings);
+                out
+            };
+            Some(audit_invariants(
+                &program,
+                &resolved,
+                &preempt,
+                &mut invariant_uses,
+                &rerun,
+            ))
+        }
+        _ => None,
+    };
     progress.finish();
     Some(Analysed {
         program,
@@ -540,21 +578,24 @@ fn invariant_uses(
         .collect()
 }
 
-/// The solver's progress observer, which only the run itself has.
-type Observer<'a> = Option<&'a (dyn Fn(analysis::Progress) + Sync)>;
-
 /// `--audit-invariants`: leave-one-out. What appears without a
 /// declaration is what it removes (findings two declarations both remove
 /// count for neither alone, but for all together), recorded in its
 /// `uses` entry; returns what all the declarations but the holds-last
 /// ones remove together.
+///
+/// `rerun` analyses the program again with other declarations, which
+/// differ from `resolved` only in the functions it is given (where a
+/// declaration left out applied). The reruns are independent: they run
+/// side by side.
 fn audit_invariants(
     program: &Program,
     resolved: &invariants::Resolved,
     preempt: &checks::Output,
     uses: &mut [InvariantUse],
-    run: &dyn Fn(&invariants::Resolved, Observer<'_>) -> checks::Output,
+    rerun: &(dyn Fn(&invariants::Resolved, &[program::FnId]) -> checks::Output + Sync),
 ) -> usize {
+    use rayon::prelude::*;
     let ids = |o: &checks::Output| -> std::collections::HashSet<String> {
         o.findings
             .iter()
@@ -562,14 +603,39 @@ fn audit_invariants(
             .collect()
     };
     let with_all = ids(preempt);
+    let applies: Vec<Vec<program::FnId>> = resolved
+        .uses()
+        .iter()
+        .map(|u| u.iter().map(|u| u.function).collect())
+        .collect();
     // A holds-last declaration removes nothing: it turns a warning
     // into an error, which leaving it out turns back. It stays in
     // when measuring what the others remove.
-    let removed = ids(&run(&resolved.without_removing(), None))
-        .difference(&with_all)
-        .count();
-    for (i, u) in uses.iter_mut().enumerate() {
-        let without = ids(&run(&resolved.without(i), None));
+    let removing: Vec<program::FnId> = uses
+        .iter()
+        .zip(&applies)
+        .filter(|(u, _)| u.kind != "holds_last")
+        .flat_map(|(_, a)| a.iter().copied())
+        .collect();
+    // Without the removing ones together, then without each alone.
+    let runs: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..uses.len()).map(Some))
+        .collect();
+    let mut without: Vec<std::collections::HashSet<String>> = runs
+        .par_iter()
+        .map(|run| match run {
+            None => ids(&rerun(&resolved.without_removing(), &removing)),
+            Some(i) => ids(&rerun(
+                &resolved.without(*i),
+                applies.get(*i).map_or(&[][..], Vec::as_slice),
+            )),
+        })
+        .collect();
+    let alone = without.split_off(1);
+    let removed = without
+        .first()
+        .map_or(0, |w| w.difference(&with_all).count());
+    for (u, without) in uses.iter_mut().zip(alone) {
         if u.kind == "holds_last" {
             u.makes_errors = Some(with_all.difference(&without).count());
         } else {

@@ -283,7 +283,7 @@ fn check_with(input: &Input<'_>, solved: analysis::Solved, walked: Option<&Progr
     let checks = Checks {
         input,
         summaries: &summaries,
-        callbacks: &registrations,
+        callbacks: registrations,
         casts: &walk.casts,
         bodies_against_trait: &bodies_against_trait,
     };
@@ -308,9 +308,9 @@ fn check_with(input: &Input<'_>, solved: analysis::Solved, walked: Option<&Progr
                 },
                 || {
                     (
-                        callbacks::check(input, &registrations, &summaries),
+                        callbacks::check(input, registrations, &summaries),
                         lock_order::cycles(input, &order_edges, &summaries),
-                        irq_safety::irq_safety(input, &summaries, &registrations),
+                        irq_safety::irq_safety(input, &summaries, registrations),
                     )
                 },
             )
