@@ -267,24 +267,41 @@ fn result_decided_by_flag(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<u
             _ => None,
         }
     };
-    if returns_bool && body.blocks.len() <= 2 {
-        let read = body
-            .blocks
-            .iter()
-            .flat_map(|b| &b.statements)
-            .find_map(|s| match &s.kind {
-                kmir::StatementKind::Assign { rvalue, .. } => match &**rvalue {
-                    kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p))
-                    | kmir::Rvalue::UnaryOp {
-                        operand: kmir::Operand::Copy(p) | kmir::Operand::Move(p),
-                        ..
-                    } => flag(p),
+    if returns_bool {
+        // The result is the flag or its negation: `_0 = (!)copy (*_1).f`,
+        // or through one local, `_k = copy (*_1).f; _0 = (!)move _k`.
+        let operand_of = |r: &kmir::Rvalue| match r {
+            kmir::Rvalue::Use(kmir::Operand::Copy(p) | kmir::Operand::Move(p))
+            | kmir::Rvalue::UnaryOp {
+                op: kmir::UnOp::Not,
+                operand: kmir::Operand::Copy(p) | kmir::Operand::Move(p),
+            } => Some(p.clone()),
+            _ => None,
+        };
+        let assigns = || {
+            body.blocks
+                .iter()
+                .flat_map(|b| &b.statements)
+                .filter_map(|s| match &s.kind {
+                    kmir::StatementKind::Assign { place, rvalue }
+                        if place.projection.is_empty() =>
+                    {
+                        Some((place.local, operand_of(rvalue)?))
+                    }
                     _ => None,
-                },
-                _ => None,
-            });
-        if read.is_some() {
-            return read;
+                })
+        };
+        for (_, from) in assigns().filter(|(d, _)| *d == 0) {
+            if let Some(f) = flag(&from) {
+                return Some(f);
+            }
+            if from.projection.is_empty()
+                && let Some(f) = assigns()
+                    .filter(|(d, _)| *d == from.local)
+                    .find_map(|(_, p)| flag(&p))
+            {
+                return Some(f);
+            }
         }
     }
     for block in &body.blocks {
@@ -318,4 +335,211 @@ fn result_decided_by_flag(dump: &kmir::CrateDump, body: &kmir::Body) -> Option<u
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use kmir::*;
+
+    use super::*;
+
+    const BOOL: TyId = 0;
+    const QUEUE: TyId = 1;
+    const QUEUE_MUT: TyId = 2;
+    const PUSHED: TyId = 3;
+    const U32: TyId = 4;
+
+    fn ty(kind: TyKind, display: &str) -> Ty {
+        Ty {
+            kind,
+            display: display.into(),
+            size: None,
+        }
+    }
+
+    fn adt(path: &str, kind: AdtKind, variants: Vec<(u128, Vec<&str>)>) -> AdtDef {
+        AdtDef {
+            path: path.into(),
+            kind,
+            variants: variants
+                .into_iter()
+                .map(|(discr, fields)| VariantDef {
+                    name: "v".into(),
+                    discr,
+                    fields: fields
+                        .into_iter()
+                        .map(|t| FieldDef {
+                            name: "f".into(),
+                            ty: t.into(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            span: Span::DUMMY,
+        }
+    }
+
+    /// `struct Queue { dead: bool, count: u32 }` and `enum Pushed { Taken,
+    /// Refused(u32) }`.
+    fn dump() -> CrateDump {
+        let adt_ty = |path: &str| TyKind::Adt {
+            path: path.into(),
+            args: vec![],
+        };
+        CrateDump {
+            header: Header {
+                producer: "test".into(),
+                rustc_version: "rustc".into(),
+                crate_name: "t".into(),
+                crate_types: vec!["lib".into()],
+                target: "x".into(),
+                stable_crate_id: 1,
+                edition: "2024".into(),
+                drop_elaborated_mir: true,
+                host: "x".into(),
+                dependencies: Vec::new(),
+            },
+            files: vec!["a.rs".into()],
+            types: vec![
+                ty(TyKind::Bool, "bool"),
+                ty(adt_ty("t::Queue"), "t::Queue"),
+                ty(
+                    TyKind::Ref {
+                        pointee: QUEUE,
+                        mutable: true,
+                    },
+                    "&mut t::Queue",
+                ),
+                ty(adt_ty("t::Pushed"), "t::Pushed"),
+                ty(TyKind::Uint("u32".into()), "u32"),
+            ],
+            instances: vec![],
+            vtables: vec![],
+            statics: vec![],
+            items: vec![],
+            adts: vec![
+                adt(
+                    "t::Pushed",
+                    AdtKind::Enum,
+                    vec![(0, vec![]), (1, vec!["u32"])],
+                ),
+                adt("t::Queue", AdtKind::Struct, vec![(0, vec!["bool", "u32"])]),
+            ],
+            externals: vec![],
+        }
+    }
+
+    fn block(statements: Vec<StatementKind>, terminator: TerminatorKind) -> Block {
+        Block {
+            statements: statements
+                .into_iter()
+                .map(|kind| Statement {
+                    kind,
+                    span: Span::DUMMY,
+                })
+                .collect(),
+            terminator: Terminator {
+                kind: terminator,
+                span: Span::DUMMY,
+            },
+            is_cleanup: false,
+        }
+    }
+
+    /// `fn push(_1: &mut Queue) -> RET { _2 = copy (*_1).FIELD; switchInt(move _2) … }`
+    fn push(ret: TyId, field: u32, field_ty: TyId, switch: bool) -> Body {
+        let local = |ty| LocalDecl {
+            ty,
+            span: Span::DUMMY,
+            mutable: true,
+        };
+        let read = StatementKind::Assign {
+            place: Place {
+                local: 2,
+                projection: Box::new([]),
+            },
+            rvalue: Box::new(Rvalue::Use(Operand::Copy(Place {
+                local: 1,
+                projection: Box::new([
+                    Projection::Deref,
+                    Projection::Field {
+                        index: field,
+                        ty: field_ty,
+                    },
+                ]),
+            }))),
+        };
+        let first = if switch {
+            TerminatorKind::SwitchInt {
+                discr: Operand::Move(Place {
+                    local: 2,
+                    projection: Box::new([]),
+                }),
+                targets: vec![SwitchTarget {
+                    value: 0,
+                    target: 1,
+                }],
+                otherwise: 2,
+            }
+        } else {
+            TerminatorKind::Goto { target: 1 }
+        };
+        Body {
+            arg_count: 1,
+            locals: vec![local(ret), local(QUEUE_MUT), local(field_ty)],
+            blocks: vec![
+                block(vec![read], first),
+                block(vec![], TerminatorKind::Return),
+                block(vec![], TerminatorKind::Return),
+            ],
+            var_names: vec![],
+            span: Span::DUMMY,
+            drop_elaborated: true,
+        }
+    }
+
+    #[test]
+    fn a_result_decided_by_a_flag_of_the_pointee_splits_by_its_value() {
+        let split = entry_split(&dump(), &push(PUSHED, 0, BOOL, true)).expect("splits");
+        assert!(split.pointee && split.value);
+        assert_eq!(split.field, Some(0));
+        assert_eq!(split.variants, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_test_helper_returning_the_flag_splits_without_a_branch() {
+        // `_2 = copy (*_1).0; _0 = Not(move _2)`.
+        let mut helper = push(BOOL, 0, BOOL, false);
+        helper.blocks[0].statements.push(Statement {
+            kind: StatementKind::Assign {
+                place: Place {
+                    local: 0,
+                    projection: Box::new([]),
+                },
+                rvalue: Box::new(Rvalue::UnaryOp {
+                    op: UnOp::Not,
+                    operand: Operand::Move(Place {
+                        local: 2,
+                        projection: Box::new([]),
+                    }),
+                }),
+            },
+            span: Span::DUMMY,
+        });
+        let split = entry_split(&dump(), &helper).expect("splits");
+        assert!(split.value);
+        assert_eq!(split.field, Some(0));
+    }
+
+    #[test]
+    fn no_split_on_a_field_that_is_not_a_flag_or_a_result_it_cannot_decide() {
+        // Branching on a `u32` field.
+        assert!(entry_split(&dump(), &push(PUSHED, 1, U32, true)).is_none());
+        // Returning a `u32`.
+        assert!(entry_split(&dump(), &push(U32, 0, BOOL, true)).is_none());
+        // An enum result, but the flag is read without a branch on it.
+        assert!(entry_split(&dump(), &push(PUSHED, 0, BOOL, false)).is_none());
+        // A `bool` result the flag does not flow into.
+        assert!(entry_split(&dump(), &push(BOOL, 0, BOOL, false)).is_none());
+    }
 }
