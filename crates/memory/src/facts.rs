@@ -1314,21 +1314,40 @@ impl Facts {
 
         changed |= self.objects.join(&other.objects);
         changed |= self.objects.set_guarded(guarded);
-        self.known
-            .retain(|slot, k| match (&*k, other.known.get(slot)) {
-                (a, Some(b)) if a == b => true,
-                (Known::IsNot(a), Some(Known::IsNot(b))) => {
-                    let common: Vec<u128> = a.iter().filter(|x| b.contains(x)).copied().collect();
-                    if common.is_empty() {
-                        false
-                    } else {
-                        changed |= common.len() != a.len();
-                        *k = Known::IsNot(common);
-                        true
-                    }
+        // The values neither side can have stay excluded: one variant on
+        // each side (`Ok` here, `OkNotifyPoll` there) is "neither of the
+        // others" of the enum's variants after the merge.
+        let domains = &self.domains;
+        let other_domains = &other.domains;
+        self.known.retain(|slot, k| {
+            let excluded = |x: &Known, domain: Option<&Vec<u128>>| -> Option<Vec<u128>> {
+                match x {
+                    Known::IsNot(v) => Some(v.clone()),
+                    Known::Is(v) => Some(domain?.iter().filter(|d| *d != v).copied().collect()),
                 }
-                _ => false,
-            });
+            };
+            let Some(b) = other.known.get(slot) else {
+                return false;
+            };
+            if &*k == b {
+                return true;
+            }
+            let domain = match slot.1 {
+                Aspect::Discr => domains.get(&slot.0).or_else(|| other_domains.get(&slot.0)),
+                Aspect::Value => None,
+            };
+            let (Some(a), Some(b)) = (excluded(k, domain), excluded(b, domain)) else {
+                return false;
+            };
+            let common: Vec<u128> = a.iter().filter(|x| b.contains(x)).copied().collect();
+            if common.is_empty() {
+                return false;
+            }
+            let new = Known::IsNot(common);
+            changed |= *k != new;
+            *k = new;
+            true
+        });
         changed
             || before
                 != (

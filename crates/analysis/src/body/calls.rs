@@ -363,6 +363,17 @@ impl BodyAnalysis<'_> {
                                         Some(f) => key.with(ProjKey::Field(f)),
                                         None => key,
                                     };
+                                    // The variants it may have: cases that
+                                    // return different ones, merged, still
+                                    // exclude the rest (`Ok` or
+                                    // `OkNotifyPoll`, never `FailedDead`).
+                                    if summary.ret_field.is_none()
+                                        && let Some(discrs) = self
+                                            .place_ty(destination)
+                                            .and_then(|t| self.enum_discrs(t))
+                                    {
+                                        facts.set_domain(&key, discrs);
+                                    }
                                     facts.set_known(key, Aspect::Discr, d)
                                 }
                                 RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),

@@ -202,6 +202,12 @@ impl BodyAnalysis<'_> {
             // its glue's contract says (a field of it, say).
             TerminatorKind::Drop { place, .. } => {
                 let k = facts.object_key(&PlaceKey::of(place)?);
+                // An enum that can only hold variants without fields (its
+                // variant tested, or known from the callee that made it,
+                // on every path merged here).
+                if self.no_payload(facts, &k) {
+                    return Some(vec![Bounds::nothing()]);
+                }
                 if let Some(releases) = &summary.liveness.releases {
                     let mapped: Option<Vec<Bounds>> = releases
                         .iter()

@@ -420,13 +420,18 @@ impl BodyAnalysis<'_> {
     /// have has no fields, it refers to no object (a `None`).
     pub(crate) fn learn_variant(&self, facts: &mut Facts, key: &PlaceKey) {
         let key = facts.object_key(key);
-        let Some(adt) = self
-            .object_place_ty(&key)
-            .and_then(|t| self.dump.enum_of(t))
-        else {
-            return;
+        if self.no_payload(facts, &key) {
+            facts.objects_mut().learn(key, &Bounds::nothing());
+        }
+    }
+
+    /// Whether the enum at `key` (an object key) can only hold variants
+    /// without fields, by what the facts know of its discriminant.
+    pub(crate) fn no_payload(&self, facts: &Facts, key: &PlaceKey) -> bool {
+        let Some(adt) = self.object_place_ty(key).and_then(|t| self.dump.enum_of(t)) else {
+            return false;
         };
-        let empty = match facts.known(&key, memory::Aspect::Discr) {
+        match facts.known(key, memory::Aspect::Discr) {
             Some(memory::Known::Is(d)) => adt
                 .variants
                 .iter()
@@ -437,9 +442,6 @@ impl BodyAnalysis<'_> {
                 .filter(|v| !not.contains(&v.discr))
                 .all(|v| v.fields.is_empty()),
             None => false,
-        };
-        if empty {
-            facts.objects_mut().learn(key, &Bounds::nothing());
         }
     }
 
