@@ -265,6 +265,9 @@ pub fn describe(a: &Analysed, id: FnId) -> Vec<SummaryLine> {
             )
         }
         Source::Spec { name } => format!("the spec entry of `{name}`"),
+        Source::RustSpec { path } => format!(
+            "the spec's `[rust]` entry of `{path}` (its lock effect and blocking), over its body where it has one"
+        ),
         Source::UnknownForeign => {
             "default for C functions the spec does not describe: may sleep".into()
         }

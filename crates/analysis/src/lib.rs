@@ -25,6 +25,7 @@ mod function;
 mod index;
 mod liveness;
 mod lock_runs;
+mod rust_spec;
 mod summary;
 
 use std::collections::{BTreeSet, HashMap};
