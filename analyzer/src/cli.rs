@@ -282,10 +282,11 @@ pub enum Profile {
     /// `__rust_alloc` is `GFP_KERNEL`), and C functions the spec does not
     /// describe may sleep.
     Kernel,
-    /// Any other program (a cargo project, an embedded firmware): no
-    /// built-in spec, and C functions the spec does not describe constrain
-    /// nothing. Annotations, `--spec` files and klint's `core` annotations
-    /// still apply.
+    /// Any other program (a cargo project, an embedded firmware): the
+    /// built-in userspace spec (the lock APIs of std, parking_lot and spin,
+    /// std's blocking calls), and C functions the spec does not describe
+    /// constrain nothing. Annotations, `--spec` files and klint's `core`
+    /// annotations still apply.
     Userspace,
 }
 

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod diag;
 pub mod input;
+pub mod lock_apis;
 pub mod pipeline;
 pub mod print;
 pub mod progress;

@@ -132,14 +132,22 @@ pub(crate) fn guard_pointer(
         ),
         _ => (Vec::new(), ret),
     };
-    let adt = dump.adt_of(guard_ty)?;
-    let index = adt
-        .variants
-        .first()?
-        .fields
-        .iter()
-        .position(|f| f.name.as_str() == field)?;
-    proj.push(ProjKey::Field(u32::try_from(index).ok()?));
+    // Down the guard's fields to the one holding the pointer, each but the
+    // last held inline (`spin::MutexGuard { inner: SpinMutexGuard { lock } }`).
+    let mut adt = dump.adt_of(guard_ty)?;
+    let mut names = field.split('.').peekable();
+    while let Some(name) = names.next() {
+        let fields = &adt.variants.first()?.fields;
+        let index = fields.iter().position(|f| f.name.as_str() == name)?;
+        proj.push(ProjKey::Field(u32::try_from(index).ok()?));
+        if names.peek().is_some() {
+            let declared = fields[index].ty.as_str();
+            if declared_pointee(declared).is_some() {
+                return None;
+            }
+            adt = dump.adt(adt_path(declared))?;
+        }
+    }
     Some((proj, loc.clone()))
 }
 

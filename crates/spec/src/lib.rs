@@ -463,7 +463,8 @@ pub struct RustLock {
     /// Field names below what the argument points to; empty: the pointee.
     pub fields: Vec<String>,
     /// The field of the returned guard (the value returned, or the payload
-    /// of `Ok`/`Some` when it succeeds) that points to the lock, for a body
+    /// of `Ok`/`Some` when it succeeds) that points to the lock, as a path
+    /// of fields held inline (`inner.lock`), for a body
     /// whose return does not show it (`std::sync::Mutex::try_lock` builds
     /// the guard behind a `?`).
     pub guard: Option<String>,

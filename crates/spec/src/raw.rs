@@ -860,11 +860,11 @@ fn rust_lock(
                 "`guard` names the field of a returned guard: only for op `acquire` or `try_acquire`",
             );
         }
-        Some(guard) if !is_field(guard.get_ref()) => {
+        Some(guard) if !guard.get_ref().split('.').all(is_field) => {
             return Err(ctx.error(
                 Some(guard.span()),
                 format!(
-                    "{subject}: invalid `guard = \"{}\"`: the name of one field of the guard (`lock`)",
+                    "{subject}: invalid `guard = \"{}\"`: the guard's field holding the pointer to the lock, field names joined by `.` (`lock`, `inner.lock`)",
                     guard.get_ref()
                 ),
             ));

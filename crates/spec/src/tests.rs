@@ -1540,7 +1540,7 @@ fn rust_item_locks() {
             "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", field = \"inner..lock\" } }\n",
             "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"futex\" } }\n",
             "[rust]\n\"a::G::drop\" = { lock = { op = \"release\", arg = 0, kind = \"mutex\", guard = \"lock\" } }\n",
-            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", guard = \"a.b\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", guard = \"a b\" } }\n",
             "[rust]\n\"a::irq::disable\" = { lock = { op = \"acquire\", kind = \"irq\", field = \"x\" } }\n",
             "[rust]\n\"a::M::<T>::lock\" = { blocks = false }\n",
             "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", class = \"x\" } }\n",
