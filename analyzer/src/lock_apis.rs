@@ -30,6 +30,25 @@ fn without_generics(name: &str) -> String {
     out.replace("::::", "::")
 }
 
+/// The item path of the function the program calls by the name `name`
+/// (its path as the code spells it, generic arguments left out): what a
+/// `[rust]` entry that used the name should say instead.
+pub fn item_named(program: &Program, name: &str) -> Option<String> {
+    let name = without_generics(&spec::without_lifetimes(name));
+    let mut items: Vec<&str> = program
+        .functions
+        .iter()
+        .filter(|f| without_generics(&f.name) == name)
+        .map(|f| f.item_path.as_str())
+        .collect();
+    items.sort_unstable();
+    items.dedup();
+    match items.as_slice() {
+        [one] => Some(one.to_string()),
+        _ => None,
+    }
+}
+
 /// The spec entries of `spec` with a lock acquisition or blocking that
 /// name a function of `program`.
 pub fn recognised(program: &Program, spec: &spec::Spec) -> Recognised {

@@ -550,13 +550,23 @@ fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatc
                     "a `[field]` entry is `struct.field` of a struct the program's types use",
                 ),
             };
-            Diagnostic::warning(format!(
+            let mut d = Diagnostic::warning(format!(
                 "spec entry `{}` ({}) {what}: it applies to nothing",
                 crate::diag::clip(&e.key),
                 e.origin
             ))
-            .help(help)
-            .emit();
+            .help(help);
+            if e.table == "rust"
+                && let Some(item) = crate::lock_apis::item_named(program, &e.key)
+            {
+                // `std::thread::sleep` is the item `std::thread::functions::sleep`.
+                d = d.help(format!(
+                    "the program's `{}` is the item `{}`",
+                    crate::diag::clip(&e.key),
+                    crate::diag::clip(&item)
+                ));
+            }
+            d.emit();
             out.push(Unmatched {
                 kind: format!("spec [{}]", e.table),
                 entry: crate::diag::clip(&e.key).into_owned(),
