@@ -69,14 +69,14 @@ pub(crate) fn external_summary(
                         )
                     },
                     None => {
-                        // A C function by its link name; a Rust-mangled
-                        // one (the allocator shims `extern "Rust"` declares)
-                        // by its path, `alloc::alloc::__rust_alloc`.
-                        unknown.insert(if f.symbol.starts_with("_R") {
-                            f.name.to_string()
-                        } else {
-                            f.symbol.to_string()
-                        });
+                        // Listed as a C function the spec does not know
+                        // when it is one: not a Rust-mangled declaration
+                        // (the allocator shims `extern "Rust"` declares,
+                        // `alloc::alloc::__rust_alloc`, which the Rust
+                        // runtime defines) nor an LLVM intrinsic.
+                        if is_c_function(&f.symbol) {
+                            unknown.insert(f.symbol.to_string());
+                        }
                         match input.spec.unknown {
                             spec::Unknown::MaySleep => Summary::may_sleep(Source::UnknownForeign),
                             spec::Unknown::NoConstraint => {
@@ -105,6 +105,15 @@ pub(crate) fn external_summary(
             annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)),
         ),
     }
+}
+
+/// Whether a foreign function's link name is a C function's: not a Rust
+/// symbol (v0 `_R…` or legacy `_ZN…17h<hash>E` mangling) nor an LLVM
+/// intrinsic (`llvm.…`).
+fn is_c_function(symbol: &str) -> bool {
+    !(symbol.starts_with("_R")
+        || (symbol.starts_with("_ZN") && symbol.ends_with('E'))
+        || symbol.starts_with("llvm."))
 }
 
 /// The lock a spec's lock effect is about, in the C function's terms: the
