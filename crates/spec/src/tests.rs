@@ -1568,3 +1568,27 @@ fn rust_item_lock_arg_past_arity() {
         "t.toml:2:54: Rust item `a::M::<T>::lock`: `lock.arg = 1` names argument 1 (0-based), but it takes 1 argument"
     );
 }
+
+/// The `[rust]` example of docs/locks.md ("Userspace lock APIs") parses
+/// and says what the text says.
+#[test]
+fn locks_doc_example_parses() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/locks.md"))
+        .unwrap();
+    let section = doc
+        .split("A lock another library provides")
+        .nth(1)
+        .expect("the section of docs/locks.md");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a toml block");
+    let spec = Spec::parse(block, "docs/locks.md").unwrap_or_else(|e| panic!("{e}"));
+    let lock = spec.rust_item("mylocks::Ticket::<T>::lock").unwrap();
+    assert_eq!(
+        lock.lock.as_ref().and_then(|l| l.guard.as_deref()),
+        Some("lock")
+    );
+    assert!(spec.rust_item("mylib::wait_for_irq").unwrap().blocks);
+}
