@@ -145,7 +145,7 @@ fn kind_of(block: &str) -> &'static str {
         "double-lock"
     } else if first.contains("lock order inversion") {
         "lock-order-inversion"
-    } else if first.contains("expects the preemption count to be 0") {
+    } else if first.contains("may block, but the context is atomic here") {
         "sleep-in-atomic"
     } else if first.contains("returns with lock") {
         "lock-leak"

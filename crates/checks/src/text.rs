@@ -212,7 +212,7 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                     "takes or releases a lock"
                 };
                 notes.push(Note::text(format!(
-                    "`{who}` {what}, which the spec says of `{path}`{why}, so it expects the preemption count to be {}",
+                    "`{who}` {what}, which the spec says of `{path}`{why}, so it needs the count of atomic contexts held to be {}",
                     s.expect
                 )));
                 break;
