@@ -303,3 +303,39 @@ fn every_module_has_a_snapshot() {
     listed.sort();
     assert_eq!(modules(), listed);
 }
+
+/// The HTML report says which lock APIs the result covers, and when none.
+#[test]
+fn the_html_report_names_the_lock_apis_seen() {
+    let run = checked();
+    let dir = run.dumps.parent().unwrap();
+    let out = common::kanalyze(
+        &fixtures_dir().join(PROJECT),
+        &[
+            "report",
+            run.dumps.to_str().unwrap(),
+            "--no-cache",
+            "--html",
+            dir.join("html").to_str().unwrap(),
+        ],
+    );
+    out.assert_no_panic();
+    let page = std::fs::read_to_string(dir.join("html/index.html")).unwrap();
+    assert!(page.contains("lock APIs recognised"), "{}", out.stderr);
+    assert!(page.contains("std::sync::Mutex"));
+    assert!(page.contains("blocking calls recognised"));
+
+    let bare = test_harness::extract(&[test_harness::CrateSpec::lib("ui/profiles.rs")]);
+    std::fs::remove_file(bare.dir.path().join("kanalyze.toml")).unwrap();
+    let out = common::kanalyze(
+        bare.dir.path(),
+        &["report", "kmir", "--no-cache", "--html", "html"],
+    );
+    out.assert_no_panic();
+    let page = std::fs::read_to_string(bare.dir.path().join("html/index.html")).unwrap();
+    assert!(
+        page.contains("none the spec describes (only locks the program&#39;s annotations or --spec files describe are checked)"),
+        "{}",
+        out.stderr
+    );
+}
