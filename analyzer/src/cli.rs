@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "kanalyze",
     version,
-    about = "Whole-program analysis of kernel Rust code from kextract's MIR dumps"
+    about = "Whole-program lock and atomic-context analysis of Rust programs (the Linux kernel's Rust, or a cargo project) from kextract's MIR dumps"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,7 +19,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Analyse the program (the default: `kanalyze DIR` is `kanalyze check DIR`):
-    /// sleep in atomic context and preemption-count rule violations.
+    /// blocking in atomic context (a spinlock held), double locks, lock-order
+    /// inversions and the other lock-state and preemption-count rules.
     Check(CheckArgs),
     /// Show the inferred summary of one function and why.
     Summary(SummaryArgs),
@@ -282,10 +283,11 @@ pub enum Profile {
     /// `__rust_alloc` is `GFP_KERNEL`), and C functions the spec does not
     /// describe may sleep.
     Kernel,
-    /// Any other program (a cargo project, an embedded firmware): no
-    /// built-in spec, and C functions the spec does not describe constrain
-    /// nothing. Annotations, `--spec` files and klint's `core` annotations
-    /// still apply.
+    /// Any other program (a cargo project, an embedded firmware): the
+    /// built-in userspace spec (the lock APIs of std, parking_lot and spin,
+    /// std's blocking calls), and C functions the spec does not describe
+    /// constrain nothing. Annotations, `--spec` files and klint's `core`
+    /// annotations still apply.
     Userspace,
 }
 

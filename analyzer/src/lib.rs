@@ -39,6 +39,8 @@
 //!   finding kind's level), `edit_distance` (did-you-mean suggestions),
 //!   `kernel_target` (whether a dump was built for the kernel),
 //!   `user_file` (reading a file the user names).
+//! * `lock_apis`: the lock APIs and blocking calls of the profile's spec
+//!   the program uses, named in the summary (or that none was seen).
 //!
 //! `pipeline`'s audit (`--audit-invariants`) reruns the analysis once per
 //! declaration left out, side by side; each solves again only what the
@@ -54,6 +56,7 @@ pub mod edit_distance;
 pub mod input;
 pub mod kernel_target;
 pub mod level;
+pub mod lock_apis;
 pub mod pipeline;
 pub mod print;
 pub mod progress;

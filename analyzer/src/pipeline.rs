@@ -694,13 +694,23 @@ fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatc
                     "a `[field]` entry is `struct.field` of a struct the program's types use",
                 ),
             };
-            Diagnostic::warning(format!(
+            let mut d = Diagnostic::warning(format!(
                 "spec entry `{}` ({}) {what}: it applies to nothing",
                 crate::diag::clip(&e.key),
                 e.origin
             ))
-            .help(help)
-            .emit();
+            .help(help);
+            if e.table == "rust"
+                && let Some(item) = crate::lock_apis::item_named(program, &e.key)
+            {
+                // `std::thread::sleep` is the item `std::thread::functions::sleep`.
+                d = d.help(format!(
+                    "the program's `{}` is the item `{}`",
+                    crate::diag::clip(&e.key),
+                    crate::diag::clip(&item)
+                ));
+            }
+            d.emit();
             out.push(Unmatched {
                 kind: format!("spec [{}]", e.table),
                 entry: crate::diag::clip(&e.key).into_owned(),
@@ -887,6 +897,11 @@ pub fn entirely_upstream(program: &Program, f: &Finding) -> bool {
         .peekable();
     if locs.peek().is_none() || !locs.all(upstream) {
         return false;
+    }
+    // A lock a library function leaves held (or releases without holding)
+    // is its own balance, whoever calls it.
+    if checks::about_own_balance(f.kind) {
+        return true;
     }
     let trace = f
         .trace_from

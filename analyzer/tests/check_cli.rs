@@ -453,7 +453,29 @@ fn explain_kinds() {
             kind.name
         );
     }
-    // Every kind explains itself with an example and a fix.
+    // Each family is one heading, its kinds under it.
+    for kind in checks::KINDS {
+        let heading = format!("\n{}:\n", kind.family);
+        assert_eq!(
+            index.matches(&heading).count(),
+            1,
+            "{} is not one heading:\n{index}",
+            kind.family
+        );
+    }
+    // Every kind explains itself with an example and a fix, and says its
+    // first sentence once.
+    for kind in checks::KINDS {
+        let (_, text, _) = kanalyze(&["explain", kind.name], dir);
+        let paragraphs: Vec<&str> = text.split("\n\n").collect();
+        let opening = |p: &str| p.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+        assert_ne!(
+            opening(paragraphs[1]),
+            opening(paragraphs[2]),
+            "{}: says its first sentence twice:\n{text}",
+            kind.name
+        );
+    }
     for kind in checks::KINDS {
         let (code, text, _) = kanalyze(&["explain", kind.name], dir);
         assert_eq!(code, 0);

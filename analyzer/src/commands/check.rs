@@ -573,6 +573,10 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
     if let Some(used) = crate::pipeline::files_used_text(&a.files_used) {
         writeln!(out, "kanalyze: {used}")?;
     }
+    let recognised = crate::lock_apis::recognised(&a.program, &a.spec);
+    if let Some(apis) = crate::lock_apis::text(a.profile.0.as_str(), &a.spec, &recognised) {
+        writeln!(out, "kanalyze: {apis}")?;
+    }
     writeln!(out, "{line}")?;
     if a.declarations_left_out > 0 {
         let n = a.declarations_left_out;

@@ -39,19 +39,24 @@ fn index(out: &mut dyn Write) -> io::Result<()> {
         out,
         "Finding kinds (`kanalyze explain KIND` for one; levels with --deny/--warn/--allow KIND):\n"
     )?;
-    let mut family = "";
+    // Each family once, in the order its first kind comes in.
+    let mut families: Vec<&str> = Vec::new();
     for k in checks::KINDS {
-        if k.family != family {
-            family = k.family;
-            writeln!(out, "{family}:")?;
+        if !families.contains(&k.family) {
+            families.push(k.family);
         }
-        writeln!(
-            out,
-            "  {:width$}  {:7}  {}",
-            k.name,
-            k.severity.as_str(),
-            k.summary
-        )?;
+    }
+    for family in families {
+        writeln!(out, "{family}:")?;
+        for k in checks::KINDS.iter().filter(|k| k.family == family) {
+            writeln!(
+                out,
+                "  {:width$}  {:7}  {}",
+                k.name,
+                k.severity.as_str(),
+                k.summary
+            )?;
+        }
     }
     Ok(())
 }
@@ -64,7 +69,12 @@ fn explain(kind: &findings::Kind, out: &mut dyn Write) -> io::Result<()> {
         kind.severity.as_str(),
         kind.family
     )?;
-    writeln!(out, "{}.\n", capitalised(kind.summary))?;
+    // The one-line summary, unless the explanation opens with the long
+    // form of the same sentence (its first words are the summary's).
+    let summary = capitalised(kind.summary);
+    if !restates(kind.explanation, &summary) {
+        writeln!(out, "{summary}.\n")?;
+    }
     // The declaration's doc comment, one line per source line: rejoin it
     // into paragraphs; a fenced block (an example) keeps its lines,
     // indented.
@@ -95,6 +105,23 @@ fn explain(kind: &findings::Kind, out: &mut dyn Write) -> io::Result<()> {
         "Report it as an error, a warning or not at all with `--deny {0}`, `--warn {0}` or `--allow {0}` (docs/output.md).",
         kind.name
     )
+}
+
+/// Whether `explanation` opens with the sentence `summary` says, in its
+/// long form: their first four words are the same.
+fn restates(explanation: &str, summary: &str) -> bool {
+    const WORDS: usize = 4;
+    let words = |t: &str| -> Vec<String> {
+        t.split_whitespace()
+            .take(WORDS)
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .collect()
+    };
+    let (a, b) = (words(explanation), words(summary));
+    a.len() == WORDS && a == b
 }
 
 fn capitalised(s: &str) -> String {

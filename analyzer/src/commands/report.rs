@@ -90,6 +90,26 @@ pub fn run(args: &ReportArgs) -> u8 {
             a.program.stats.bodies.to_string(),
         ),
     ];
+    facts.push(("profile".to_string(), a.profile.0.as_str().to_string()));
+    // Which lock APIs the result covers: a clean page over a program whose
+    // locks kanalyze does not know proves little, and says so.
+    if a.spec.rust_lock_entries().next().is_some() {
+        let recognised = crate::lock_apis::recognised(&a.program, &a.spec);
+        facts.push((
+            "lock APIs recognised".to_string(),
+            if recognised.locks.is_empty() {
+                "none the spec describes (only locks the program's annotations or --spec files describe are checked)".to_string()
+            } else {
+                recognised.locks.join(", ")
+            },
+        ));
+        if !recognised.blocking.is_empty() {
+            facts.push((
+                "blocking calls recognised".to_string(),
+                recognised.blocking.join(", "),
+            ));
+        }
+    }
     if baseline.is_some() {
         facts.push(("known in the baseline".to_string(), known.to_string()));
     }

@@ -302,6 +302,9 @@ fn source_text(source: &Source) -> String {
             )
         }
         Source::Spec { name } => format!("the spec entry of `{name}`"),
+        Source::RustSpec { path } => format!(
+            "the spec's `[rust]` entry of `{path}` (its lock effect and blocking), over its body where it has one"
+        ),
         Source::UnknownForeign => {
             "default for C functions the spec does not describe: may sleep".into()
         }

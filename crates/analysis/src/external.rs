@@ -69,14 +69,14 @@ pub(crate) fn external_summary(
                         )
                     },
                     None => {
-                        // A C function by its link name; a Rust-mangled
-                        // one (the allocator shims `extern "Rust"` declares)
-                        // by its path, `alloc::alloc::__rust_alloc`.
-                        unknown.insert(if f.symbol.starts_with("_R") {
-                            f.name.to_string()
-                        } else {
-                            f.symbol.to_string()
-                        });
+                        // Listed as a C function the spec does not know
+                        // when it is one: not a Rust-mangled declaration
+                        // (the allocator shims `extern "Rust"` declares,
+                        // `alloc::alloc::__rust_alloc`, which the Rust
+                        // runtime defines) nor an LLVM intrinsic.
+                        if is_c_function(&f.symbol) {
+                            unknown.insert(f.symbol.to_string());
+                        }
                         match input.spec.unknown {
                             spec::Unknown::MaySleep => Summary::may_sleep(Source::UnknownForeign),
                             spec::Unknown::NoConstraint => {
@@ -87,9 +87,16 @@ pub(crate) fn external_summary(
                 }
             }))
         }
-        FnKind::Upstream { .. } => {
-            Some(annotated(&f.item_path).unwrap_or_else(|| Summary::neutral(Source::NotExtracted)))
-        }
+        FnKind::Upstream { .. } => Some(annotated(&f.item_path).unwrap_or_else(|| {
+            match input
+                .spec
+                .rust_item(&f.item_path)
+                .filter(|r| r.has_effect())
+            {
+                Some(r) => crate::rust_spec::without_body(&f.item_path, r, id),
+                None => Summary::neutral(Source::NotExtracted),
+            }
+        })),
         FnKind::Shim => Some(Summary::neutral(Source::Builtin)),
         FnKind::Unknown(IndirectKey::FnPtr { .. }) => {
             Some(Summary::may_sleep(Source::UnknownIndirect))
@@ -98,6 +105,15 @@ pub(crate) fn external_summary(
             annotated(trait_method).unwrap_or_else(|| Summary::may_sleep(Source::UnknownIndirect)),
         ),
     }
+}
+
+/// Whether a foreign function's link name is a C function's: not a Rust
+/// symbol (v0 `_R…` or legacy `_ZN…17h<hash>E` mangling) nor an LLVM
+/// intrinsic (`llvm.…`).
+fn is_c_function(symbol: &str) -> bool {
+    !(symbol.starts_with("_R")
+        || (symbol.starts_with("_ZN") && symbol.ends_with('E'))
+        || symbol.starts_with("llvm."))
 }
 
 /// The lock a spec's lock effect is about, in the C function's terms: the
@@ -120,10 +136,21 @@ fn spec_lock_path(effect: &spec::LockEffect) -> memory::Location {
 /// The cases of a C function from its spec: a `try_acquire` raises the
 /// count (for a spinning kind) and holds the lock only when it succeeds.
 fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
-    let Some(effect) = &s.lock else {
-        return vec![Case::always(s.adjust)];
-    };
-    let lock = spec_lock_path(effect);
+    match &s.lock {
+        Some(effect) => effect_cases(effect, spec_lock_path(effect), s.adjust),
+        None => vec![Case::always(s.adjust)],
+    }
+}
+
+/// The cases of a lock effect on `lock` (in the function's terms) by a
+/// function whose count moves by `adjust`: a `try_acquire` raises the
+/// count further (for a spinning kind) and holds the lock only when it
+/// succeeds, which the returned value says.
+pub(crate) fn effect_cases(
+    effect: &spec::LockEffect,
+    lock: memory::Location,
+    adjust: i32,
+) -> Vec<Case> {
     match effect.op {
         spec::LockOp::Acquire => vec![Case {
             acquire: vec![Acquisition {
@@ -131,37 +158,44 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
                 kind: effect.kind,
                 trylock: false,
             }],
-            ..Case::always(s.adjust)
+            ..Case::always(adjust)
         }],
         spec::LockOp::Release => vec![Case {
             release: vec![lock],
-            ..Case::always(s.adjust)
+            ..Case::always(adjust)
         }],
         spec::LockOp::TryAcquire { success } => {
             let raise = i32::from(!effect.kind.may_sleep_while_held());
-            let failed = Case::always(s.adjust);
+            let failed = Case::always(adjust);
             let succeeded = Case {
                 acquire: vec![Acquisition {
                     lock,
                     kind: effect.kind,
                     trylock: true,
                 }],
-                ..Case::always(s.adjust + raise)
+                ..Case::always(adjust + raise)
             };
-            let (zero, nonzero) = match success {
-                spec::TrySuccess::ReturnsNonZero => (failed, succeeded),
-                spec::TrySuccess::ReturnsZero => (succeeded, failed),
+            // (the returned value on success, on failure)
+            let (on_success, on_failure) = match success {
+                spec::TrySuccess::ReturnsNonZero => (RetFact::IsNot(0), RetFact::Is(0)),
+                spec::TrySuccess::ReturnsZero => (RetFact::Is(0), RetFact::IsNot(0)),
+                // `Result`: `Ok` is discriminant 0; `Option`: `Some` is 1.
+                spec::TrySuccess::ReturnsOk => (RetFact::Discr(0), RetFact::Discr(1)),
+                spec::TrySuccess::ReturnsSome => (RetFact::Discr(1), RetFact::Discr(0)),
             };
-            vec![
+            let mut cases = vec![
                 Case {
-                    ret: Some(RetFact::Is(0)),
-                    ..zero
+                    ret: Some(on_success),
+                    ..succeeded
                 },
                 Case {
-                    ret: Some(RetFact::IsNot(0)),
-                    ..nonzero
+                    ret: Some(on_failure),
+                    ..failed
                 },
-            ]
+            ];
+            // The order C functions' cases have always had: 0 first.
+            cases.sort_by_key(|c| !matches!(c.ret, Some(RetFact::Is(0)) | Some(RetFact::Discr(0))));
+            cases
         }
     }
 }
@@ -169,11 +203,23 @@ fn spec_cases(s: &spec::FnSpec) -> Vec<Case> {
 /// The acquisitions a C function makes, for the order graph.
 fn spec_takes(s: &spec::FnSpec, f: FnId) -> Vec<summary::Take> {
     match &s.lock {
-        Some(effect @ spec::LockEffect { op, kind, .. })
+        Some(effect) => effect_takes(effect, spec_lock_path(effect), f),
+        None => Vec::new(),
+    }
+}
+
+/// The acquisition a lock effect on `lock` makes, for the order graph.
+pub(crate) fn effect_takes(
+    effect: &spec::LockEffect,
+    lock: memory::Location,
+    f: FnId,
+) -> Vec<summary::Take> {
+    match effect {
+        spec::LockEffect { op, kind, .. }
             if !matches!(op, spec::LockOp::Release) && domains::has_object(*kind) =>
         {
             vec![summary::Take {
-                lock: spec_lock_path(effect),
+                lock,
                 kind: *kind,
                 trylock: matches!(op, spec::LockOp::TryAcquire { .. }),
                 reacquire: false,

@@ -81,6 +81,16 @@ pub(crate) fn analyze_function(
         };
         return Analyzed::quiet(Summary::fixed(adjust, expect, source));
     }
+    // A `[rust]` entry that says only that the item blocks describes the
+    // call as an `unchecked` annotation would: the body (a channel's wait,
+    // the OS underneath) is not read.
+    if let Some(r) = input
+        .spec
+        .rust_item(&inst.item_path)
+        .filter(|r| r.blocks && r.lock.is_none())
+    {
+        return Analyzed::quiet(crate::rust_spec::without_body(&inst.item_path, r, f));
+    }
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
@@ -334,6 +344,30 @@ pub(crate) fn analyze_function(
         });
     summary.identity_test = body::origins::identity_test(&krate.dump, body);
     summary.same_or_none = same_or_none;
+    // What the spec says of the item's locking and blocking, over what the
+    // body shows (`std::sync::Mutex::lock`: the lock is taken in code the
+    // body reaches only through atomics and the OS).
+    if let Some(r) = input
+        .spec
+        .rust_item(&inst.item_path)
+        .filter(|r| r.has_effect())
+    {
+        let lock = r
+            .lock
+            .as_ref()
+            .and_then(|l| Some((l, crate::rust_spec::lock_location(&krate.dump, body, l)?)));
+        let guard = lock
+            .as_ref()
+            .and_then(|(l, loc)| crate::rust_spec::guard_pointer(&krate.dump, body, l, loc));
+        crate::rust_spec::apply(
+            &mut summary,
+            &inst.item_path,
+            r,
+            lock.as_ref().map(|(l, loc)| (*l, loc)),
+            guard,
+            f,
+        );
+    }
     events.declares_adjust = declares_adjust;
     if let Some(d) = declared {
         events.declared = apply_declaration(&mut summary, d, body_effects);

@@ -20,8 +20,13 @@
 //!   runs; `external` gives the summaries of functions without a body
 //!   (annotations, spec, defaults); `declared` applies declarations; `drops`
 //!   the array, slice and `dyn` drop glue; `entry_split` splits a summary by
-//!   the variant of the first argument; `context` the call-site contexts of
-//!   specialisations; `domain` is this analysis as a `solver::SummaryDomain`.
+//!   the variant of the first argument (or of a field of it, or by the value
+//!   of a `bool` field the body branches on or returns); `context` the
+//!   call-site contexts of specialisations; `rust_spec` puts the spec's
+//!   `[rust]` lock effects and blocking over a Rust item's summary; `domain`
+//!   is this analysis as a `solver::SummaryDomain`; `reuse` solves again
+//!   after a change that reaches only some functions (the invariants
+//!   audit), recalling the rest from an earlier solve.
 //! * A `Summary` has cases with lock effects, `takes`, and the
 //!   last-reference expectation `expect_last`; its `last_place` says which
 //!   place below the first argument (fields, variants, and pointers:
@@ -127,6 +132,7 @@ mod index;
 mod liveness;
 mod lock_runs;
 mod reuse;
+mod rust_spec;
 mod summary;
 
 use std::collections::{BTreeSet, HashMap};

@@ -549,6 +549,9 @@ pub enum Source {
     Annotation { path: String, unchecked: bool },
     /// From the spec of C function `name`.
     Spec { name: String },
+    /// From the spec's `[rust]` entry of the Rust item `path` (its lock
+    /// effect or its blocking).
+    RustSpec { path: String },
     /// A C function the spec does not know: klint's default, "may sleep".
     UnknownForeign,
     /// A C function the spec does not know, in a program that is not the

@@ -60,6 +60,7 @@ use program::{FnId, FnKind, Program};
 
 pub use analysis::{Input, STEP_BUDGET};
 pub use annotation::BAD_ANNOTATION;
+pub use placement::about_own_balance;
 
 /// Every finding kind, in docs/output.md's order. `--deny`/`--warn`/`--allow` and
 /// `--explain` take these names; docs/output.md documents each (a test

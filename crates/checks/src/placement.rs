@@ -21,6 +21,10 @@
 //!   inlined `Option::map`) is moved to the nearest statement of the same
 //!   block that is the function's own code; the original location is a
 //!   note.
+//! * A `lock-leak` or `unbalanced-unlock` in a function of the standard
+//!   library stays there (counted, shown with `--include-upstream`): it is
+//!   about that function's own balance, which no call of the program's
+//!   changes.
 
 use findings::{Finding, Loc, Note};
 use program::{EdgeKind, FnId, Program};
@@ -42,6 +46,18 @@ const STD_CRATES: &[&str] = &[
     "unwind",
     "std_detect",
 ];
+
+/// The kinds about the lock balance of the function they are found in.
+const OWN_BALANCE: &[&str] = &[
+    crate::lock_state::LOCK_LEAK.name,
+    crate::lock_state::UNBALANCED_UNLOCK.name,
+];
+
+/// Whether findings of this kind are about the lock balance of the
+/// function they are found in (which its callers do not change).
+pub fn about_own_balance(kind: &str) -> bool {
+    OWN_BALANCE.contains(&kind)
+}
 
 /// How many library steps between the program's site and the finding are
 /// named in notes.
@@ -235,6 +251,12 @@ fn relocate(input: &Input<'_>, finding: &mut Finding) {
     // A finding whose trace is already continued by its notes (a double
     // lock proven by a caller) keeps its place.
     if finding.trace_from.is_some() || !is_library_loc(program, primary) {
+        return;
+    }
+    // A lock a standard library function leaves held or releases without
+    // holding is about that function's own balance: no call of the
+    // program's makes it or can mend it, so it stays where it is found.
+    if about_own_balance(finding.kind) && is_library_fn(program, function) {
         return;
     }
     // Library code inlined into a function of the program (an upstream

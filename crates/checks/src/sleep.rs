@@ -78,6 +78,8 @@ impl Texts<'_, '_> {
         } else {
             "call"
         };
+        // The userspace profile (its spec leaves C functions unconstrained).
+        let userspace = input.spec.unknown == spec::Unknown::NoConstraint;
         let mut finding = if v.last_reference {
             Finding::new(
                 &LAST_REFERENCE_IN_ATOMIC,
@@ -86,6 +88,14 @@ impl Texts<'_, '_> {
                     "if this {what} releases the last reference to an object, its teardown expects the preemption count to be {}",
                     v.callee_expect
                 ),
+            )
+        } else if userspace && v.callee_expect == annotations::ExpectRange::exactly(0) {
+            // Outside the kernel there is no preemption count to speak
+            // of: what is counted is the atomic contexts held.
+            Finding::new(
+                &SLEEP_IN_ATOMIC,
+                Severity::Error,
+                format!("this {what} may block, but the context is atomic here"),
             )
         } else {
             Finding::new(
@@ -110,6 +120,11 @@ impl Texts<'_, '_> {
             "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
         } else if v.possible.is_empty() {
             "but no preemption count here is consistent with what the function needs before this point".to_string()
+        } else if userspace {
+            format!(
+                "the count of atomic contexts held here (spinning locks, sections annotated atomic) is {}, and the callee needs {}",
+                v.possible, v.callee_expect
+            )
         } else {
             format!("but the possible preemption count at this point is {}", v.possible)
         }));

@@ -211,6 +211,23 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                 )));
                 break;
             }
+            Source::RustSpec { path } => {
+                let why = input
+                    .spec
+                    .rust_item(path)
+                    .and_then(|r| r.note.clone())
+                    .map_or(String::new(), |n| format!(": {n}"));
+                let what = if s.expect == annotations::ExpectRange::exactly(0) {
+                    "may block"
+                } else {
+                    "takes or releases a lock"
+                };
+                notes.push(Note::text(format!(
+                    "`{who}` {what}, which the spec says of `{path}`{why}, so it needs the count of atomic contexts held to be {}",
+                    s.expect
+                )));
+                break;
+            }
             Source::UnknownForeign => {
                 notes.push(Note::text(format!(
                     "`{}` is a C function the spec does not describe, so it is assumed to sleep",

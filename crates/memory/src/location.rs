@@ -149,6 +149,8 @@ const WRAPPERS: &[&str] = &[
     "Mutex",
     "RwLock",
     "RawSpinLock",
+    // spin's: `spin::Mutex` wraps a `SpinMutex` whose `lock` flag is the lock.
+    "SpinMutex",
     "UnsafeCell",
     "Opaque",
     "MaybeUninit",

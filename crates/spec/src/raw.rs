@@ -40,7 +40,7 @@ struct RawStack {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }`, `{ displaces_key_of = N }` or `{ failure = true }`"
+    expecting = "a table of facts: `{ lock = { op = \"acquire\", arg = N, kind = \"mutex\" } }`, `{ blocks = true }`, `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }`, `{ displaces_key_of = N }` or `{ failure = true }`"
 )]
 struct RawRust {
     failure: Option<bool>,
@@ -54,7 +54,36 @@ struct RawRust {
     looks_up_key: Option<Spanned<u32>>,
     node_key: Option<Spanned<u32>>,
     displaces_key_of: Option<Spanned<u32>>,
+    lock: Option<Spanned<RawRustLock>>,
+    blocks: Option<bool>,
     note: Option<String>,
+}
+
+/// `lock` of a `[rust]` entry: `{ op = "acquire", arg = 0, kind = "mutex",
+/// field = "lock" }`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"mutex\", field = \"…\", guard = \"…\" }`"
+)]
+struct RawRustLock {
+    op: RawOp,
+    arg: Option<Spanned<u32>>,
+    kind: Spanned<String>,
+    success: Option<RawRustSuccess>,
+    field: Option<Spanned<String>>,
+    guard: Option<Spanned<String>>,
+}
+
+/// How a Rust `try_lock` says it succeeded.
+#[derive(Deserialize)]
+enum RawRustSuccess {
+    #[serde(rename = "ok")]
+    Ok,
+    #[serde(rename = "some")]
+    Some,
+    #[serde(rename = "true")]
+    True,
 }
 
 /// `[field]`: `"blk_mq_ops.queue_rq" = { context = "1..", role = "…" }`.
@@ -343,11 +372,13 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             && raw.looks_up_key.is_none()
             && raw.node_key.is_none()
             && raw.displaces_key_of.is_none()
+            && raw.lock.is_none()
+            && raw.blocks != Some(true)
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key`, `displaces_key_of` or `failure = true`"
+                    "Rust item `{path}`: says nothing: give `lock`, `blocks = true`, `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key`, `displaces_key_of` or `failure = true`"
                 ),
             ));
         }
@@ -414,6 +445,10 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
         if let Some(n) = &raw.displaces_key_of {
             sites.push(ctx.site("displaces_key_of", n));
         }
+        let lock = match raw.lock {
+            Some(lock) => Some(rust_lock(&ctx, &path, lock, &mut sites)?),
+            None => None,
+        };
         rust.push((
             path,
             crate::RustSpec {
@@ -428,6 +463,8 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 node_key: raw.node_key.map(|n| *n.get_ref()),
                 displaces_key_of: raw.displaces_key_of.map(|n| *n.get_ref()),
                 failure: raw.failure == Some(true),
+                lock,
+                blocks: raw.blocks == Some(true),
                 note: raw.note,
             },
             sites,
@@ -506,6 +543,11 @@ fn validate_item_path(path: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A field name: an identifier, or the index of a tuple struct's field.
+fn is_field(s: &str) -> bool {
+    is_ident(s) || (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn is_ident(s: &str) -> bool {
@@ -699,32 +741,11 @@ fn convert(
     if let Some(lock) = raw.lock {
         let span = lock.span();
         let lock = lock.into_inner();
-        let kind = LockKind::from_name(lock.kind.get_ref()).ok_or_else(|| {
-            ctx.error(
-                Some(lock.kind.span()),
-                format!(
-                    "function `{name}`: unknown lock kind `{}`, expected one of {}",
-                    lock.kind.get_ref(),
-                    LockKind::ALL.map(|k| format!("`{k}`")).join(", ")
-                ),
-            )
-        })?;
+        let subject = format!("function `{name}`");
+        let kind = lock_kind(ctx, &subject, &lock.kind, lock.arg.is_some(), span.clone())?;
         let fail = |message: String| {
             Err(ctx.error(Some(span.clone()), format!("function `{name}`: {message}")))
         };
-        match (kind.is_global(), &lock.arg) {
-            (true, Some(_)) => {
-                return fail(format!(
-                    "lock kind `{kind}` is a global context and takes no `arg`"
-                ));
-            }
-            (false, None) => {
-                return fail(format!(
-                    "lock kind `{kind}` needs `arg`, the 0-based index of the lock argument"
-                ));
-            }
-            _ => {}
-        }
         let op = match (lock.op, lock.success) {
             (RawOp::Acquire, None) => LockOp::Acquire,
             (RawOp::Release, None) => LockOp::Release,
@@ -748,4 +769,118 @@ fn convert(
         });
     }
     Ok(spec)
+}
+
+/// The kind of a `lock` table, checked against whether it names an
+/// argument: a global context has none, a lock with an object needs one.
+fn lock_kind(
+    ctx: &Ctx<'_>,
+    subject: &str,
+    kind: &Spanned<String>,
+    has_arg: bool,
+    span: Range<usize>,
+) -> Result<LockKind, SpecError> {
+    let found = LockKind::from_name(kind.get_ref()).ok_or_else(|| {
+        ctx.error(
+            Some(kind.span()),
+            format!(
+                "{subject}: unknown lock kind `{}`, expected one of {}",
+                kind.get_ref(),
+                LockKind::ALL.map(|k| format!("`{k}`")).join(", ")
+            ),
+        )
+    })?;
+    match (found.is_global(), has_arg) {
+        (true, true) => Err(ctx.error(
+            Some(span),
+            format!("{subject}: lock kind `{found}` is a global context and takes no `arg`"),
+        )),
+        (false, false) => Err(ctx.error(
+            Some(span),
+            format!(
+                "{subject}: lock kind `{found}` needs `arg`, the 0-based index of the lock argument"
+            ),
+        )),
+        _ => Ok(found),
+    }
+}
+
+/// The `lock` of a `[rust]` entry, checked.
+fn rust_lock(
+    ctx: &Ctx<'_>,
+    path: &str,
+    lock: Spanned<RawRustLock>,
+    sites: &mut Vec<ArgSite>,
+) -> Result<crate::RustLock, SpecError> {
+    let span = lock.span();
+    let lock = lock.into_inner();
+    let subject = format!("Rust item `{path}`");
+    let kind = lock_kind(ctx, &subject, &lock.kind, lock.arg.is_some(), span.clone())?;
+    let fail = |message: &str| Err(ctx.error(Some(span.clone()), format!("{subject}: {message}")));
+    let op = match (lock.op, lock.success) {
+        (RawOp::Acquire, None) => LockOp::Acquire,
+        (RawOp::Release, None) => LockOp::Release,
+        (RawOp::TryAcquire, Some(success)) => LockOp::TryAcquire {
+            success: match success {
+                RawRustSuccess::Ok => TrySuccess::ReturnsOk,
+                RawRustSuccess::Some => TrySuccess::ReturnsSome,
+                RawRustSuccess::True => TrySuccess::ReturnsNonZero,
+            },
+        },
+        (RawOp::TryAcquire, None) => {
+            return fail(
+                "op `try_acquire` needs `success`: \"ok\" (a `Result`), \"some\" (an `Option`) or \"true\" (a `bool`)",
+            );
+        }
+        (_, Some(_)) => return fail("`success` is only meaningful with op `try_acquire`"),
+    };
+    let fields = match &lock.field {
+        None => Vec::new(),
+        Some(field) => {
+            if lock.arg.is_none() {
+                return fail("`field` is a path below the lock argument and needs `arg`");
+            }
+            let fields: Vec<String> = field.get_ref().split('.').map(str::to_string).collect();
+            if !fields.iter().all(|f| is_field(f)) {
+                return Err(ctx.error(
+                    Some(field.span()),
+                    format!(
+                        "{subject}: invalid `field = \"{}\"`: field names joined by `.` (`lock`, `inner.lock`)",
+                        field.get_ref()
+                    ),
+                ));
+            }
+            fields
+        }
+    };
+    let guard = match lock.guard {
+        None => None,
+        Some(_) if matches!(op, LockOp::Release) => {
+            return fail(
+                "`guard` names the field of a returned guard: only for op `acquire` or `try_acquire`",
+            );
+        }
+        Some(guard) if !guard.get_ref().split('.').all(is_field) => {
+            return Err(ctx.error(
+                Some(guard.span()),
+                format!(
+                    "{subject}: invalid `guard = \"{}\"`: the guard's field holding the pointer to the lock, field names joined by `.` (`lock`, `inner.lock`)",
+                    guard.get_ref()
+                ),
+            ));
+        }
+        Some(guard) => Some(guard.into_inner()),
+    };
+    if let Some(arg) = &lock.arg {
+        sites.push(ctx.site("lock.arg", arg));
+    }
+    Ok(crate::RustLock {
+        guard,
+        effect: LockEffect {
+            op,
+            arg: lock.arg.map(|a| *a.get_ref()),
+            kind,
+        },
+        fields,
+    })
 }

@@ -1441,3 +1441,154 @@ fn stack_table() {
         "test.toml:2:1: invalid function name `a b`: a link name or a glob pattern with `*` has no whitespace"
     );
 }
+
+/// The built-in userspace spec parses, and every entry says something the
+/// lock or blocking analysis uses.
+#[test]
+fn builtin_userspace_parses() {
+    let spec = Spec::parse(Spec::builtin_userspace_text(), "userspace.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(spec.is_empty(), "no C function entries");
+    let entries: Vec<_> = spec.rust_lock_entries().collect();
+    assert!(entries.len() >= 30, "{}", entries.len());
+    assert_eq!(Spec::userspace().rust_lock_entries().count(), entries.len());
+    let lock = spec
+        .rust_item("std::sync::poison::mutex::Mutex::<T>::lock")
+        .and_then(|r| r.lock.clone())
+        .unwrap();
+    assert_eq!(lock.effect.kind, LockKind::Mutex);
+    assert_eq!(lock.effect.op, LockOp::Acquire);
+    assert!(
+        spec.rust_item("std::thread::functions::sleep")
+            .is_some_and(|r| r.blocks && r.lock.is_none())
+    );
+}
+
+/// An item path's lifetimes do not matter: the impl's own names, `'_` and
+/// none at all name one item.
+#[test]
+fn rust_items_match_without_lifetimes() {
+    assert_eq!(
+        without_lifetimes("<a::Guard<'a, T> as core::ops::drop::Drop>::drop"),
+        "<a::Guard<T> as core::ops::drop::Drop>::drop"
+    );
+    assert_eq!(
+        without_lifetimes("<a::Guard<T, 'x> as b::Tr<'y>>::f"),
+        "<a::Guard<T> as b::Tr>::f"
+    );
+    assert_eq!(without_lifetimes("a::B::<'a>::f"), "a::B::f");
+    assert_eq!(without_lifetimes("a::b::c"), "a::b::c");
+    let spec = Spec::parse(
+        "[rust]\n\"<a::Guard<'rwlock, T> as core::ops::drop::Drop>::drop\" = { lock = { op = \"release\", arg = 0, kind = \"spin\", field = \"lock\" } }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = spec
+        .rust_item("<a::Guard<'_, T> as core::ops::drop::Drop>::drop")
+        .unwrap();
+    let lock = r.lock.as_ref().unwrap();
+    assert_eq!(lock.fields, ["lock"]);
+    assert_eq!(lock.effect.op, LockOp::Release);
+}
+
+/// The lock effects of Rust items: each shape, and each mistake with its
+/// message.
+#[test]
+fn rust_item_locks() {
+    let spec = Spec::parse(
+        "[rust]\n\
+         \"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", guard = \"lock\" }, blocks = true }\n\
+         \"a::M::<T>::try_lock\" = { lock = { op = \"try_acquire\", arg = 0, kind = \"mutex\", success = \"ok\" } }\n\
+         \"a::S::<T>::try_lock\" = { lock = { op = \"try_acquire\", arg = 0, kind = \"spin\", success = \"some\", field = \"inner.0\" } }\n\
+         \"a::irq::disable\" = { lock = { op = \"acquire\", kind = \"irq\" } }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let lock = spec.rust_item("a::M::<T>::lock").unwrap();
+    assert!(lock.blocks && lock.has_effect());
+    assert_eq!(
+        lock.lock.as_ref().and_then(|l| l.guard.as_deref()),
+        Some("lock")
+    );
+    let try_lock = spec.rust_item("a::M::<T>::try_lock").unwrap();
+    assert_eq!(
+        try_lock.lock.as_ref().map(|l| l.effect.op),
+        Some(LockOp::TryAcquire {
+            success: TrySuccess::ReturnsOk
+        })
+    );
+    let spin = spec.rust_item("a::S::<T>::try_lock").unwrap();
+    assert_eq!(
+        spin.lock.as_ref().map(|l| l.fields.clone()),
+        Some(vec!["inner".to_string(), "0".to_string()])
+    );
+    assert_eq!(
+        spec.rust_item("a::irq::disable")
+            .and_then(|r| r.lock.as_ref())
+            .map(|l| l.effect.arg),
+        Some(None)
+    );
+    insta::assert_snapshot!(
+        "rust_item_lock_errors",
+        [
+            // A lock with an object needs the argument it is in.
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", kind = \"mutex\" } }\n",
+            // A try-lock says how it succeeds.
+            "[rust]\n\"a::M::<T>::try_lock\" = { lock = { op = \"try_acquire\", arg = 0, kind = \"mutex\" } }\n",
+            "[rust]\n\"a::M::<T>::try_lock\" = { lock = { op = \"try_acquire\", arg = 0, kind = \"mutex\", success = \"nonzero\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", success = \"ok\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", field = \"inner..lock\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"futex\" } }\n",
+            "[rust]\n\"a::G::drop\" = { lock = { op = \"release\", arg = 0, kind = \"mutex\", guard = \"lock\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", guard = \"a b\" } }\n",
+            "[rust]\n\"a::irq::disable\" = { lock = { op = \"acquire\", kind = \"irq\", field = \"x\" } }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { blocks = false }\n",
+            "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 0, kind = \"mutex\", class = \"x\" } }\n",
+        ]
+        .iter()
+        .map(|t| parse_err(t))
+        .collect::<Vec<_>>()
+        .join("\n")
+    );
+}
+
+/// A `[rust]` lock entry's argument past the function's last is an error
+/// once the program says how many arguments the item takes.
+#[test]
+fn rust_item_lock_arg_past_arity() {
+    let spec = Spec::parse(
+        "[rust]\n\"a::M::<T>::lock\" = { lock = { op = \"acquire\", arg = 1, kind = \"mutex\" } }\n",
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let errors = spec.check_rust_arity([("a::M::<T>::lock", 1)]);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0].to_string(),
+        "t.toml:2:54: Rust item `a::M::<T>::lock`: `lock.arg = 1` names argument 1 (0-based), but it takes 1 argument"
+    );
+}
+
+/// The `[rust]` example of docs/locks.md ("Userspace lock APIs") parses
+/// and says what the text says.
+#[test]
+fn locks_doc_example_parses() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/locks.md"))
+        .unwrap();
+    let section = doc
+        .split("A lock another library provides")
+        .nth(1)
+        .expect("the section of docs/locks.md");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a toml block");
+    let spec = Spec::parse(block, "docs/locks.md").unwrap_or_else(|e| panic!("{e}"));
+    let lock = spec.rust_item("mylocks::Ticket::<T>::lock").unwrap();
+    assert_eq!(
+        lock.lock.as_ref().and_then(|l| l.guard.as_deref()),
+        Some("lock")
+    );
+    assert!(spec.rust_item("mylib::wait_for_irq").unwrap().blocks);
+}

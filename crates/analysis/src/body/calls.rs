@@ -463,6 +463,15 @@ impl BodyAnalysis<'_> {
                     let copied = self.returned_pointee(&path.facts, args, destination);
                     if !copied.is_empty() {
                         facts.set_addrs(destination, copied);
+                    } else {
+                        // `Result::unwrap`, `Option::unwrap`: a function
+                        // that returns what a by-value argument held (its
+                        // contract says so) returns the pointers stored in
+                        // it: a guard keeps pointing to its lock.
+                        let moved = self.returned_payload(&path.facts, args, summary);
+                        if !moved.is_empty() {
+                            facts.set_addrs(destination, moved);
+                        }
                     }
                 }
                 if case.has_lock_effect() {

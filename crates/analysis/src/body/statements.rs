@@ -214,6 +214,47 @@ impl BodyAnalysis<'_> {
         facts.addrs_under(&target)
     }
 
+    /// The pointers stored in what a callee returns when its contract says
+    /// the result is what a by-value argument held on entry, below fields
+    /// and variants only (`Result::unwrap` returns `arg0 as variant 0.0`):
+    /// the pointers the caller's facts know below that part of the
+    /// argument it passed.
+    pub(super) fn returned_payload(
+        &self,
+        facts: &Facts,
+        args: &[kmir::Operand],
+        summary: &crate::summary::Summary,
+    ) -> Vec<(Vec<ProjKey>, memory::Location)> {
+        let Some(ret) = &summary.liveness.ret else {
+            return Vec::new();
+        };
+        let bounds: Vec<_> = ret.iter().collect();
+        let [bound] = bounds.as_slice() else {
+            return Vec::new();
+        };
+        let [memory::Holder::Entry(q)] = bound.as_slice() else {
+            return Vec::new();
+        };
+        if q.local == 0
+            || !q
+                .proj
+                .iter()
+                .all(|p| matches!(p, ProjKey::Field(_) | ProjKey::Downcast(_)))
+        {
+            return Vec::new();
+        }
+        let Some(kmir::Operand::Copy(arg) | kmir::Operand::Move(arg)) =
+            args.get(q.local as usize - 1)
+        else {
+            return Vec::new();
+        };
+        let Some(mut key) = PlaceKey::of(arg) else {
+            return Vec::new();
+        };
+        key.proj.extend(q.proj.iter().cloned());
+        facts.addrs_under(&key)
+    }
+
     /// What is known about an aggregate's operands, as facts about its
     /// fields (`ScopeGuard(Some(..))` knows its field is `Some`).
     pub(super) fn aggregate_known(
