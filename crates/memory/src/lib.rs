@@ -17,6 +17,7 @@
 pub mod facts;
 pub mod location;
 pub mod objects;
+pub mod place;
 pub mod places;
 
 pub use facts::{

@@ -51,7 +51,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kmir::{LocalId, Name};
 
-use crate::facts::{PlaceKey, ProjKey};
+use crate::place::{PlaceKey, ProjKey};
 
 /// Whether two places are known apart (a write to one leaves the other).
 pub type Apart<'a> = &'a dyn Fn(&PlaceKey, &PlaceKey) -> bool;
