@@ -463,74 +463,8 @@ fn parse_kanalyze(
                 because,
             })
         }
-        "recursion_bound" => {
-            let bad = || {
-                usage(
-                    r#"#[kanalyze::recursion_bound(8, "why it holds")]"#,
-                    &format!(
-                        ", on a recursive function: the most times it is on one stack at once (1 to {MAX_RECURSION_BOUND}), and an optional reason"
-                    ),
-                )
-            };
-            let Args::Delimited(trees) = args else {
-                return Err(bad());
-            };
-            let (depth, because) = match trees {
-                [
-                    Tree::Tok(Tok::Int {
-                        value: Some(n),
-                        suffix: None,
-                    }),
-                ]
-                | [
-                    Tree::Tok(Tok::Int {
-                        value: Some(n),
-                        suffix: None,
-                    }),
-                    Tree::Tok(Tok::Punct(Punct::Comma)),
-                ] => (*n, None),
-                [
-                    Tree::Tok(Tok::Int {
-                        value: Some(n),
-                        suffix: None,
-                    }),
-                    Tree::Tok(Tok::Punct(Punct::Comma)),
-                    Tree::Tok(Tok::Str(why)),
-                    rest @ ..,
-                ] if matches!(rest, [] | [Tree::Tok(Tok::Punct(Punct::Comma))])
-                    && !why.trim().is_empty() =>
-                {
-                    (*n, Some(why.clone()))
-                }
-                _ => return Err(bad()),
-            };
-            if depth == 0 || depth > MAX_RECURSION_BOUND {
-                return Err(bad());
-            }
-            // Lossless: at most MAX_RECURSION_BOUND.
-            Ok(KanalyzeAnnotation::RecursionBound {
-                depth: depth as u32,
-                because,
-            })
-        }
-        "never_fails" => {
-            let strings = string_list(&args);
-            match strings.as_deref() {
-                Some([callee]) if !callee.trim().is_empty() => Ok(KanalyzeAnnotation::NeverFails {
-                    callee: callee.trim().to_string(),
-                    because: None,
-                }),
-                Some([callee, because])
-                    if !callee.trim().is_empty() && !because.trim().is_empty() =>
-                {
-                    Ok(KanalyzeAnnotation::NeverFails {
-                        callee: callee.trim().to_string(),
-                        because: Some(because.to_string()),
-                    })
-                }
-                _ => Err(never_fails_usage(name, span)),
-            }
-        }
+        "recursion_bound" => recursion_bound(args, &usage),
+        "never_fails" => never_fails(name, args, span),
         _ => Err(error(
             span,
             MSG_UNRECOGNIZED_KANALYZE,
@@ -543,5 +477,82 @@ fn parse_kanalyze(
                     .join(", ")
             )),
         )),
+    }
+}
+
+/// `#[kanalyze::recursion_bound(N, "why")]`.
+fn recursion_bound(
+    args: Args<'_>,
+    usage: &dyn Fn(&str, &str) -> AnnotationError,
+) -> Result<KanalyzeAnnotation, AnnotationError> {
+    let bad = || {
+        usage(
+            r#"#[kanalyze::recursion_bound(8, "why it holds")]"#,
+            &format!(
+                ", on a recursive function: the most times it is on one stack at once (1 to {MAX_RECURSION_BOUND}), and an optional reason"
+            ),
+        )
+    };
+    let Args::Delimited(trees) = args else {
+        return Err(bad());
+    };
+    let (depth, because) = match trees {
+        [
+            Tree::Tok(Tok::Int {
+                value: Some(n),
+                suffix: None,
+            }),
+        ]
+        | [
+            Tree::Tok(Tok::Int {
+                value: Some(n),
+                suffix: None,
+            }),
+            Tree::Tok(Tok::Punct(Punct::Comma)),
+        ] => (*n, None),
+        [
+            Tree::Tok(Tok::Int {
+                value: Some(n),
+                suffix: None,
+            }),
+            Tree::Tok(Tok::Punct(Punct::Comma)),
+            Tree::Tok(Tok::Str(why)),
+            rest @ ..,
+        ] if matches!(rest, [] | [Tree::Tok(Tok::Punct(Punct::Comma))])
+            && !why.trim().is_empty() =>
+        {
+            (*n, Some(why.clone()))
+        }
+        _ => return Err(bad()),
+    };
+    if depth == 0 || depth > MAX_RECURSION_BOUND {
+        return Err(bad());
+    }
+    // Lossless: at most MAX_RECURSION_BOUND.
+    Ok(KanalyzeAnnotation::RecursionBound {
+        depth: depth as u32,
+        because,
+    })
+}
+
+/// `#[kanalyze::never_fails("callee", "why")]`.
+fn never_fails(
+    name: &str,
+    args: Args<'_>,
+    span: Span,
+) -> Result<KanalyzeAnnotation, AnnotationError> {
+    let strings = string_list(&args);
+    match strings.as_deref() {
+        Some([callee]) if !callee.trim().is_empty() => Ok(KanalyzeAnnotation::NeverFails {
+            callee: callee.trim().to_string(),
+            because: None,
+        }),
+        Some([callee, because]) if !callee.trim().is_empty() && !because.trim().is_empty() => {
+            Ok(KanalyzeAnnotation::NeverFails {
+                callee: callee.trim().to_string(),
+                because: Some(because.to_string()),
+            })
+        }
+        _ => Err(never_fails_usage(name, span)),
     }
 }
