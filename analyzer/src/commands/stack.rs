@@ -277,45 +277,8 @@ pub(crate) fn compute(
     // another one measures another build.
     // Rust functions with a body: a C function of the program (`kmalloc`)
     // may be defined by any C object of the tree, host tools' included.
-    let defines = |o: &stack::objects::ObjectFrames| {
-        o.functions
-            .iter()
-            .filter(|(s, _)| {
-                program
-                    .lookup(s)
-                    .is_some_and(|f| matches!(program.function(f).kind, FnKind::Body { .. }))
-            })
-            .count()
-    };
-    let target = program
-        .crates
-        .iter()
-        .map(|c| c.dump.header.target.as_str())
-        .find(|t| target_arch(t).is_some());
-    let arch = match target.and_then(target_arch) {
-        Some(a) => Some((
-            a,
-            format!("the dumps are for `{}`", target.unwrap_or_default()),
-        )),
-        None => {
-            let mut counts: Vec<(stack::objects::Architecture, usize)> = Vec::new();
-            for o in &objects.objects {
-                let n = defines(o);
-                if n == 0 {
-                    continue;
-                }
-                match counts.iter_mut().find(|(a, _)| *a == o.arch) {
-                    Some(c) => c.1 += n,
-                    None => counts.push((o.arch, n)),
-                }
-            }
-            counts
-                .iter()
-                .max_by_key(|(_, n)| *n)
-                .map(|(a, _)| (*a, "most objects are".to_string()))
-                .map(|(a, why)| (a, format!("{why} for {}", arch_name(a))))
-        }
-    };
+    let defines = |o: &stack::objects::ObjectFrames| defines(&program, o);
+    let arch = program_arch(&program, &objects.objects);
     if let Some((expected, why)) = &arch {
         objects.objects.retain(|o| {
             if o.arch == *expected {
@@ -416,6 +379,58 @@ pub(crate) fn compute(
         c_default,
         not_emitted,
     })
+}
+
+/// The number of the program's Rust functions with a body that object `o`
+/// defines (a C function of the program, `kmalloc`, may be defined by any
+/// C object of the tree, host tools' included).
+fn defines(program: &Program, o: &stack::objects::ObjectFrames) -> usize {
+    o.functions
+        .iter()
+        .filter(|(s, _)| {
+            program
+                .lookup(s)
+                .is_some_and(|f| matches!(program.function(f).kind, FnKind::Body { .. }))
+        })
+        .count()
+}
+
+/// The architecture the program is built for, and why: the dumps'
+/// target's, else (a target JSON) that of most objects defining a function
+/// of the program.
+fn program_arch(
+    program: &Program,
+    objects: &[stack::objects::ObjectFrames],
+) -> Option<(stack::objects::Architecture, String)> {
+    let target = program
+        .crates
+        .iter()
+        .map(|c| c.dump.header.target.as_str())
+        .find(|t| target_arch(t).is_some());
+    match target.and_then(target_arch) {
+        Some(a) => Some((
+            a,
+            format!("the dumps are for `{}`", target.unwrap_or_default()),
+        )),
+        None => {
+            let mut counts: Vec<(stack::objects::Architecture, usize)> = Vec::new();
+            for o in objects {
+                let n = defines(program, o);
+                if n == 0 {
+                    continue;
+                }
+                match counts.iter_mut().find(|(a, _)| *a == o.arch) {
+                    Some(c) => c.1 += n,
+                    None => counts.push((o.arch, n)),
+                }
+            }
+            counts
+                .iter()
+                .max_by_key(|(_, n)| *n)
+                .map(|(a, _)| (*a, "most objects are".to_string()))
+                .map(|(a, why)| (a, format!("{why} for {}", arch_name(a))))
+        }
+    }
 }
 
 /// File, line, column, kind, message: the order the findings are shown in.
