@@ -28,18 +28,21 @@ use rustc_session::config::{CrateType, OutputFilenames, PrintRequest};
 use rustc_session::{EarlyDiagCtxt, Session};
 use rustc_span::Symbol;
 
-use crate::driver::Extraction;
+/// What runs once the crate's codegen units are with LLVM: the driver's
+/// extraction (a function, so that this module does not depend on the
+/// driver that builds it).
+pub type AfterCodegen = Box<dyn for<'tcx> Fn(TyCtxt<'tcx>) + Send + Sync>;
 
 /// The backend rustc would have used, with the extraction after codegen.
 pub struct ExtractingBackend {
     inner: Box<dyn CodegenBackend>,
-    extraction: Extraction,
+    after_codegen: AfterCodegen,
 }
 
 impl ExtractingBackend {
     /// Loads the backend exactly as rustc does without a custom one
     /// (`-Zcodegen-backend`, the target's default, else the built-in one).
-    pub fn new(sess: &Session, extraction: Extraction) -> Self {
+    pub fn new(sess: &Session, after_codegen: AfterCodegen) -> Self {
         let early_dcx = EarlyDiagCtxt::new(sess.opts.error_format);
         let inner = rustc_interface::util::get_codegen_backend(
             &early_dcx,
@@ -47,7 +50,10 @@ impl ExtractingBackend {
             sess.opts.unstable_opts.codegen_backend.as_deref(),
             &sess.target,
         );
-        ExtractingBackend { inner, extraction }
+        ExtractingBackend {
+            inner,
+            after_codegen,
+        }
     }
 }
 
@@ -110,7 +116,7 @@ impl CodegenBackend for ExtractingBackend {
 
     fn codegen_crate<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Box<dyn Any> {
         let ongoing = self.inner.codegen_crate(tcx);
-        self.extraction.run(tcx);
+        (self.after_codegen)(tcx);
         ongoing
     }
 

@@ -11,8 +11,8 @@ use rustc_session::config::{CrateType, Input, OutputType};
 
 use crate::timings::{self, Phase};
 
-/// Where dumps go; unset means "behave as plain rustc".
-pub const OUT_VAR: &str = "KANALYZE_OUT";
+use crate::out_dir::OUT_VAR;
+
 /// `1`/`true`: a failed extraction fails the compilation.
 pub const STRICT_VAR: &str = "KANALYZE_STRICT";
 /// Set by `cargo kextract` when the build has an explicit `--target`: cargo
@@ -128,7 +128,11 @@ impl Callbacks for ExtractCallbacks {
             crate::tools::override_queries
         });
         config.make_codegen_backend = Some(Box::new(move |sess| {
-            Box::new(crate::backend::ExtractingBackend::new(sess, extraction))
+            let extraction = extraction.clone();
+            Box::new(crate::backend::ExtractingBackend::new(
+                sess,
+                Box::new(move |tcx| extraction.run(tcx)),
+            ))
         }));
     }
 }

@@ -9,6 +9,9 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+/// Where dumps go; unset means "behave as plain rustc".
+pub const OUT_VAR: &str = "KANALYZE_OUT";
+
 /// A temporary this old whose writer is gone is garbage. Writing one dump
 /// takes well under a second; the margin covers clocks and slow disks.
 const STALE_AFTER: Duration = Duration::from_secs(5 * 60);
@@ -20,7 +23,7 @@ pub fn unusable(dir: &Path) -> Option<String> {
         Ok(m) if !m.is_dir() => Some(format!(
             "`{}` ({}) is not a directory",
             dir.display(),
-            crate::driver::OUT_VAR
+            OUT_VAR
         )),
         _ => None,
     }
