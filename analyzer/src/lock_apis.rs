@@ -14,31 +14,15 @@ pub struct Recognised {
     pub blocking: Vec<String>,
 }
 
-/// A function's name without its generic arguments:
-/// `std::sync::Mutex::<u32>::lock` → `std::sync::Mutex::lock`.
-fn without_generics(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut depth = 0usize;
-    for c in name.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth = depth.saturating_sub(1),
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out.replace("::::", "::")
-}
-
 /// The item path of the function the program calls by the name `name`
 /// (its path as the code spells it, generic arguments left out): what a
 /// `[rust]` entry that used the name should say instead.
 pub fn item_named(program: &Program, name: &str) -> Option<String> {
-    let name = without_generics(&spec::without_lifetimes(name));
+    let name = kmir::name::without_generics(&spec::without_lifetimes(name));
     let mut items: Vec<&str> = program
         .functions
         .iter()
-        .filter(|f| without_generics(&f.name) == name)
+        .filter(|f| kmir::name::without_generics(&f.name) == name)
         .map(|f| f.item_path.as_str())
         .collect();
     items.sort_unstable();
@@ -57,7 +41,7 @@ pub fn recognised(program: &Program, spec: &spec::Spec) -> Recognised {
         let Some(r) = spec.rust_item(&f.item_path).filter(|r| r.has_effect()) else {
             continue;
         };
-        let name = without_generics(&f.name);
+        let name = kmir::name::without_generics(&f.name);
         match &r.lock {
             Some(l) if !matches!(l.effect.op, spec::LockOp::Release) => {
                 let ty = name.rsplit_once("::").map_or(name.as_str(), |(t, _)| t);
@@ -106,14 +90,17 @@ mod tests {
     #[test]
     fn names_without_generics() {
         assert_eq!(
-            without_generics("std::sync::Mutex::<u32>::lock"),
+            kmir::name::without_generics("std::sync::Mutex::<u32>::lock"),
             "std::sync::Mutex::lock"
         );
         assert_eq!(
-            without_generics("lock_api::Mutex::<parking_lot::RawMutex, Vec<u8>>::lock"),
+            kmir::name::without_generics("lock_api::Mutex::<parking_lot::RawMutex, Vec<u8>>::lock"),
             "lock_api::Mutex::lock"
         );
-        assert_eq!(without_generics("std::thread::sleep"), "std::thread::sleep");
+        assert_eq!(
+            kmir::name::without_generics("std::thread::sleep"),
+            "std::thread::sleep"
+        );
     }
 
     #[test]

@@ -31,24 +31,11 @@ pub(crate) fn names(path: &str, callee: &str) -> bool {
                 .strip_suffix(callee)
                 .is_some_and(|head| head.ends_with("::"))
     };
-    ends_with(path, callee) || ends_with(&without_generics(path), &without_generics(callee))
-}
-
-/// `path` without its segments' generic arguments: `Vec::<T, A>::push` is
-/// `Vec::push`.
-fn without_generics(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    let mut depth = 0u32;
-    for c in path.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth = depth.saturating_sub(1),
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    // `Vec::<T, A>::push` has lost `<T, A>`, leaving `Vec::::push`.
-    out.replace("::::", "::")
+    ends_with(path, callee)
+        || ends_with(
+            &kmir::name::without_generics(path),
+            &kmir::name::without_generics(callee),
+        )
 }
 
 /// The success variant of a `Result` or `Option`, by the enum's path.

@@ -299,6 +299,25 @@ impl<'de> serde::Deserialize<'de> for Name {
     }
 }
 
+/// An item path without its segments' generic arguments:
+/// `Vec::<T, A>::push` is `Vec::push`, `std::sync::Mutex::<u32>::lock` is
+/// `std::sync::Mutex::lock` (for matching a path a user wrote against the
+/// instances of a generic item).
+pub fn without_generics(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut depth = 0u32;
+    for c in path.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    // `Vec::<T, A>::push` has lost `<T, A>`, leaving `Vec::::push`.
+    out.replace("::::", "::")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
