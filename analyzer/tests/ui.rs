@@ -1095,9 +1095,10 @@ fn invariants_holds_last() {
     insta::assert_snapshot!("invariants_last_errors", errors);
 }
 
-/// Declared same-object invariants: where a function drops a variable,
-/// the back pointer of the object it refers to names an object another
-/// variable keeps alive. The last-reference place is followed through the
+/// Declared same-object invariants: where a function drops a value of a
+/// struct, its back pointer names the object an argument path referred to
+/// on entry, and the body keeps that object alive (a borrow, or a sharing
+/// clone under any name). The last-reference place is followed through the
 /// `Arc`'s and the `Box`'s pointers to the field; everything else stays a
 /// warning.
 #[test]
@@ -1106,19 +1107,25 @@ fn invariants_same_object() {
     let dir = out.dir.path();
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
     let run = |args: &[&str]| check_in(dir, args);
-    let entry = |function: &str, local: &str| {
+    let entry = |function: &str| {
         format!(
-            "[[same_object]]\nfunction = \"invariants_same_object::{function}\"\nlocal = \"{local}\"\ntype = \"invariants_same_object::Node\"\nfield = \"owner\"\nsame_as = \"process\"\nbecause = \"the target's owner is the process it is submitted to\"\n"
+            "[[same_object]]\nfunction = \"invariants_same_object::{function}\"\ntype = \"invariants_same_object::Node\"\nfield = \"owner\"\nsame_as = \"arg1.to\"\nbecause = \"a transaction's target node belongs to the process it is sent to\"\n"
         )
     };
+    let submits = [
+        "submit",
+        "submit_refactored",
+        "submit_borrowed",
+        "submit_late",
+        "submit_fresh",
+    ];
     write(
         "good.toml",
-        &[
-            entry("submit", "target_node"),
-            entry("submit_late", "target"),
-            entry("submit_fresh", "target"),
-        ]
-        .concat(),
+        &submits
+            .iter()
+            .map(|f| entry(f))
+            .collect::<Vec<_>>()
+            .concat(),
     );
     let warnings = |v: &[&str]| -> Vec<(String, String)> {
         v.iter()
@@ -1137,23 +1144,26 @@ fn invariants_same_object() {
         severities_in(&without),
         warnings(&[
             "Process::print_links",
-            "Process::drop_other",
+            "Process::drop_link",
             "submit",
+            "submit_refactored",
+            "submit_borrowed",
             "submit_late",
             "submit_fresh",
             "undeclared",
         ]),
         "{without}"
     );
-    // With the file: `submit` too; a dropped or fresh `process` keeps
-    // nothing alive.
+    // With the file: the `submit`s whose `tx.to` is kept alive at the
+    // drop, by a clone under any name or by the borrow; a dropped or
+    // fresh `process` keeps nothing alive.
     let (code, with, stderr) = run(&["--invariants", "good.toml"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         severities_in(&with),
         warnings(&[
             "Process::print_links",
-            "Process::drop_other",
+            "Process::drop_link",
             "submit_late",
             "submit_fresh",
             "undeclared",
@@ -1187,66 +1197,83 @@ fn invariants_same_object() {
         .map(|(_, says, _, n)| (says.clone(), *n))
         .collect();
     removes.sort();
+    let says = |f: &str, ty: &str, field: &str, path: &str, n: u64| {
+        (
+            format!("where `{f}` drops a `{ty}`, its `{field}` is `{path}`'s object"),
+            n,
+        )
+    };
     assert_eq!(
         removes,
         [
-            (
-                "where `Process::drop_other` drops `node`, its `Node.owner` is `self`'s object"
-                    .to_string(),
-                0
-            ),
-            (
-                "where `Process::print_links` drops `link`, its `Link.owner` is `self`'s object"
-                    .to_string(),
-                0
-            ),
-            (
-                "where `Process::print_nodes` drops `node`, its `Node.owner` is `self`'s object"
-                    .to_string(),
+            says("Process::drop_link", "Node", "owner", "self", 1),
+            says("Process::print_links", "Link", "owner", "self", 0),
+            says("Process::print_nodes", "Node", "owner", "self", 1),
+            says("Process::scan_peers", "Node", "owner", "self", 1),
+            says(
+                "invariants_same_object::submit_borrowed",
+                "Node",
+                "owner",
+                "arg1.to",
                 1
             ),
-            (
-                "where `Process::scan_peers` drops `node`, its `Node.owner` is `self`'s object"
-                    .to_string(),
+            says(
+                "invariants_same_object::submit_fresh",
+                "Node",
+                "owner",
+                "arg1.to",
+                0
+            ),
+            says(
+                "invariants_same_object::submit_late",
+                "Node",
+                "owner",
+                "arg1.to",
+                0
+            ),
+            says(
+                "invariants_same_object::submit_refactored",
+                "Node",
+                "owner",
+                "arg1.to",
                 1
             ),
-            (
-                "where `invariants_same_object::submit_fresh` drops `target`, its `Node.owner` is `process`'s object"
-                    .to_string(),
-                0
-            ),
-            (
-                "where `invariants_same_object::submit_late` drops `target`, its `Node.owner` is `process`'s object"
-                    .to_string(),
-                0
-            ),
-            (
-                "where `invariants_same_object::submit` drops `target_node`, its `Node.owner` is `process`'s object"
-                    .to_string(),
+            // (`` ` `` sorts after `_`.)
+            says(
+                "invariants_same_object::submit",
+                "Node",
+                "owner",
+                "arg1.to",
                 1
             ),
         ]
     );
 
     let mut errors = String::new();
-    let one = entry("submit", "target_node");
+    let one = entry("submit");
     for (name, text) in [
+        // A local's name: what a rename breaks.
         (
-            "no_variable.toml",
-            one.replace("\"target_node\"", "\"nodes\""),
-        ),
-        // `target` is moved into the `if let`, whose binding is dropped.
-        (
-            "moved_away.toml",
-            one.replace("\"target_node\"", "\"target\""),
+            "names_a_local.toml",
+            one.replace("type =", "local = \"target_node\"\ntype ="),
         ),
         (
-            "owned_argument.toml",
-            one.replace("same_as = \"process\"", "same_as = \"target\""),
+            "not_an_argument_path.toml",
+            one.replace("same_as = \"arg1.to\"", "same_as = \"process\""),
         ),
+        (
+            "no_argument.toml",
+            one.replace("same_as = \"arg1.to\"", "same_as = \"arg7.to\""),
+        ),
+        (
+            "self_of_a_function.toml",
+            one.replace("same_as = \"arg1.to\"", "same_as = \"self.to\""),
+        ),
+        // `consume` drops a `Tx`, which holds a node only in a field.
         (
             "never_dropped.toml",
-            one.replace("\"target_node\"", "\"owner\""),
+            one.replace("::submit\"", "::consume\"")
+                .replace("arg1.to", "arg0.to"),
         ),
         ("no_field.toml", one.replace("\"owner\"", "\"parent\"")),
         (
@@ -1254,12 +1281,8 @@ fn invariants_same_object() {
             one.replace("::submit\"", "::submit_now\""),
         ),
         (
-            "not_a_name.toml",
-            one.replace("\"target_node\"", "\"target.node\""),
-        ),
-        (
             "missing_key.toml",
-            one.replace("same_as = \"process\"\n", ""),
+            one.replace("same_as = \"arg1.to\"\n", ""),
         ),
     ] {
         write(name, &text);

@@ -48,7 +48,7 @@
 //! | `#[kanalyze::kept_alive("why")]` | on a struct field: every object it refers to is referred to from elsewhere while it is there, so dropping a reference taken out of it never runs the object's teardown (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::holds_last("why")]` | on a struct field: a reference taken out of it can be the last one (the list a teardown drains), so a drop of one under a lock whose teardown may sleep is a `sleep-in-atomic` error (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::empty_when_stored("why")]` | on a struct field: it holds an empty value whenever a value is stored into it, so the assignment's drop of the old value skips it (trusted, audited; crates/invariants) |
-//! | `#[kanalyze::same_object("local", "Struct.field", "other", "why")]` | on a function: where it drops `local`, the back pointer `Struct.field` reached from it refers to the object `other` refers to (a shared-reference argument, or a local holding a sharing clone), so that drop releases no last reference through it (trusted, audited; crates/invariants) |
+//! | `#[kanalyze::same_object("Struct.field", "self.path", "why")]` | on a function: where it drops a value of `Struct` (or a handle, option or container of one), the back pointer `Struct.field` refers to the object the argument path (`self`, `argN`, then fields) referred to on entry, so that drop releases no last reference through it where that object is kept alive (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::never_fails("callee", "why")]` | on a function: every call it makes of `callee` (an item path or its last segments) returns `Ok`/`Some`, so the failure arm after it never runs (trusted, audited; crates/invariants) |
 //! | `#[kanalyze::recursion_bound(N, "why")]` | on a recursive function: it is on one stack at most `N` times at once (1 to 65536), which bounds its cycle's stack depth (`kanalyze stack`, docs/stack.md) |
 //!
@@ -147,13 +147,12 @@ pub enum KanalyzeAnnotation {
         callee: String,
         because: Option<String>,
     },
-    /// `#[kanalyze::same_object("node", "Node.owner", "self", "why")]` on
-    /// a function: where it drops variable `local`, the object that field
-    /// `field` of the struct `ty` reached from it refers to is the object
-    /// variable `same_as` refers to. A trusted invariant
-    /// (crates/invariants).
+    /// `#[kanalyze::same_object("Node.owner", "self.to", "why")]` on a
+    /// function: where it drops a value of the struct `ty` (or a handle,
+    /// option or container of one), the object its field `field` refers
+    /// to is the object the argument path `same_as` referred to on entry.
+    /// A trusted invariant (crates/invariants).
     SameObject {
-        local: String,
         ty: String,
         field: String,
         same_as: String,

@@ -284,7 +284,7 @@ fn same_object_usage(name: &str, span: Span) -> AnnotationError {
         span,
         &format!("incorrect usage of `#[kanalyze::{name}]`"),
         Some(
-            r#"correct usage looks like `#[kanalyze::same_object("node", "Node.owner", "self", "why it holds")]`, on a function: the variable dropped, the back pointer's struct and field (the struct's last path segments are enough), the variable naming the same object, and an optional reason"#,
+            r#"correct usage looks like `#[kanalyze::same_object("Node.owner", "self.to", "why it holds")]`, on a function: the back pointer's struct and field (the struct's last path segments are enough; every value of the struct the function drops is covered), the argument path naming the same object (`self` or `argN`, the argument at position N from 0, then field names), and an optional reason"#,
         ),
     )
 }
@@ -439,16 +439,24 @@ fn parse_kanalyze(
                 let s = s.trim();
                 !s.is_empty() && s.chars().all(|c| c == '_' || c.is_alphanumeric())
             };
-            let (local, field, same_as, because) = match strings.as_deref() {
-                Some([l, f, a]) => (l, f, a, None),
-                Some([l, f, a, b]) if !b.trim().is_empty() => (l, f, a, Some(b.to_string())),
+            let (field, same_as, because) = match strings.as_deref() {
+                Some([f, a]) => (f, a, None),
+                Some([f, a, b]) if !b.trim().is_empty() => (f, a, Some(b.to_string())),
                 _ => return Err(same_object_usage(name, span)),
             };
             let Some((ty, fname)) = field.trim().rsplit_once('.') else {
                 return Err(same_object_usage(name, span));
             };
-            if !word(local)
-                || !word(same_as)
+            // `self` or `argN`, then field names (crates/invariants parses
+            // it): never a local's name, which a rename breaks.
+            let mut steps = same_as.trim().split('.');
+            let root_ok = steps.next().is_some_and(|r| {
+                r == "self"
+                    || r.strip_prefix("arg")
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+            });
+            if !root_ok
+                || !steps.all(word)
                 || !word(fname)
                 || ty.is_empty()
                 || ty.contains(['<', '>', ' '])
@@ -456,7 +464,6 @@ fn parse_kanalyze(
                 return Err(same_object_usage(name, span));
             }
             Ok(KanalyzeAnnotation::SameObject {
-                local: local.trim().to_string(),
                 ty: ty.to_string(),
                 field: fname.to_string(),
                 same_as: same_as.trim().to_string(),

@@ -492,11 +492,8 @@ fn kanalyze_attributes() {
         }
     );
     assert_eq!(
-        k(
-            r#"#[kanalyze::same_object("node", "Node.owner", "self", "a process lists its own nodes")]"#
-        ),
+        k(r#"#[kanalyze::same_object("Node.owner", "self", "a process lists its own nodes")]"#),
         SameObject {
-            local: "node".to_string(),
             ty: "Node".to_string(),
             field: "owner".to_string(),
             same_as: "self".to_string(),
@@ -504,27 +501,29 @@ fn kanalyze_attributes() {
         }
     );
     assert_eq!(
-        k(r#"#[kanalyze::same_object(" t ", "crate::node::Node.owner", "process",)]"#),
+        k(r#"#[kanalyze::same_object("crate::node::Node.owner", " arg1.to ",)]"#),
         SameObject {
-            local: "t".to_string(),
             ty: "crate::node::Node".to_string(),
             field: "owner".to_string(),
-            same_as: "process".to_string(),
+            same_as: "arg1.to".to_string(),
             because: None
         }
     );
     for bad in [
         "#[kanalyze::same_object]",
-        r#"#[kanalyze::same_object("node", "Node.owner")]"#,
-        r#"#[kanalyze::same_object("node", "owner", "self")]"#,
-        r#"#[kanalyze::same_object("node.x", "Node.owner", "self")]"#,
-        r#"#[kanalyze::same_object("node", "Node<T>.owner", "self")]"#,
-        r#"#[kanalyze::same_object("node", "Node.owner", "self", "")]"#,
-        r#"#[kanalyze::same_object("node", "Node.owner", "self", "why", "more")]"#,
+        r#"#[kanalyze::same_object("Node.owner")]"#,
+        r#"#[kanalyze::same_object("owner", "self")]"#,
+        r#"#[kanalyze::same_object("Node.owner", "process")]"#,
+        r#"#[kanalyze::same_object("Node.owner", "self..to")]"#,
+        r#"#[kanalyze::same_object("Node.owner", "argx")]"#,
+        r#"#[kanalyze::same_object("Node<T>.owner", "self")]"#,
+        r#"#[kanalyze::same_object("Node.owner", "self", "")]"#,
+        r#"#[kanalyze::same_object("Node.owner", "self", "why", "more")]"#,
+        r#"#[kanalyze::same_object("node", "Node.owner", "self", "why")]"#,
         r#"#[kanalyze::same_object(local = "node")]"#,
     ] {
         assert!(
-            err(bad).contains("the variable dropped, the back pointer's struct and field"),
+            err(bad).contains("the back pointer's struct and field"),
             "{bad}"
         );
     }

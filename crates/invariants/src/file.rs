@@ -45,7 +45,7 @@ impl FileError {
     }
 }
 
-const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` and `[[holds_last]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, of `[[never_fails]]` tables with the keys `function`, `callee` and `because`, and of `[[same_object]]` tables with the keys `function`, `local`, `type`, `field`, `same_as` and `because` (docs/invariants.md)";
+const FORMAT_HELP: &str = "an invariants file is a list of `[[empty_at_teardown]]` tables with the keys `type`, `field`, `because` and optionally `emptied_by`, of `[[empty_when_stored]]` tables with the keys `type`, `field`, `because` and optionally `stored_by`, of `[[kept_alive]]` and `[[holds_last]]` tables with the keys `type`, `field`, `because` and optionally `taken_by`, of `[[never_fails]]` tables with the keys `function`, `callee` and `because`, and of `[[same_object]]` tables with the keys `function`, `type`, `field`, `same_as` (an argument path: `self.to`, `arg1`) and `because` (docs/invariants.md)";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,11 +67,14 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ function = \"crate::f\", local = \"x\", type = \"crate::Struct\", field = \"name\", same_as = \"self\", because = \"…\" }`"
+    expecting = "a table `{ function = \"crate::f\", type = \"crate::Struct\", field = \"name\", same_as = \"self.field\", because = \"…\" }`"
 )]
 struct RawSameObject {
     function: Spanned<String>,
-    local: Spanned<String>,
+    /// Rejected with its own message: a local's name is what a rename
+    /// breaks.
+    #[serde(default)]
+    local: Option<Spanned<String>>,
     #[serde(rename = "type")]
     ty: Spanned<String>,
     field: Spanned<String>,
@@ -325,23 +328,21 @@ impl Entries<'_> {
     }
 
     /// The variable name `value` of `key`, trimmed.
-    fn variable(&self, key: &str, value: &Spanned<String>) -> Result<String, Box<FileError>> {
-        let t = value.get_ref().trim();
-        let ok = !t.is_empty()
-            && t.chars().all(|c| c == '_' || c.is_alphanumeric())
-            && !t.starts_with(|c: char| c.is_ascii_digit());
-        if ok {
-            Ok(t.to_string())
-        } else {
-            Err(self.err(
+    fn arg_path(
+        &self,
+        key: &str,
+        value: &Spanned<String>,
+    ) -> Result<crate::same_object::ArgPath, Box<FileError>> {
+        crate::same_object::ArgPath::parse(value.get_ref()).ok_or_else(|| {
+            self.err(
                 value.span(),
-                format!("`{}` is not a variable name", value.get_ref()),
-                "expected the name of a `let` binding or an argument, like `node` or `self`",
+                format!("`{}` is not an argument path", value.get_ref()),
+                "expected `self` or `argN` (the argument at position N, from 0), then field names: `self`, `self.to`, `arg1.owner`",
                 Some(format!(
-                    "`{key}` names a variable of the function as it is written in the source"
+                    "`{key}` names an object through the function's arguments, which survive renaming its locals"
                 )),
-            ))
-        }
+            )
+        })
     }
 
     /// A `[[never_fails]]` entry.
@@ -365,8 +366,18 @@ impl Entries<'_> {
         let span = entry.span();
         let e = entry.into_inner();
         let function = self.function_path("function", &e.function)?;
-        let local = self.variable("local", &e.local)?;
-        let same_as = self.variable("same_as", &e.same_as)?;
+        if let Some(local) = &e.local {
+            return Err(self.err(
+                local.span(),
+                format!("`local = \"{}\"` names a local variable", local.get_ref()),
+                "remove `local`: the declaration covers every value of `type` the function drops",
+                Some(
+                    "a declaration keyed on a local's name stops matching when the local is renamed or the code moves into a helper; `type`, `field` and the argument path `same_as` survive both"
+                        .to_string(),
+                ),
+            ));
+        }
+        let same_as = self.arg_path("same_as", &e.same_as)?;
         let ty = e.ty.get_ref().trim();
         if ty.is_empty() || ty.contains(['<', '>', ' ']) {
             return Err(self.err(
@@ -391,7 +402,6 @@ impl Entries<'_> {
         Ok(self.declared(
             Invariant::SameObject {
                 function,
-                local,
                 ty: ty.to_string(),
                 field,
                 same_as,

@@ -41,14 +41,18 @@
 //!   it moves into a bigger vector with `push_within_capacity`, which
 //!   cannot fail there: its caller passes an empty vector, and the
 //!   function checked the room.
-//! - **same object**: where function `F` drops its variable `L`, the back
-//!   pointer `T.B` in the object `L` refers to names the object variable
-//!   `S` keeps alive there, so the drop cannot release the last reference
-//!   through it. Binder's `Process::debug_print` drops, under its own
-//!   lock, nodes whose `owner` is `self`; the node's teardown would drop
-//!   that `owner`, which `&self` keeps alive. The analysis checks at each
-//!   drop that the teardown's last reference can come only through `T.B`
-//!   and that `S` keeps the object alive (`same_object`).
+//! - **same object**: where function `F` drops a value of struct `T` (or a
+//!   handle, option or container of one), its back pointer `T.B` names the
+//!   object the argument path `S` (`self`, `self.to`, `arg1`) referred to
+//!   on entry, so the drop cannot release the last reference through it
+//!   while that object is kept alive. Binder's `Process::debug_print`
+//!   drops, under its own lock, nodes whose `owner` is `self`; the node's
+//!   teardown would drop that `owner`, which `&self` keeps alive. The
+//!   declaration names no local: the analysis checks at each drop that
+//!   the teardown's last reference can come only through `T.B`, and finds
+//!   in the object facts there what keeps `S`'s object alive (a borrow
+//!   that outlives the call, or a sharing clone still held), whatever the
+//!   locals are called (`same_object`).
 //!
 //! A declaration comes in one of two equivalent forms:
 //! - `#[kanalyze::empty_at_teardown("why")]` on the field in the source;
@@ -91,15 +95,14 @@
 //!   ```toml
 //!   [[same_object]]
 //!   function = "rust_binder::process::Process::debug_print"
-//!   local = "node"
 //!   type = "rust_binder::node::Node"
 //!   field = "owner"
 //!   same_as = "self"
 //!   because = "a process's nodes are made with owner = self"
 //!   ```
 //!
-//!   (in the source: `#[kanalyze::same_object("node", "Node.owner",
-//!   "self", "why")]` on the function).
+//!   (in the source: `#[kanalyze::same_object("Node.owner", "self",
+//!   "why")]` on the function).
 //!
 //! ## What is checked, what is trusted
 //! Every declaration must name something: a struct the program has, a field
@@ -234,18 +237,18 @@ pub enum Invariant {
     /// precondition the function's callers keep (a capacity reserved
     /// beforehand, an element known present).
     NeverFails { function: String, callee: String },
-    /// Where `function` drops its variable `local`, the object that field
-    /// `field` of the struct `ty` (a back pointer, reached from `local`
-    /// through fields and pointers) refers to is the object variable
-    /// `same_as` refers to: a shared-reference argument, or a local holding
-    /// a sharing clone, alive there. That drop then releases no last
-    /// reference through the field.
+    /// Where `function` drops a value of the struct `ty` (or a handle,
+    /// option or container of one), the object its field `field` (a back
+    /// pointer) refers to is the object the argument path `same_as`
+    /// (`self.to`) referred to on entry. The drop then releases no last
+    /// reference through the field where the body shows that object kept
+    /// alive: borrowed for the whole call, or held by a sharing clone
+    /// still alive there.
     SameObject {
         function: String,
-        local: String,
         ty: String,
         field: String,
-        same_as: String,
+        same_as: same_object::ArgPath,
     },
 }
 
@@ -323,12 +326,11 @@ impl Declaration {
             ),
             Invariant::SameObject {
                 function,
-                local,
                 ty,
                 field,
                 same_as,
             } => format!(
-                "where `{}` drops `{local}`, its `{}.{field}` is `{same_as}`'s object",
+                "where `{}` drops a `{}`, its `{field}` is `{same_as}`'s object",
                 last_segments(function, 2),
                 last_segments(ty, 1)
             ),
@@ -433,7 +435,6 @@ pub fn from_annotations<'a>(
                 })
             };
             if let K::SameObject {
-                local,
                 ty,
                 field,
                 same_as,
@@ -442,18 +443,21 @@ pub fn from_annotations<'a>(
             {
                 if let Some(m) = not_on_function(
                     "same_object",
-                    "an invariant about the variables a function drops is declared on that function",
+                    "an invariant about the values a function drops is declared on that function",
                 ) {
                     misplaced.push(m);
                     continue;
                 }
+                // The annotation parser checked the path's syntax.
+                let Some(same_as) = same_object::ArgPath::parse(same_as) else {
+                    continue;
+                };
                 out.push(Declaration {
                     invariant: Invariant::SameObject {
                         function: path.to_string(),
-                        local: local.clone(),
                         ty: ty.clone(),
                         field: field.clone(),
-                        same_as: same_as.clone(),
+                        same_as,
                     },
                     origin: Origin::Attribute {
                         krate: item.crate_index,

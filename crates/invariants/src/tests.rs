@@ -164,16 +164,15 @@ fn holds_last_entries_are_read_in_file_order() {
 
 #[test]
 fn same_object_entries_are_read_in_file_order() {
-    let text = "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"ready\"\nbecause = \"each waiter holds its own\"\n\n[[same_object]]\nfunction = \"b::Proc::debug_print\"\nlocal = \"node\"\ntype = \"b::Node\"\nfield = \"owner\"\nsame_as = \"self\"\nbecause = \"a process lists its own nodes\"\n";
+    let text = "[[kept_alive]]\ntype = \"b::Inner\"\nfield = \"ready\"\nbecause = \"each waiter holds its own\"\n\n[[same_object]]\nfunction = \"b::Proc::debug_print\"\ntype = \"b::Node\"\nfield = \"owner\"\nsame_as = \"self\"\nbecause = \"a process lists its own nodes\"\n";
     let d = parse(Path::new("inv.toml"), text).expect("valid");
     assert_eq!(
         d[1].invariant,
         Invariant::SameObject {
             function: "b::Proc::debug_print".into(),
-            local: "node".into(),
             ty: "b::Node".into(),
             field: "owner".into(),
-            same_as: "self".into(),
+            same_as: crate::same_object::ArgPath::parse("self").expect("a path"),
         }
     );
     let Origin::File { line, .. } = &d[1].origin else {
@@ -182,37 +181,49 @@ fn same_object_entries_are_read_in_file_order() {
     assert_eq!(*line, 6);
     assert_eq!(
         d[1].describe(),
-        "where `Proc::debug_print` drops `node`, its `Node.owner` is `self`'s object"
+        "where `Proc::debug_print` drops a `Node`, its `owner` is `self`'s object"
     );
-    let entry = |local: &str, ty: &str, same_as: &str| {
+    let entry = |ty: &str, same_as: &str| {
         format!(
-            "[[same_object]]\nfunction = \"b::f\"\nlocal = \"{local}\"\ntype = \"{ty}\"\nfield = \"owner\"\nsame_as = \"{same_as}\"\nbecause = \"x\"\n"
+            "[[same_object]]\nfunction = \"b::f\"\ntype = \"{ty}\"\nfield = \"owner\"\nsame_as = \"{same_as}\"\nbecause = \"x\"\n"
         )
     };
-    let e = render(&entry("node.owner", "b::Node", "self"));
-    assert!(e.contains("`node.owner` is not a variable name"), "{e}");
-    let e = render(&entry("node", "b::Node", "*self"));
-    assert!(e.contains("`*self` is not a variable name"), "{e}");
-    let e = render(&entry("node", "b::Node<T>", "self"));
-    assert!(e.contains("`b::Node<T>` is not a struct path"), "{e}");
-    let e = render(
-        &entry("node", "b::Node", "self").replace("function = \"b::f\"", "function = \"b f\""),
+    let d = parse(Path::new("inv.toml"), &entry("b::Tx", "arg1.to.owner")).expect("valid");
+    assert!(
+        matches!(&d[0].invariant, Invariant::SameObject { same_as, .. } if same_as.to_string() == "arg1.to.owner")
     );
+    // A local's name, as a key or as the path's start, is what a rename
+    // breaks: each has its message.
+    let e = render(&entry("b::Node", "self").replace("type =", "local = \"node\"\ntype ="));
+    assert!(
+        e.contains("`local = \"node\"` names a local variable"),
+        "{e}"
+    );
+    assert!(e.contains("remove `local`"), "{e}");
+    let e = render(&entry("b::Node", "process"));
+    assert!(e.contains("`process` is not an argument path"), "{e}");
+    assert!(e.contains("`self` or `argN`"), "{e}");
+    let e = render(&entry("b::Node", "*self"));
+    assert!(e.contains("`*self` is not an argument path"), "{e}");
+    let e = render(&entry("b::Node", "self..to"));
+    assert!(e.contains("`self..to` is not an argument path"), "{e}");
+    let e = render(&entry("b::Node<T>", "self"));
+    assert!(e.contains("`b::Node<T>` is not a struct path"), "{e}");
+    let e = render(&entry("b::Node", "self").replace("function = \"b::f\"", "function = \"b f\""));
     assert!(e.contains("`b f` is not a function path"), "{e}");
-    let e = render(&entry("node", "b::Node", "self").replace("because = \"x\"", "because = \"\""));
+    let e = render(&entry("b::Node", "self").replace("because = \"x\"", "because = \"\""));
     assert!(e.contains("`because` is empty"), "{e}");
     let e = render(&format!(
         "{}taken_by = [\"b::g\"]\n",
-        entry("node", "b::Node", "self")
+        entry("b::Node", "self")
     ));
     assert!(e.contains("unknown field `taken_by`"), "{e}");
-    let e = render(
-        &entry("node", "b::Node", "self").replace("field = \"owner\"", "field = \"owner.process\""),
-    );
+    let e =
+        render(&entry("b::Node", "self").replace("field = \"owner\"", "field = \"owner.process\""));
     assert!(e.contains("`owner.process` is not a field name"), "{e}");
     let tuple = parse(
         Path::new("inv.toml"),
-        &entry("node", "b::Handle", "self").replace("field = \"owner\"", "field = \"0\""),
+        &entry("b::Handle", "self").replace("field = \"owner\"", "field = \"0\""),
     )
     .expect("a tuple struct's field");
     assert!(matches!(&tuple[0].invariant, Invariant::SameObject { field, .. } if field == "0"));

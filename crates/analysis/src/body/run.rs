@@ -270,7 +270,7 @@ impl<'r, 'a> Reader<'r, 'a> {
                     summary.last_from.as_deref(),
                 )
                 || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
-                || analysis.same_object_discharges(block, &terminator.kind, summary)
+                || analysis.same_object_discharges(block, &terminator.kind, summary, &p.facts)
             {
                 ExpectRange::TOP
             } else {

@@ -52,7 +52,7 @@ impl BodyAnalysis<'_> {
     /// Whether the place a holder names is alive here: reached from a
     /// local, an argument, a held lock's data, through references an
     /// argument lends and handles that count their objects.
-    fn alive(&self, q: &PlaceKey) -> bool {
+    pub(crate) fn alive(&self, q: &PlaceKey) -> bool {
         if memory::is_guard_data(q.local) {
             // Only `Deref`s of handles inside the data.
             return self.alive_below(q, 0, true);

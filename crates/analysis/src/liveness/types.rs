@@ -127,7 +127,8 @@ pub fn lift(dump: &CrateDump, body: &Body, types: &FieldTypes, key: &PlaceKey) -
 }
 
 /// Library types that are a pointer and nothing else.
-const POINTER_NEWTYPES: &[&str] = &["core::ptr::non_null::NonNull", "core::ptr::unique::Unique"];
+pub(crate) const POINTER_NEWTYPES: &[&str] =
+    &["core::ptr::non_null::NonNull", "core::ptr::unique::Unique"];
 
 /// Whether a value of `ty` is a pointer that holds no count of its own: a
 /// reference, a raw pointer, `NonNull`.

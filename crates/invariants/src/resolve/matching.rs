@@ -41,7 +41,6 @@ pub(super) fn match_declarations<'a>(
         match &decl.invariant {
             Invariant::SameObject {
                 function,
-                local,
                 ty,
                 field,
                 same_as,
@@ -49,8 +48,8 @@ pub(super) fn match_declarations<'a>(
                 let Some(holder) = holder(&structs, d, ty, field, problems) else {
                     continue;
                 };
-                let found = same_object::find(program, function, local, holder, field, same_as);
-                same_object_sites(found, d, function, local, same_as, &mut m.same, problems);
+                let found = same_object::find(program, function, holder, field, same_as);
+                same_object_sites(found, d, function, holder, &mut m.same, problems);
             }
             Invariant::NeverFails { function, callee } => {
                 never_fails_sites(program, d, function, callee, &mut m.succeeds, problems);
@@ -168,34 +167,25 @@ fn same_object_sites(
     found: same_object::Found,
     d: usize,
     function: &str,
-    local: &str,
-    same_as: &str,
+    holder: &str,
     same: &mut HashMap<FnId, Vec<(BlockId, usize, same_object::Site)>>,
     problems: &mut Vec<Problem>,
 ) {
     match found {
         same_object::Found::NoFunction => problems.push(missing(d, "function", function)),
-        same_object::Found::NoVariable(key, name, several) => problems.push(Problem {
-            declaration: d,
-            kind: if several { ProblemKind::Ambiguous } else { ProblemKind::NoMatch },
-            message: if several {
-                format!("`{function}` has several variables named `{name}` (`{key}`)")
-            } else {
-                format!("`{function}` has no variable `{name}` (`{key}`)")
-            },
-            help: Some("name a `let` binding or an argument of the function, as written in the source; `same_as` must name one variable (not one bound twice, as shadowing does)".to_string()),
-        }),
-        same_object::Found::NotShared(ty) => problems.push(Problem {
+        same_object::Found::NoArgument(path, count) => problems.push(Problem {
             declaration: d,
             kind: ProblemKind::NoMatch,
-            message: format!("`same_as` names `{same_as}`, an argument of type `{ty}`, not a shared reference"),
-            help: Some("the object must be alive where the variable is dropped: name a shared-reference argument (`&self`, `&Arc<T>`), whose referent outlives the call, or a local holding a sharing clone (`let p = x.clone()`) that is still held there".to_string()),
+            message: format!(
+                "`same_as = \"{path}\"` starts at an argument `{function}` does not have (it has {count})"
+            ),
+            help: Some("`same_as` starts at `self` (a method's receiver) or `argN`, the argument at position N counted from 0, `self` included".to_string()),
         }),
         same_object::Found::NoDrop => problems.push(Problem {
             declaration: d,
             kind: ProblemKind::NoMatch,
-            message: format!("`{function}` never drops `{local}`"),
-            help: Some("a same-object invariant is about the drops of the variable (at the end of its scope, or `drop(x)`); one moved elsewhere is dropped there".to_string()),
+            message: format!("`{function}` never drops a value of `{holder}`"),
+            help: Some("a same-object invariant is about the drops of values of the struct, of handles to it or of containers of it (at the end of a scope, or `drop(x)`); one moved elsewhere is dropped there".to_string()),
         }),
         same_object::Found::Sites(sites) => {
             for (f, block, site) in sites {
