@@ -70,129 +70,23 @@ pub(crate) fn analyze_function(
     };
     let body: &kmir::Body = &body;
     let declared = declared(input, f);
-    if let Some(d) = &declared
-        && d.unchecked
-        && let (Some(adjust), Some(expect)) = (d.adjust, d.expect)
-    {
-        // klint trusts a complete `unchecked` annotation without reading the body.
-        let source = Source::Annotation {
-            path: d.path.clone(),
-            unchecked: true,
-        };
-        return Analyzed::quiet(Summary::fixed(adjust, expect, source));
+    if let Some(summary) = summary_without_reading_body(input, f, inst, declared.as_ref()) {
+        return Analyzed::quiet(summary);
     }
-    // A `[rust]` entry that says only that the item blocks describes the
-    // call as an `unchecked` annotation would: the body (a channel's wait,
-    // the OS underneath) is not read.
-    if let Some(r) = input
-        .spec
-        .rust_item(&inst.item_path)
-        .filter(|r| r.blocks && r.lock.is_none())
-    {
-        return Analyzed::quiet(crate::rust_spec::without_body(&inst.item_path, r, f));
-    }
+    let subject = Subject {
+        input,
+        f,
+        dump: &krate.dump,
+        body,
+        summaries,
+    };
     // A function whose first argument is (or points to) an enum is analysed
     // once per variant of it: what it returns and leaves behind can then
     // depend on that variant (`Option::take`, `is_some`, drop glue).
     let split =
         entry_split(&krate.dump, body).or_else(|| split_like_callee(input, f, body, summaries));
     let ret_field = ret_field(input, f, &krate.dump, body, summaries);
-    let unwritten_args = kmir::visit::unwritten_args(body);
-    let mut runs = Runs::default();
-    let mut origins = None;
-    let mut ret_exclusive = false;
-    let mut exclusive_field = None;
-    let mut same_or_none = None;
-    let mut not_last_drops: Vec<kmir::BlockId> = Vec::new();
-    let mut absent_key = None;
-    let mut displacing_nothing: Vec<(kmir::BlockId, u128)> = Vec::new();
-    for when in entry_conditions(split.as_ref()) {
-        let mut analysis =
-            body::BodyAnalysis::new(program, f, &krate.dump, body, summaries, origins.clone());
-        if origins.is_none() {
-            not_last_drops =
-                exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
-            // Keys a lookup found absent (`body::absent_key`).
-            let inputs = body::BodyInputs {
-                dump: &krate.dump,
-                body,
-                program,
-                sites: &analysis.sites,
-                summary_of: summaries,
-                writes: &analysis.origins.writes,
-            };
-            let keys = body::absent_key::keys(&inputs, |g| analysis.origins.guard_kill_blocks(g));
-            absent_key = keys.absent_key;
-            displacing_nothing = keys.displacing_nothing;
-            // Clones kept alive by a handle in an exclusive field.
-            let kept = body::exclusive_handle::backed_drops(&inputs, |g| {
-                analysis.origins.guard_kill_blocks(g)
-            });
-            if analysis_trace(input, f) && !kept.is_empty() {
-                eprintln!(
-                    "[kanalyze trace] `{}`: releases kept alive by a handle in an exclusive field at {kept:?}",
-                    program.function(f).name
-                );
-            }
-            not_last_drops.extend(kept);
-            if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty())
-            {
-                eprintln!(
-                    "[kanalyze trace] `{}`: absent key: {}; inserts displacing nothing (block, variant): {displacing_nothing:?}",
-                    program.function(f).name,
-                    absent_key
-                        .as_ref()
-                        .map_or_else(|| "none".to_string(), |a| a.describe()),
-                );
-            }
-            ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
-            // Only a body that returns an exclusive accessor's result says
-            // which field (a walk over its definitions, done for few).
-            exclusive_field = ret_exclusive
-                .then(|| {
-                    body::accessors::exclusive_field(&krate.dump, body, &analysis.sites, summaries)
-                })
-                .flatten();
-            same_or_none =
-                body::same_or_none::recognize(&krate.dump, body, &analysis.sites, summaries);
-        }
-        // A field declared empty at teardown releases nothing when the
-        // struct's drop glue drops it (crates/invariants).
-        for block in input.invariants.elided_in(f) {
-            analysis.sites.remove(&block);
-        }
-        // A reference taken out of a field declared kept alive is not the
-        // last one where it is dropped.
-        analysis.not_last = input.invariants.not_last_in(f).collect();
-        // A reference taken out of a field declared to hold the last one
-        // can be the last where it is dropped.
-        analysis.can_be_last = input.invariants.last_in(f).collect();
-        // A back pointer declared to name an object kept alive here.
-        analysis.same_objects = input
-            .invariants
-            .same_object_in(f)
-            .map(|(b, s)| (b, s.clone()))
-            .collect();
-        // Exhausted iterators, clones an exclusive field's handle keeps.
-        analysis.not_last.extend(not_last_drops.iter().copied());
-        // A call declared never to fail returns its success variant.
-        analysis.succeeds = input.invariants.succeeds_in(f).collect();
-        // An insert of a key a lookup found absent displaces nothing.
-        analysis.succeeds.extend(displacing_nothing.iter().copied());
-        analysis.entry = when;
-        analysis.split_field = split.as_ref().and_then(|s| s.field);
-        analysis.split_aspect = split_aspect(split.as_ref().is_some_and(|s| s.value));
-        analysis.specialize = true;
-        analysis.trace = analysis_trace(input, f);
-        if let Some(c) = ctx {
-            analysis.in_context(c.clone());
-        }
-        let run = body::analyze(&analysis);
-        runs.last_reference_test |= analysis.last_reference_tests.contains(&0);
-        // The scan is flow-insensitive: every run finds the same.
-        origins.get_or_insert_with(|| analysis.origins.clone());
-        runs.absorb(run, when, split.as_ref(), ret_field, &unwritten_args);
-    }
+    let (runs, origins, mut scans) = run_each_entry(&subject, ctx, split.as_ref(), ret_field);
     let declares_adjust = declared
         .as_ref()
         .is_some_and(|d| d.adjust.is_some_and(|a| a != 0));
@@ -228,48 +122,300 @@ pub(crate) fn analyze_function(
         summary.liveness.sharing = false;
     }
     summary.ret_from = origins.and_then(|o| o.returned());
-    // The spec knows what the body cannot show: the list's pointer
-    // juggling returns the count of the object it was given.
-    if let Some(r) = input.spec.rust_item(&inst.item_path) {
-        if let Some(k) = r.returns_object_of.filter(|&k| k < body.arg_count) {
-            summary.ret_from = Some(vec![Flow::Clone(k, FieldPath::BELOW)]);
+    let spec = input.spec.rust_item(&inst.item_path);
+    if let Some(r) = spec {
+        apply_spec_flows(&mut summary, r, body.arg_count);
+        if let Some(key) = spec_absent_key(r, body.arg_count) {
+            scans.absent_key = Some(key);
         }
-        // `Arc::deref`: the result points into the counted object, not
-        // into the memory holding the handle.
-        if let Some(k) = r.points_into_object.filter(|&k| k < body.arg_count) {
-            summary.ret_points = Some(vec![(k, FieldPath::BELOW.handle())]);
-        }
-        // `RBTreeNode::new(key, value)`: the value moved into the node.
-        if let Some(k) = r.returns_argument.filter(|&k| k < body.arg_count) {
-            summary.ret_from = Some(vec![Flow::Own(k)]);
-        }
-        summary.keeps_arg = r.keeps_argument.filter(|&k| k < body.arg_count);
-        // `RBTree::get(&self, key: &K)`: `None` only for a key absent
-        // from the tree.
-        if let Some(k) = r.looks_up_key.filter(|&k| k < body.arg_count && k > 0) {
-            absent_key = Some(crate::summary::AbsentKey {
-                map: crate::summary::ArgPlace {
-                    arg: 0,
-                    fields: Vec::new(),
-                },
-                key: crate::summary::KeyArg {
-                    arg: k,
-                    by_ref: true,
-                },
-                shape: vec![0],
-            });
-        }
-        summary.node_key = r.node_key.filter(|&k| k < body.arg_count);
-        summary.displaces_key_of = r.displaces_key_of.filter(|&k| k < body.arg_count && k > 0);
     }
-    // A sharing clone of a handle copying its only pointer: the result
-    // refers to what the handle does, and the handle to what it does.
-    // A handle returned as a second owner of what a place behind the
-    // first argument holds: a sharing copy of that place's value (`Entry`,
-    // a bit copy the body counted), or a handle the place itself still
-    // holds with a count of its own (`At`: two owners of one object, since
-    // both will be dropped). The caller learns that the place's objects
-    // are held by the result too.
+    if let Some(handle) = handle_the_result_shares(&summary, from_shared, &krate.dump, body) {
+        summary.liveness.ret_same = Some(handle);
+    }
+    if let Some(r) = spec {
+        apply_spec_contract(&mut summary.liveness, r, body.arg_count);
+    }
+    summary.absent_key = scans.absent_key;
+    summary.ret_exclusive = spec.is_some_and(|r| r.exclusive_to_handle) || scans.ret_exclusive;
+    summary.exclusive_field = scans.exclusive_field.filter(|_| summary.ret_exclusive);
+    summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
+        && summary.ret_from.as_ref().is_some_and(|from| {
+            from.iter()
+                .all(|f| matches!(f, Flow::Read(0, _) | Flow::Clone(0, _)))
+        });
+    summary.identity_test = body::origins::identity_test(&krate.dump, body);
+    summary.same_or_none = scans.same_or_none;
+    if let Some(r) = spec.filter(|r| r.has_effect()) {
+        apply_spec_locking(&mut summary, &krate.dump, body, &inst.item_path, r, f);
+    }
+    events.declares_adjust = declares_adjust;
+    if let Some(d) = declared {
+        events.declared = apply_declaration(&mut summary, d, body_effects);
+    }
+    Analyzed { summary, events }
+}
+
+/// The summary of a function whose body is not read, because what is
+/// declared of it says everything a caller needs: a complete `unchecked`
+/// annotation, or a `[rust]` spec entry that says only that the item
+/// blocks.
+fn summary_without_reading_body(
+    input: &Input<'_>,
+    f: FnId,
+    inst: &kmir::Instance,
+    declared: Option<&Declared>,
+) -> Option<Summary> {
+    if let Some(d) = declared
+        && d.unchecked
+        && let (Some(adjust), Some(expect)) = (d.adjust, d.expect)
+    {
+        // klint trusts a complete `unchecked` annotation without reading the body.
+        let source = Source::Annotation {
+            path: d.path.clone(),
+            unchecked: true,
+        };
+        return Some(Summary::fixed(adjust, expect, source));
+    }
+    // A `[rust]` entry that says only that the item blocks describes the
+    // call as an `unchecked` annotation would: the body (a channel's wait,
+    // the OS underneath) is not read.
+    input
+        .spec
+        .rust_item(&inst.item_path)
+        .filter(|r| r.blocks && r.lock.is_none())
+        .map(|r| crate::rust_spec::without_body(&inst.item_path, r, f))
+}
+
+/// The function whose body is analysed, with what its analysis reads.
+struct Subject<'s, 'i> {
+    input: &'s Input<'i>,
+    f: FnId,
+    dump: &'s kmir::CrateDump,
+    body: &'s kmir::Body,
+    summaries: &'s dyn Summaries,
+}
+
+/// What the body's structural recognisers find: flow-insensitive, so read
+/// once, before the first run, for every run.
+#[derive(Default)]
+struct BodyScans {
+    /// Drops of a reference that is not the last one: of an exhausted
+    /// iterator, or of a clone a handle in an exclusive field keeps alive.
+    not_last_drops: Vec<kmir::BlockId>,
+    /// A key a lookup found absent (`body::absent_key`).
+    absent_key: Option<crate::summary::AbsentKey>,
+    /// Inserts of that key, which displace nothing: (block, variant).
+    displacing_nothing: Vec<(kmir::BlockId, u128)>,
+    /// The body returns an exclusive accessor's result.
+    ret_exclusive: bool,
+    /// The field of the first argument that result is in.
+    exclusive_field: Option<crate::summary::ExclusiveField>,
+    /// The body returns `Some` of one place or `None` (`body::same_or_none`).
+    same_or_none: Option<(crate::summary::ArgPlace, crate::summary::ArgPlace)>,
+}
+
+/// The body's runs, one per entry condition, combined; with where what its
+/// locals hold comes from and what its recognisers found, which are the
+/// same for every run and so read in the first.
+fn run_each_entry(
+    subject: &Subject<'_, '_>,
+    ctx: Option<&context::Context>,
+    split: Option<&EntrySplit>,
+    ret_field: Option<u32>,
+) -> (
+    Runs,
+    Option<std::sync::Arc<body::origins::Origins>>,
+    BodyScans,
+) {
+    let Subject {
+        input,
+        f,
+        dump,
+        body,
+        summaries,
+    } = *subject;
+    let unwritten_args = kmir::visit::unwritten_args(body);
+    let mut runs = Runs::default();
+    let mut origins = None;
+    let mut scans = BodyScans::default();
+    for when in entry_conditions(split) {
+        let mut analysis =
+            body::BodyAnalysis::new(input.program, f, dump, body, summaries, origins.clone());
+        if origins.is_none() {
+            scans = scan_body(subject, &analysis);
+        }
+        apply_declared_sites(&mut analysis, input, f, &scans);
+        analysis.entry = when;
+        analysis.split_field = split.and_then(|s| s.field);
+        analysis.split_aspect = split_aspect(split.is_some_and(|s| s.value));
+        analysis.specialize = true;
+        analysis.trace = analysis_trace(input, f);
+        if let Some(c) = ctx {
+            analysis.in_context(c.clone());
+        }
+        let run = body::analyze(&analysis);
+        runs.last_reference_test |= analysis.last_reference_tests.contains(&0);
+        // The scan is flow-insensitive: every run finds the same.
+        origins.get_or_insert_with(|| analysis.origins.clone());
+        runs.absorb(run, when, split, ret_field, &unwritten_args);
+    }
+    (runs, origins, scans)
+}
+
+/// What the body's structural recognisers find, read with the first run's
+/// analysis (its call sites before declarations change them).
+fn scan_body(subject: &Subject<'_, '_>, analysis: &body::BodyAnalysis<'_>) -> BodyScans {
+    let Subject {
+        input,
+        f,
+        dump,
+        body,
+        summaries,
+    } = *subject;
+    let program = input.program;
+    let mut not_last_drops =
+        exhausted_drops(input, f, body, &analysis.sites, analysis_trace(input, f));
+    // Keys a lookup found absent (`body::absent_key`).
+    let inputs = body::BodyInputs {
+        dump,
+        body,
+        program,
+        sites: &analysis.sites,
+        summary_of: summaries,
+        writes: &analysis.origins.writes,
+    };
+    let keys = body::absent_key::keys(&inputs, |g| analysis.origins.guard_kill_blocks(g));
+    let absent_key = keys.absent_key;
+    let displacing_nothing = keys.displacing_nothing;
+    // Clones kept alive by a handle in an exclusive field.
+    let kept =
+        body::exclusive_handle::backed_drops(&inputs, |g| analysis.origins.guard_kill_blocks(g));
+    if analysis_trace(input, f) && !kept.is_empty() {
+        eprintln!(
+            "[kanalyze trace] `{}`: releases kept alive by a handle in an exclusive field at {kept:?}",
+            program.function(f).name
+        );
+    }
+    not_last_drops.extend(kept);
+    if analysis_trace(input, f) && (absent_key.is_some() || !displacing_nothing.is_empty()) {
+        eprintln!(
+            "[kanalyze trace] `{}`: absent key: {}; inserts displacing nothing (block, variant): {displacing_nothing:?}",
+            program.function(f).name,
+            absent_key
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |a| a.describe()),
+        );
+    }
+    let ret_exclusive = body::accessors::returns_exclusive(body, &analysis.sites, summaries);
+    // Only a body that returns an exclusive accessor's result says
+    // which field (a walk over its definitions, done for few).
+    let exclusive_field = ret_exclusive
+        .then(|| body::accessors::exclusive_field(dump, body, &analysis.sites, summaries))
+        .flatten();
+    let same_or_none = body::same_or_none::recognize(dump, body, &analysis.sites, summaries);
+    BodyScans {
+        not_last_drops,
+        absent_key,
+        displacing_nothing,
+        ret_exclusive,
+        exclusive_field,
+        same_or_none,
+    }
+}
+
+/// What the declared invariants, and the recognisers' findings, say of the
+/// body's call and drop sites, set on one run's analysis.
+fn apply_declared_sites(
+    analysis: &mut body::BodyAnalysis<'_>,
+    input: &Input<'_>,
+    f: FnId,
+    scans: &BodyScans,
+) {
+    // A field declared empty at teardown releases nothing when the
+    // struct's drop glue drops it (crates/invariants).
+    for block in input.invariants.elided_in(f) {
+        analysis.sites.remove(&block);
+    }
+    // A reference taken out of a field declared kept alive is not the
+    // last one where it is dropped.
+    analysis.not_last = input.invariants.not_last_in(f).collect();
+    // A reference taken out of a field declared to hold the last one
+    // can be the last where it is dropped.
+    analysis.can_be_last = input.invariants.last_in(f).collect();
+    // A back pointer declared to name an object kept alive here.
+    analysis.same_objects = input
+        .invariants
+        .same_object_in(f)
+        .map(|(b, s)| (b, s.clone()))
+        .collect();
+    // Exhausted iterators, clones an exclusive field's handle keeps.
+    analysis
+        .not_last
+        .extend(scans.not_last_drops.iter().copied());
+    // A call declared never to fail returns its success variant.
+    analysis.succeeds = input.invariants.succeeds_in(f).collect();
+    // An insert of a key a lookup found absent displaces nothing.
+    analysis
+        .succeeds
+        .extend(scans.displacing_nothing.iter().copied());
+}
+
+/// What the spec says of where the result comes from and points, and of
+/// the keys the item looks up, that the body cannot show: the list's
+/// pointer juggling returns the count of the object it was given.
+fn apply_spec_flows(summary: &mut Summary, r: &spec::RustSpec, arg_count: u32) {
+    if let Some(k) = r.returns_object_of.filter(|&k| k < arg_count) {
+        summary.ret_from = Some(vec![Flow::Clone(k, FieldPath::BELOW)]);
+    }
+    // `Arc::deref`: the result points into the counted object, not
+    // into the memory holding the handle.
+    if let Some(k) = r.points_into_object.filter(|&k| k < arg_count) {
+        summary.ret_points = Some(vec![(k, FieldPath::BELOW.handle())]);
+    }
+    // `RBTreeNode::new(key, value)`: the value moved into the node.
+    if let Some(k) = r.returns_argument.filter(|&k| k < arg_count) {
+        summary.ret_from = Some(vec![Flow::Own(k)]);
+    }
+    summary.keeps_arg = r.keeps_argument.filter(|&k| k < arg_count);
+    summary.node_key = r.node_key.filter(|&k| k < arg_count);
+    summary.displaces_key_of = r.displaces_key_of.filter(|&k| k < arg_count && k > 0);
+}
+
+/// The key the spec says the item looks up in the map its first argument
+/// points to. `RBTree::get(&self, key: &K)`: `None` only for a key absent
+/// from the tree.
+fn spec_absent_key(r: &spec::RustSpec, arg_count: u32) -> Option<crate::summary::AbsentKey> {
+    let k = r.looks_up_key.filter(|&k| k < arg_count && k > 0)?;
+    Some(crate::summary::AbsentKey {
+        map: crate::summary::ArgPlace {
+            arg: 0,
+            fields: Vec::new(),
+        },
+        key: crate::summary::KeyArg {
+            arg: k,
+            by_ref: true,
+        },
+        shape: vec![0],
+    })
+}
+
+/// The handle behind the first argument that the result is a second owner
+/// of what it holds, so that the caller learns that the place's objects
+/// are held by the result too.
+///
+/// A sharing clone of a handle copying its only pointer: the result
+/// refers to what the handle does, and the handle to what it does.
+/// A handle returned as a second owner of what a place behind the
+/// first argument holds: a sharing copy of that place's value (`Entry`,
+/// a bit copy the body counted), or a handle the place itself still
+/// holds with a count of its own (`At`: two owners of one object, since
+/// both will be dropped).
+fn handle_the_result_shares(
+    summary: &Summary,
+    from_shared: bool,
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+) -> Option<memory::PlaceKey> {
     if let Some(ret) = &summary.liveness.ret
         && let [bound] = ret.iter().collect::<Vec<_>>().as_slice()
         && let [holder] = bound.as_slice()
@@ -281,98 +427,86 @@ pub(crate) fn analyze_function(
         && q.local == 1
         && q.proj.first() == Some(&memory::ProjKey::Deref)
     {
-        let types = crate::liveness::types::FieldTypes::of_body(&krate.dump, body);
-        let handle = crate::liveness::types::lift(&krate.dump, body, &types, q);
+        let types = crate::liveness::types::FieldTypes::of_body(dump, body);
+        let handle = crate::liveness::types::lift(dump, body, &types, q);
         if handle.proj.first() == Some(&memory::ProjKey::Deref)
             && !handle.proj.iter().any(memory::objects::vague)
         {
-            summary.liveness.ret_same = Some(handle);
+            return Some(handle);
         }
     }
-    // What the spec says the body cannot show, in the contract's terms.
-    if let Some(r) = input.spec.rust_item(&inst.item_path) {
-        let arg = |k: u32| (k < body.arg_count).then_some(k + 1);
-        let c = &mut summary.liveness;
-        if let Some(l) = r.returns_object_of.and_then(arg) {
-            c.ret = Some(memory::Bounds::holder(memory::Holder::Object(
-                memory::PlaceKey {
-                    local: l,
-                    proj: vec![memory::ProjKey::Deref],
-                },
-            )));
-        }
-        if let Some(l) = r.returns_argument.and_then(arg) {
-            c.ret = Some(memory::Bounds::holder(memory::Holder::Entry(
-                memory::PlaceKey::local(l),
-            )));
-            // The value moved into the result.
-            c.keeps.retain(|(k, _)| *k != l);
-            c.keeps
-                .push((l, memory::Holder::Within(memory::PlaceKey::local(0))));
-        }
-        if let Some(l) = r.points_into_object.and_then(arg) {
-            c.ret_ref = Some(memory::PlaceKey {
+    None
+}
+
+/// What the spec says the body cannot show, in the object-liveness
+/// contract's terms: what the result holds or points into, and what the
+/// item keeps or drops of its arguments.
+fn apply_spec_contract(c: &mut crate::liveness::Contract, r: &spec::RustSpec, arg_count: u32) {
+    let arg = |k: u32| (k < arg_count).then_some(k + 1);
+    if let Some(l) = r.returns_object_of.and_then(arg) {
+        c.ret = Some(memory::Bounds::holder(memory::Holder::Object(
+            memory::PlaceKey {
                 local: l,
-                proj: vec![memory::ProjKey::Deref, memory::ProjKey::Deref],
-            });
-        }
-        if let Some(l) = r.drops_rejected_by.and_then(arg) {
-            c.releases_rejected_by = Some(l);
-        }
-        if let Some(l) = r.keeps_argument.and_then(arg) {
-            c.keeps.retain(|(k, _)| *k != l);
-            c.keeps.push((
-                l,
-                memory::Holder::Within(memory::PlaceKey {
-                    local: 1,
-                    proj: vec![memory::ProjKey::Deref],
-                }),
-            ));
-        }
+                proj: vec![memory::ProjKey::Deref],
+            },
+        )));
     }
-    summary.absent_key = absent_key;
-    summary.ret_exclusive = input
-        .spec
-        .rust_item(&inst.item_path)
-        .is_some_and(|r| r.exclusive_to_handle)
-        || ret_exclusive;
-    summary.exclusive_field = exclusive_field.filter(|_| summary.ret_exclusive);
-    summary.sharing_clone = inst.trait_item.as_deref() == Some("core::clone::Clone::clone")
-        && summary.ret_from.as_ref().is_some_and(|from| {
-            from.iter()
-                .all(|f| matches!(f, Flow::Read(0, _) | Flow::Clone(0, _)))
+    if let Some(l) = r.returns_argument.and_then(arg) {
+        c.ret = Some(memory::Bounds::holder(memory::Holder::Entry(
+            memory::PlaceKey::local(l),
+        )));
+        // The value moved into the result.
+        c.keeps.retain(|(k, _)| *k != l);
+        c.keeps
+            .push((l, memory::Holder::Within(memory::PlaceKey::local(0))));
+    }
+    if let Some(l) = r.points_into_object.and_then(arg) {
+        c.ret_ref = Some(memory::PlaceKey {
+            local: l,
+            proj: vec![memory::ProjKey::Deref, memory::ProjKey::Deref],
         });
-    summary.identity_test = body::origins::identity_test(&krate.dump, body);
-    summary.same_or_none = same_or_none;
-    // What the spec says of the item's locking and blocking, over what the
-    // body shows (`std::sync::Mutex::lock`: the lock is taken in code the
-    // body reaches only through atomics and the OS).
-    if let Some(r) = input
-        .spec
-        .rust_item(&inst.item_path)
-        .filter(|r| r.has_effect())
-    {
-        let lock = r
-            .lock
-            .as_ref()
-            .and_then(|l| Some((l, crate::rust_spec::lock_location(&krate.dump, body, l)?)));
-        let guard = lock
-            .as_ref()
-            .and_then(|(l, loc)| crate::rust_spec::guard_pointer(&krate.dump, body, l, loc));
-        crate::rust_spec::apply(
-            &mut summary,
-            &inst.item_path,
-            r,
-            lock.as_ref().map(|(l, loc)| (*l, loc)),
-            guard,
-            f,
-        );
     }
-    events.declares_adjust = declares_adjust;
-    if let Some(d) = declared {
-        events.declared = apply_declaration(&mut summary, d, body_effects);
+    if let Some(l) = r.drops_rejected_by.and_then(arg) {
+        c.releases_rejected_by = Some(l);
     }
-    Analyzed { summary, events }
+    if let Some(l) = r.keeps_argument.and_then(arg) {
+        c.keeps.retain(|(k, _)| *k != l);
+        c.keeps.push((
+            l,
+            memory::Holder::Within(memory::PlaceKey {
+                local: 1,
+                proj: vec![memory::ProjKey::Deref],
+            }),
+        ));
+    }
+}
+
+/// What the spec says of the item's locking and blocking, over what the
+/// body shows (`std::sync::Mutex::lock`: the lock is taken in code the
+/// body reaches only through atomics and the OS).
+fn apply_spec_locking(
+    summary: &mut Summary,
+    dump: &kmir::CrateDump,
+    body: &kmir::Body,
+    item_path: &str,
+    r: &spec::RustSpec,
+    f: FnId,
+) {
+    let lock = r
+        .lock
+        .as_ref()
+        .and_then(|l| Some((l, crate::rust_spec::lock_location(dump, body, l)?)));
+    let guard = lock
+        .as_ref()
+        .and_then(|(l, loc)| crate::rust_spec::guard_pointer(dump, body, l, loc));
+    crate::rust_spec::apply(
+        summary,
+        item_path,
+        r,
+        lock.as_ref().map(|(l, loc)| (*l, loc)),
+        guard,
+        f,
+    );
 }
 
 /// The values of the result a contract's guarded facts can be about: a

@@ -335,30 +335,53 @@ fn preempt_count_errors_are_klints() {
     }
 }
 
-#[test]
-fn kanalyze_attributes() {
-    let k = |text| match parse(&attr(text)) {
+/// The kanalyze annotation `text` parses to (a panic saying what it
+/// gave instead, for the test to show).
+fn kanalyze(text: &str) -> KanalyzeAnnotation {
+    match parse(&attr(text)) {
         Ok(Annotation::Kanalyze(k)) => k,
         other => panic!("{text}: {other:?}"),
-    };
+    }
+}
+
+/// The lock attributes (`acquires`, `releases`, `must_hold`,
+/// `irq_handler`, `failure`, `lock_class`, `nested_lock`) and their
+/// errors.
+#[test]
+fn kanalyze_lock_attributes() {
     use KanalyzeAnnotation::*;
-    assert_eq!(k("#[kanalyze::acquires(0)]"), Acquires(LockRef::Arg(0)));
-    assert_eq!(k("#[kanalyze::acquires(self)]"), Acquires(LockRef::Arg(0)));
     assert_eq!(
-        k("#[kanalyze::acquires(return)]"),
+        kanalyze("#[kanalyze::acquires(0)]"),
+        Acquires(LockRef::Arg(0))
+    );
+    assert_eq!(
+        kanalyze("#[kanalyze::acquires(self)]"),
+        Acquires(LockRef::Arg(0))
+    );
+    assert_eq!(
+        kanalyze("#[kanalyze::acquires(return)]"),
         Acquires(LockRef::Return)
     );
-    assert_eq!(k("#[kanalyze::releases(2,)]"), Releases(LockRef::Arg(2)));
-    assert_eq!(k("#[kanalyze::must_hold(1)]"), MustHold(LockRef::Arg(1)));
-    assert_eq!(k("#[kanalyze::irq_handler]"), IrqHandler);
-    assert_eq!(k("#[kanalyze::failure]"), Failure);
     assert_eq!(
-        k(r#"#[kanalyze::lock_class("dev->lock")]"#),
+        kanalyze("#[kanalyze::releases(2,)]"),
+        Releases(LockRef::Arg(2))
+    );
+    assert_eq!(
+        kanalyze("#[kanalyze::must_hold(1)]"),
+        MustHold(LockRef::Arg(1))
+    );
+    assert_eq!(kanalyze("#[kanalyze::irq_handler]"), IrqHandler);
+    assert_eq!(kanalyze("#[kanalyze::failure]"), Failure);
+    assert_eq!(
+        kanalyze(r#"#[kanalyze::lock_class("dev->lock")]"#),
         LockClass("dev->lock".into())
     );
-    assert_eq!(k(r#"#[kanalyze::lock_class = "x"]"#), LockClass("x".into()));
     assert_eq!(
-        k("#[kanalyze::nested_lock(subclass = 1)]"),
+        kanalyze(r#"#[kanalyze::lock_class = "x"]"#),
+        LockClass("x".into())
+    );
+    assert_eq!(
+        kanalyze("#[kanalyze::nested_lock(subclass = 1)]"),
         NestedLock { subclass: 1 }
     );
 
@@ -393,6 +416,12 @@ fn kanalyze_attributes() {
     assert!(err("#[kanalyze::lock_class(x)]").contains("non-empty class name"));
     assert!(err("#[kanalyze::nested_lock(subclass = 8)]").contains("from 0 to 7"));
     assert!(err("#[kanalyze::nested_lock(1)]").contains("from 0 to 7"));
+}
+
+/// An unknown kanalyze attribute names the known ones; a path of more
+/// than one segment after `kanalyze` is none.
+#[test]
+fn kanalyze_unknown_attributes() {
     assert_eq!(
         err("#[kanalyze::acquire(0)]"),
         "unrecognized kanalyze attribute | known kanalyze attributes are `acquires`, `releases`, \
@@ -400,15 +429,22 @@ fn kanalyze_attributes() {
          `empty_when_stored`, `kept_alive`, `holds_last`, `never_fails`, `same_object`, \
          `recursion_bound`"
     );
+    assert_eq!(err("#[kanalyze::a::b]"), "invalid kanalyze attribute | ");
+}
+
+/// `recursion_bound`: a depth from 1 to 65536 and an optional reason.
+#[test]
+fn kanalyze_recursion_bound() {
+    use KanalyzeAnnotation::*;
     assert_eq!(
-        k("#[kanalyze::recursion_bound(4)]"),
+        kanalyze("#[kanalyze::recursion_bound(4)]"),
         RecursionBound {
             depth: 4,
             because: None
         }
     );
     assert_eq!(
-        k(r#"#[kanalyze::recursion_bound(2, "a tree of depth 2",)]"#),
+        kanalyze(r#"#[kanalyze::recursion_bound(2, "a tree of depth 2",)]"#),
         RecursionBound {
             depth: 2,
             because: Some("a tree of depth 2".to_string())
@@ -431,12 +467,19 @@ fn kanalyze_attributes() {
             "{bad}"
         );
     }
+}
+
+/// The struct field declarations (`empty_at_teardown`,
+/// `empty_when_stored`, `kept_alive`, `holds_last`): an optional reason.
+#[test]
+fn kanalyze_field_declarations() {
+    use KanalyzeAnnotation::*;
     assert_eq!(
-        k("#[kanalyze::empty_at_teardown]"),
+        kanalyze("#[kanalyze::empty_at_teardown]"),
         EmptyAtTeardown { because: None }
     );
     assert_eq!(
-        k(r#"#[kanalyze::empty_at_teardown("taken in release()")]"#),
+        kanalyze(r#"#[kanalyze::empty_at_teardown("taken in release()")]"#),
         EmptyAtTeardown {
             because: Some("taken in release()".to_string())
         }
@@ -444,13 +487,13 @@ fn kanalyze_attributes() {
     assert!(err("#[kanalyze::empty_at_teardown(1)]").contains("on a struct field"));
     assert!(err(r#"#[kanalyze::empty_at_teardown("")]"#).contains("on a struct field"));
     assert_eq!(
-        k(r#"#[kanalyze::empty_when_stored("stored once, into a new object")]"#),
+        kanalyze(r#"#[kanalyze::empty_when_stored("stored once, into a new object")]"#),
         EmptyWhenStored {
             because: Some("stored once, into a new object".to_string())
         }
     );
     assert_eq!(
-        k("#[kanalyze::empty_when_stored]"),
+        kanalyze("#[kanalyze::empty_when_stored]"),
         EmptyWhenStored { because: None }
     );
     assert_eq!(
@@ -459,40 +502,76 @@ fn kanalyze_attributes() {
          `#[kanalyze::empty_when_stored(\"why it holds\")]`, on a struct field, with an optional reason"
     );
     assert_eq!(
-        k(r#"#[kanalyze::kept_alive("each waiter holds its own reference")]"#),
+        kanalyze(r#"#[kanalyze::kept_alive("each waiter holds its own reference")]"#),
         KeptAlive {
             because: Some("each waiter holds its own reference".to_string())
         }
     );
-    assert_eq!(k("#[kanalyze::kept_alive]"), KeptAlive { because: None });
     assert_eq!(
-        k(r#"#[kanalyze::holds_last("drained after every owner let go")]"#),
+        kanalyze("#[kanalyze::kept_alive]"),
+        KeptAlive { because: None }
+    );
+    assert_eq!(
+        kanalyze(r#"#[kanalyze::holds_last("drained after every owner let go")]"#),
         HoldsLast {
             because: Some("drained after every owner let go".to_string())
         }
     );
-    assert_eq!(k("#[kanalyze::holds_last]"), HoldsLast { because: None });
+    assert_eq!(
+        kanalyze("#[kanalyze::holds_last]"),
+        HoldsLast { because: None }
+    );
     assert_eq!(
         err(r#"#[kanalyze::holds_last("a", "b")]"#),
         "incorrect usage of `#[kanalyze::holds_last]` | correct usage looks like \
          `#[kanalyze::holds_last(\"why it holds\")]`, on a struct field, with an optional reason"
     );
     assert_eq!(
-        k(r#"#[kanalyze::never_fails("Vec::push_within_capacity", "room was checked")]"#),
+        err("#[kanalyze::kept_alive(0)]"),
+        "incorrect usage of `#[kanalyze::kept_alive]` | correct usage looks like \
+         `#[kanalyze::kept_alive(\"why it holds\")]`, on a struct field, with an optional reason"
+    );
+}
+
+/// `never_fails`: the callee's path and an optional reason.
+#[test]
+fn kanalyze_never_fails() {
+    use KanalyzeAnnotation::*;
+    assert_eq!(
+        kanalyze(r#"#[kanalyze::never_fails("Vec::push_within_capacity", "room was checked")]"#),
         NeverFails {
             callee: "Vec::push_within_capacity".to_string(),
             because: Some("room was checked".to_string())
         }
     );
     assert_eq!(
-        k(r#"#[kanalyze::never_fails(" push ",)]"#),
+        kanalyze(r#"#[kanalyze::never_fails(" push ",)]"#),
         NeverFails {
             callee: "push".to_string(),
             because: None
         }
     );
+    for bad in [
+        "#[kanalyze::never_fails]",
+        r#"#[kanalyze::never_fails = "push"]"#,
+        r#"#[kanalyze::never_fails("")]"#,
+        r#"#[kanalyze::never_fails("push", "")]"#,
+        r#"#[kanalyze::never_fails("push" "why")]"#,
+        r#"#[kanalyze::never_fails(callee = "push")]"#,
+        r#"#[kanalyze::never_fails("push", "why", "more")]"#,
+    ] {
+        assert!(err(bad).contains("on a function, with the path"), "{bad}");
+    }
+}
+
+/// `same_object`, and the forms it rejects.
+#[test]
+fn kanalyze_same_object() {
+    use KanalyzeAnnotation::*;
     assert_eq!(
-        k(r#"#[kanalyze::same_object("Node.owner", "self", "a process lists its own nodes")]"#),
+        kanalyze(
+            r#"#[kanalyze::same_object("Node.owner", "self", "a process lists its own nodes")]"#
+        ),
         SameObject {
             ty: "Node".to_string(),
             field: "owner".to_string(),
@@ -501,7 +580,7 @@ fn kanalyze_attributes() {
         }
     );
     assert_eq!(
-        k(r#"#[kanalyze::same_object("crate::node::Node.owner", " arg1.to ",)]"#),
+        kanalyze(r#"#[kanalyze::same_object("crate::node::Node.owner", " arg1.to ",)]"#),
         SameObject {
             ty: "crate::node::Node".to_string(),
             field: "owner".to_string(),
@@ -527,23 +606,6 @@ fn kanalyze_attributes() {
             "{bad}"
         );
     }
-    for bad in [
-        "#[kanalyze::never_fails]",
-        r#"#[kanalyze::never_fails = "push"]"#,
-        r#"#[kanalyze::never_fails("")]"#,
-        r#"#[kanalyze::never_fails("push", "")]"#,
-        r#"#[kanalyze::never_fails("push" "why")]"#,
-        r#"#[kanalyze::never_fails(callee = "push")]"#,
-        r#"#[kanalyze::never_fails("push", "why", "more")]"#,
-    ] {
-        assert!(err(bad).contains("on a function, with the path"), "{bad}");
-    }
-    assert_eq!(
-        err("#[kanalyze::kept_alive(0)]"),
-        "incorrect usage of `#[kanalyze::kept_alive]` | correct usage looks like \
-         `#[kanalyze::kept_alive(\"why it holds\")]`, on a struct field, with an optional reason"
-    );
-    assert_eq!(err("#[kanalyze::a::b]"), "invalid kanalyze attribute | ");
 }
 
 #[test]

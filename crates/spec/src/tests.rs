@@ -97,12 +97,12 @@ fn class(s: &FnSpec) -> Class {
     }
 }
 
-/// Every row of kernel-api.md §2 (103 rows), with every named variant, has
-/// an entry of the right shape.
-#[test]
-fn every_row_of_kernel_api_is_covered() {
+/// The rows of kernel-api.md §2 but row 23 (whose `1..` is no class's, so
+/// the test checks it apart): each row's number, the functions it names,
+/// and the shape their entries must have.
+const KERNEL_API_ROWS: &[(u32, &[&str], Class)] = {
     use Class::*;
-    let rows: &[(u32, &[&str], Class)] = &[
+    &[
         (1, &["preempt_disable"], Enter),
         (2, &["preempt_enable"], Leave),
         (3, &["preempt_enable_no_resched"], Leave),
@@ -417,10 +417,16 @@ fn every_row_of_kernel_api_is_covered() {
         (102, &["ioremap", "iounmap"], Sleeps),
         (102, &["readl", "writel"], Any),
         (103, &["printk", "_printk", "_dev_printk"], Any),
-    ];
+    ]
+};
+
+/// Every row of kernel-api.md §2 (103 rows), with every named variant, has
+/// an entry of the right shape.
+#[test]
+fn every_row_of_kernel_api_is_covered() {
     let spec = Spec::builtin_kernel();
     let mut covered = std::collections::BTreeSet::new();
-    for (row, names, expected) in rows {
+    for (row, names, expected) in KERNEL_API_ROWS {
         for name in *names {
             let Some(s) = spec.lookup(name) else {
                 panic!("row {row}: `{name}` is not in the spec")

@@ -4,8 +4,8 @@
 use annotations::ExpectRange;
 use kmir::{BlockId, LocalId, Place, Rvalue, Terminator, TerminatorKind};
 
-use crate::summary::{ArgCond, RetFact, Summary};
-use domains::{Acquired, Held};
+use crate::summary::{ArgCond, Case, RetFact, Summary};
+use domains::{Acquired, Held, LockState};
 use domains::{Path, PcState};
 use memory::{Aspect, Facts, Known, PlaceKey, ProjKey, Resolved};
 
@@ -184,332 +184,438 @@ impl BodyAnalysis<'_> {
         targets: &[Target],
         out: &mut PcState,
     ) {
-        // The variant a never-fails declaration gives this call's result
-        // (crates/invariants).
-        let declared_success = self
-            .succeeds
-            .iter()
-            .find(|(b, _)| *b == block)
-            .map(|&(_, v)| v);
+        let site = CallSite {
+            path,
+            terminator,
+            block,
+            span,
+            targets,
+            // The variant a never-fails declaration gives this call's
+            // result (crates/invariants).
+            declared_success: self
+                .succeeds
+                .iter()
+                .find(|(b, _)| *b == block)
+                .map(|&(_, v)| v),
+        };
         for t in targets {
             let summary = self.summary_of.get(t.callee);
-            let (pointee, arg0) = self.split_keys(&path.facts, terminator, summary);
-            // A callee that only tests its argument's variant: its result is
-            // tied to that variant on every path, merged or not.
-            // (Only for splits by a discriminant: a flag's value is no
-            // variant.)
-            let by_discr = !summary.split_value;
-            let test = discr_test(summary).and_then(|(on_pointee, c, eq)| {
+            let split = self.callee_split(&path.facts, terminator, summary);
+            for case in &summary.cases {
+                if let Some(after) = self.case_effect(&site, t, summary, &split, case) {
+                    out.add(after);
+                }
+            }
+        }
+    }
+
+    /// Where the argument a callee's cases are split on is in the caller's
+    /// terms, and what the callee's result says about its variant: read
+    /// once from the facts before the call, for all of the callee's cases.
+    fn callee_split(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+    ) -> CalleeSplit {
+        let (pointee, arg0) = self.split_keys(facts, terminator, summary);
+        // A callee that only tests its argument's variant: its result is
+        // tied to that variant on every path, merged or not.
+        // (Only for splits by a discriminant: a flag's value is no
+        // variant.)
+        let by_discr = !summary.split_value;
+        let test = discr_test(summary).and_then(|(on_pointee, c, eq)| {
+            let place = if on_pointee { &pointee } else { &arg0 };
+            match facts.resolve(place.as_ref()?, summary.split_aspect()) {
+                Resolved::Key(k, _) => Some((k, c, eq)),
+                Resolved::Const(_) => None,
+            }
+        });
+        let same_variant = same_variant(summary)
+            .filter(|_| by_discr)
+            .and_then(|on_pointee| {
                 let place = if on_pointee { &pointee } else { &arg0 };
-                match path.facts.resolve(place.as_ref()?, summary.split_aspect()) {
-                    Resolved::Key(k, _) => Some((k, c, eq)),
+                match facts.resolve(place.as_ref()?, Aspect::Discr) {
+                    Resolved::Key(k, _) => Some(k),
                     Resolved::Const(_) => None,
                 }
             });
-            let same_variant = same_variant(summary)
-                .filter(|_| by_discr)
-                .and_then(|on_pointee| {
-                    let place = if on_pointee { &pointee } else { &arg0 };
-                    match path.facts.resolve(place.as_ref()?, Aspect::Discr) {
-                        Resolved::Key(k, _) => Some(k),
-                        Resolved::Const(_) => None,
-                    }
-                });
-            for case in &summary.cases {
-                let mut facts = path.facts.clone();
-                let feasible = match (case.when, &pointee, &arg0) {
-                    (Some(ArgCond::Pointee(d)), Some(p), _) => {
-                        let r = facts.resolve(p, summary.split_aspect());
-                        facts.assume(&r, Some(d), &[])
-                    }
-                    (Some(ArgCond::Value(d)), _, Some(p)) => {
-                        let r = facts.resolve(p, summary.split_aspect());
-                        facts.assume(&r, Some(d), &[])
-                    }
-                    (Some(ArgCond::Value(d)), _, None) if summary.split_field.is_none() => {
-                        self.const_arg0_discr(terminator).is_none_or(|c| c == d)
-                    }
-                    _ => true,
+        CalleeSplit {
+            pointee,
+            arg0,
+            test,
+            same_variant,
+        }
+    }
+
+    /// The path after one case of the callee `t` at a call or drop site:
+    /// what the callee may write, its result, its count adjustment and its
+    /// lock changes, in the caller's terms. `None` when the case cannot
+    /// happen there: its entry condition contradicts the path, it does not
+    /// return, or it is a failure the call is declared never to have.
+    fn case_effect(
+        &self,
+        site: &CallSite,
+        t: &Target,
+        summary: &Summary,
+        split: &CalleeSplit,
+        case: &Case,
+    ) -> Option<Path> {
+        let (path, terminator, block) = (site.path, site.terminator, site.block);
+        let mut facts = path.facts.clone();
+        let feasible = self.case_feasible(&mut facts, terminator, summary, split, case);
+        // The callee does not come back on this entry.
+        if !feasible || case.diverges {
+            return None;
+        }
+        // A way the callee fails, where it is declared never to
+        // (crates/invariants): not taken.
+        if let Some(variant) = site.declared_success
+            && summary.ret_field.is_none()
+            && matches!(case.ret, Some(RetFact::Discr(d)) if d != variant)
+        {
+            return None;
+        }
+        let behind_pointee = self.left_behind_pointee(&facts, terminator, summary, split, case);
+        let kept = self.forget_what_the_call_may_write(&mut facts, site, t, summary);
+        match terminator {
+            TerminatorKind::Call { destination, .. } => {
+                facts.write_unknown(destination, &self.escaped);
+                self.point_result_at(&mut facts, block, destination, kept.accessed);
+                self.set_result_fact(&mut facts, destination, summary, case);
+                // Declared never to fail here (crates/invariants):
+                // the failure variant's paths cannot run.
+                if let Some(variant) = site.declared_success
+                    && let Some(key) = PlaceKey::of(destination)
+                {
+                    facts.set_known(key, Aspect::Discr, variant);
+                }
+                self.tie_result_to_variant(&mut facts, destination, summary, split);
+                behind_pointee.set(&mut facts, summary.split_aspect());
+            }
+            TerminatorKind::Drop { place, .. } => match PlaceKey::of(place) {
+                // Dropped behind a private `&mut`: only that place
+                // changes.
+                Some(key) if self.private.at(block).contains(&key.local) => {
+                    facts.forget_place(&key)
+                }
+                _ => facts.write_unknown(place, &self.escaped),
+            },
+            _ => {}
+        }
+        // What only a handle this body holds reaches, and the
+        // pointers to it, as they were before the call or drop.
+        restore_facts(&mut facts, kept.exclusive);
+        for (l, key) in kept.refs {
+            facts.set_points_at(l, key);
+        }
+        // Object liveness: the frame rule, what the call moves
+        // away or keeps, and the result's contract.
+        // (What only a handle this body holds reaches survives, as
+        // for the value facts.)
+        let exclusive: Vec<PlaceKey> = kept
+            .exclusive_keys
+            .iter()
+            .map(|k| path.facts.object_key(k))
+            .collect();
+        self.objects_call(
+            &path.facts,
+            &mut facts,
+            terminator,
+            summary,
+            block,
+            &exclusive,
+        );
+        let mut locks = path.locks.clone();
+        self.set_returned_pointers(&path.facts, &mut facts, terminator, summary, case);
+        if case.has_lock_effect() {
+            self.apply_lock_effect(site, t, case, &mut facts, &mut locks);
+        }
+        Some(Path {
+            adj: path.adj.shifted(case.adjust),
+            facts,
+            locks,
+        })
+    }
+
+    /// Whether a case's entry condition can hold on the path, assumed in
+    /// `facts` when it can; a condition on a constant first argument is
+    /// checked against the constant.
+    fn case_feasible(
+        &self,
+        facts: &mut Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+        split: &CalleeSplit,
+        case: &Case,
+    ) -> bool {
+        match (case.when, &split.pointee, &split.arg0) {
+            (Some(ArgCond::Pointee(d)), Some(p), _) => {
+                let r = facts.resolve(p, summary.split_aspect());
+                facts.assume(&r, Some(d), &[])
+            }
+            (Some(ArgCond::Value(d)), _, Some(p)) => {
+                let r = facts.resolve(p, summary.split_aspect());
+                facts.assume(&r, Some(d), &[])
+            }
+            (Some(ArgCond::Value(d)), _, None) if summary.split_field.is_none() => {
+                self.const_arg0_discr(terminator).is_none_or(|c| c == d)
+            }
+            _ => true,
+        }
+    }
+
+    /// What a case leaves behind the first argument's pointee, read before
+    /// the call forgets where that pointee is.
+    fn left_behind_pointee(
+        &self,
+        facts: &Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+        split: &CalleeSplit,
+        case: &Case,
+    ) -> LeftBehindPointee {
+        // Where the pointee is, before the call forgets it.
+        let key = split
+            .pointee
+            .as_ref()
+            .map(|p| match facts.resolve(p, summary.split_aspect()) {
+                Resolved::Key(k, _) => k,
+                Resolved::Const(_) => p.clone(),
+            });
+        // The variant the callee leaves behind the pointee when it moves
+        // an argument there: that argument's, known before the call.
+        let post = case
+            .post
+            .or_else(|| self.arg_discr(facts, terminator, case.post_arg?));
+        // And the pointers inside it (the lock a guard moved in refers
+        // to).
+        let addrs = case
+            .post_arg
+            .and_then(|k| self.arg_place(terminator, k))
+            .map(|p| facts.addrs_under(&p))
+            .unwrap_or_default();
+        LeftBehindPointee { key, post, addrs }
+    }
+
+    /// Forgets the values the call or drop ending the site's block may
+    /// write through pointers, and puts back those it cannot reach: the
+    /// data of the locks held, and what is under the private `&mut`
+    /// arguments outside the places it is lent. Returns what the call's
+    /// own writes may not change either, and the place the callee `t`
+    /// returns a reference to, all read before the forgetting.
+    fn forget_what_the_call_may_write(
+        &self,
+        facts: &mut Facts,
+        site: &CallSite,
+        t: &Target,
+        summary: &Summary,
+    ) -> KeptAcrossCall {
+        let (terminator, block) = (site.terminator, site.block);
+        // The callee may write anything reachable through pointers,
+        // except what only this body can reach.
+        let private = self.private_facts(facts, block);
+        if self.trace {
+            eprintln!(
+                "[kanalyze trace] bb{block}: private {:?} ({:?}), read-only operands {:?}",
+                self.private.at(block),
+                private.iter().map(|p| p.0.local).collect::<Vec<_>>(),
+                call_operands(terminator)
+                    .0
+                    .iter()
+                    .map(|a| read_only_operand(self.dump, self.body, a))
+                    .collect::<Vec<_>>()
+            );
+        }
+        // Places behind them that this call is lent may change.
+        let (lent_args, dropped) = call_operands(terminator);
+        let lent: Vec<PlaceKey> = lent_args
+            .iter()
+            .filter(|a| !read_only_operand(self.dump, self.body, a))
+            .filter_map(|a| facts.pointee(a))
+            .chain(dropped.and_then(PlaceKey::of))
+            .map(|k| facts.normalize_fully(&k))
+            .collect();
+        // What the call cannot change in the data of locks held,
+        // and in contents only a handle this body holds reaches.
+        let kept_data = self.guard_data_kept(facts, block, terminator);
+        let exclusive = self.accessor_facts_kept(facts, terminator, site.targets);
+        let exclusive_keys: Vec<PlaceKey> = exclusive.iter().map(|k| k.0.clone()).collect();
+        let refs = self.accessor_refs_kept(facts, terminator, site.targets);
+        // The place an accessor returns, named before the call
+        // forgets where its argument points.
+        let accessed = self.accessor_place(facts, terminator, t, summary);
+        facts.forget_memory_values(&self.escaped);
+        if self.trace {
+            eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
+        }
+        restore_facts(facts, kept_data);
+        restore_unlent_private_facts(facts, private, &lent);
+        KeptAcrossCall {
+            exclusive,
+            exclusive_keys,
+            refs,
+            accessed,
+        }
+    }
+
+    /// What the call's result points to: its lock's data for a view of a
+    /// guard, or the place an exclusive accessor returns.
+    fn point_result_at(
+        &self,
+        facts: &mut Facts,
+        block: BlockId,
+        destination: &Place,
+        accessed: Option<PlaceKey>,
+    ) {
+        // A view of a guard points at its lock's data.
+        if let Some(g) = self.view_of(block)
+            && destination.projection.is_empty()
+            && !self.address_taken.contains(&destination.local)
+        {
+            facts.set_view(destination.local, g);
+        }
+        // (A view's result is named by its guard.)
+        if let Some(key) = accessed
+            && self.view_of(block).is_none()
+        {
+            facts.set_points_at(destination.local, key);
+        }
+    }
+
+    /// What a case says its result is: a variant, a value, or a value it
+    /// is not.
+    fn set_result_fact(
+        &self,
+        facts: &mut Facts,
+        destination: &Place,
+        summary: &Summary,
+        case: &Case,
+    ) {
+        let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) else {
+            return;
+        };
+        match ret {
+            RetFact::Discr(d) => {
+                let key = match summary.ret_field {
+                    Some(f) => key.with(ProjKey::Field(f)),
+                    None => key,
                 };
-                // The callee does not come back on this entry.
-                if !feasible || case.diverges {
-                    continue;
-                }
-                // A way the callee fails, where it is declared never to
-                // (crates/invariants): not taken.
-                if let Some(variant) = declared_success
-                    && summary.ret_field.is_none()
-                    && matches!(case.ret, Some(RetFact::Discr(d)) if d != variant)
+                // The variants it may have: cases that return different
+                // ones, merged, still exclude the rest (`Ok` or
+                // `OkNotifyPoll`, never `FailedDead`).
+                if summary.ret_field.is_none()
+                    && let Some(discrs) =
+                        self.place_ty(destination).and_then(|t| self.enum_discrs(t))
                 {
-                    continue;
+                    facts.set_domain(&key, discrs);
                 }
-                // Where the pointee is, before the call forgets it.
-                let pointee_key =
-                    pointee
-                        .as_ref()
-                        .map(|p| match facts.resolve(p, summary.split_aspect()) {
-                            Resolved::Key(k, _) => k,
-                            Resolved::Const(_) => p.clone(),
-                        });
-                // The variant the callee leaves behind the pointee when it
-                // moves an argument there: that argument's, known before
-                // the call.
-                let post = case
-                    .post
-                    .or_else(|| self.arg_discr(&facts, terminator, case.post_arg?));
-                // And the pointers inside it (the lock a guard moved in
-                // refers to).
-                let post_addrs = case
-                    .post_arg
-                    .and_then(|k| self.arg_place(terminator, k))
-                    .map(|p| facts.addrs_under(&p))
-                    .unwrap_or_default();
-                // The callee may write anything reachable through pointers,
-                // except what only this body can reach.
-                let private = self.private_facts(&facts, block);
-                if self.trace {
-                    eprintln!(
-                        "[kanalyze trace] bb{block}: private {:?} ({:?}), read-only operands {:?}",
-                        self.private.at(block),
-                        private.iter().map(|p| p.0.local).collect::<Vec<_>>(),
-                        call_operands(terminator)
-                            .0
-                            .iter()
-                            .map(|a| read_only_operand(self.dump, self.body, a))
-                            .collect::<Vec<_>>()
-                    );
+                facts.set_known(key, Aspect::Discr, d)
+            }
+            RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),
+            RetFact::IsNot(v) => {
+                facts.assume(&Resolved::Key(key, Aspect::Value), None, &[v]);
+            }
+        }
+    }
+
+    /// Ties the call's result, when it is a local of its own, to the
+    /// variant of the argument the callee tests or passes through, so that
+    /// a branch on the result later tells that argument's variant.
+    fn tie_result_to_variant(
+        &self,
+        facts: &mut Facts,
+        destination: &Place,
+        summary: &Summary,
+        split: &CalleeSplit,
+    ) {
+        if let Some((key, c, eq)) = &split.test
+            && let Some(dest) = PlaceKey::of(destination)
+            && dest.proj.is_empty()
+            && !self.escaped.contains(&dest.local)
+        {
+            facts.set_discr_test(dest.local, key.clone(), summary.split_aspect(), *c, *eq);
+        }
+        if let Some(key) = &split.same_variant
+            && let Some(dest) = PlaceKey::of(destination)
+            && dest.proj.is_empty()
+            && !self.escaped.contains(&dest.local)
+        {
+            facts.set_same_variant(dest.local, key.clone());
+        }
+    }
+
+    /// The pointers in the call's result when the case names none.
+    fn set_returned_pointers(
+        &self,
+        before: &Facts,
+        facts: &mut Facts,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+        case: &Case,
+    ) {
+        if case.ret_addrs.is_empty()
+            && let TerminatorKind::Call {
+                args, destination, ..
+            } = terminator
+        {
+            // `Option::take`, `mem::replace`, `ptr::read`, `clone`: a
+            // function that returns a `T` from a `&T`/`&mut T` whose body
+            // shows no pointer of its own returns (a copy of) what the
+            // pointer points to.
+            let copied = self.returned_pointee(before, args, destination);
+            if !copied.is_empty() {
+                facts.set_addrs(destination, copied);
+            } else {
+                // `Result::unwrap`, `Option::unwrap`: a function that
+                // returns what a by-value argument held (its contract says
+                // so) returns the pointers stored in it: a guard keeps
+                // pointing to its lock.
+                let moved = self.returned_payload(before, args, summary);
+                if !moved.is_empty() {
+                    facts.set_addrs(destination, moved);
                 }
-                // Places behind them that this call is lent may change.
-                let (lent_args, dropped) = call_operands(terminator);
-                let lent: Vec<PlaceKey> = lent_args
-                    .iter()
-                    .filter(|a| !read_only_operand(self.dump, self.body, a))
-                    .filter_map(|a| facts.pointee(a))
-                    .chain(dropped.and_then(PlaceKey::of))
-                    .map(|k| facts.normalize_fully(&k))
-                    .collect();
-                // What the call cannot change in the data of locks held,
-                // and in contents only a handle this body holds reaches.
-                let kept_data = self.guard_data_kept(&facts, block, terminator);
-                let kept_exclusive = self.accessor_facts_kept(&facts, terminator, targets);
-                let kept_exclusive_keys: Vec<PlaceKey> =
-                    kept_exclusive.iter().map(|k| k.0.clone()).collect();
-                let kept_refs = self.accessor_refs_kept(&facts, terminator, targets);
-                // The place an accessor returns, named before the call
-                // forgets where its argument points.
-                let accessed = self.accessor_place(&facts, terminator, t, summary);
-                facts.forget_memory_values(&self.escaped);
-                if self.trace {
-                    eprintln!("[kanalyze trace] bb{block}: kept of guards' data {kept_data:?}");
-                }
-                restore_facts(&mut facts, kept_data);
-                for (key, known, addrs, _) in private {
-                    let full = |suffix: &Vec<ProjKey>| PlaceKey {
-                        local: key.local,
-                        proj: key.proj.iter().chain(suffix).copied().collect(),
-                    };
-                    let kept = |suffix: &Vec<ProjKey>| {
-                        let full = full(suffix);
-                        !lent
-                            .iter()
-                            .any(|l| full.starts_with(l) || l.starts_with(&full))
-                    };
-                    // A call lent only memory strictly inside an enum (the
-                    // payload of one of its variants: the only way below
-                    // an enum place) cannot change its variant: the values
-                    // it may write are valid ones, never a niche.
-                    let variant_kept = |suffix: &Vec<ProjKey>| {
-                        let full = full(suffix);
-                        !lent.iter().any(|l| {
-                            full.starts_with(l)
-                                || (l.starts_with(&full)
-                                    && !matches!(
-                                        l.proj.get(full.proj.len()),
-                                        Some(ProjKey::Downcast(_))
-                                    ))
-                        })
-                    };
-                    let known = known
-                        .into_iter()
-                        .filter(|(s, aspect, _)| match aspect {
-                            Aspect::Discr => variant_kept(s),
-                            Aspect::Value => kept(s),
-                        })
-                        .collect();
-                    let addrs = addrs.into_iter().filter(|(s, _)| kept(s)).collect();
-                    facts.set_known_under_key(&key, known);
-                    facts.set_addrs_under(&key, addrs);
-                }
-                match terminator {
-                    TerminatorKind::Call { destination, .. } => {
-                        facts.write_unknown(destination, &self.escaped);
-                        // A view of a guard points at its lock's data.
-                        if let Some(g) = self.view_of(block)
-                            && destination.projection.is_empty()
-                            && !self.address_taken.contains(&destination.local)
-                        {
-                            facts.set_view(destination.local, g);
-                        }
-                        // (A view's result is named by its guard.)
-                        if let Some(key) = accessed.clone()
-                            && self.view_of(block).is_none()
-                        {
-                            facts.set_points_at(destination.local, key);
-                        }
-                        if let (Some(key), Some(ret)) = (PlaceKey::of(destination), case.ret) {
-                            match ret {
-                                RetFact::Discr(d) => {
-                                    let key = match summary.ret_field {
-                                        Some(f) => key.with(ProjKey::Field(f)),
-                                        None => key,
-                                    };
-                                    // The variants it may have: cases that
-                                    // return different ones, merged, still
-                                    // exclude the rest (`Ok` or
-                                    // `OkNotifyPoll`, never `FailedDead`).
-                                    if summary.ret_field.is_none()
-                                        && let Some(discrs) = self
-                                            .place_ty(destination)
-                                            .and_then(|t| self.enum_discrs(t))
-                                    {
-                                        facts.set_domain(&key, discrs);
-                                    }
-                                    facts.set_known(key, Aspect::Discr, d)
-                                }
-                                RetFact::Is(v) => facts.set_known(key, Aspect::Value, v),
-                                RetFact::IsNot(v) => {
-                                    facts.assume(&Resolved::Key(key, Aspect::Value), None, &[v]);
-                                }
-                            }
-                        }
-                        // Declared never to fail here (crates/invariants):
-                        // the failure variant's paths cannot run.
-                        if let Some(variant) = declared_success
-                            && let Some(key) = PlaceKey::of(destination)
-                        {
-                            facts.set_known(key, Aspect::Discr, variant);
-                        }
-                        if let Some((key, c, eq)) = &test
-                            && let Some(dest) = PlaceKey::of(destination)
-                            && dest.proj.is_empty()
-                            && !self.escaped.contains(&dest.local)
-                        {
-                            facts.set_discr_test(
-                                dest.local,
-                                key.clone(),
-                                summary.split_aspect(),
-                                *c,
-                                *eq,
-                            );
-                        }
-                        if let Some(key) = &same_variant
-                            && let Some(dest) = PlaceKey::of(destination)
-                            && dest.proj.is_empty()
-                            && !self.escaped.contains(&dest.local)
-                        {
-                            facts.set_same_variant(dest.local, key.clone());
-                        }
-                        if let Some(key) = &pointee_key
-                            && !post_addrs.is_empty()
-                        {
-                            facts.set_addrs_under(key, post_addrs);
-                        }
-                        if let (Some(key), Some(p)) = (pointee_key, post) {
-                            facts.set_known(key, summary.split_aspect(), p);
-                        }
-                    }
-                    TerminatorKind::Drop { place, .. } => match PlaceKey::of(place) {
-                        // Dropped behind a private `&mut`: only that place
-                        // changes.
-                        Some(key) if self.private.at(block).contains(&key.local) => {
-                            facts.forget_place(&key)
-                        }
-                        _ => facts.write_unknown(place, &self.escaped),
+            }
+        }
+    }
+
+    /// The locks a case of the callee `t` releases and acquires, and the
+    /// locks its result points to, in the caller's terms.
+    fn apply_lock_effect(
+        &self,
+        site: &CallSite,
+        t: &Target,
+        case: &Case,
+        facts: &mut Facts,
+        locks: &mut LockState,
+    ) {
+        let (args, dropped) = call_operands(site.terminator);
+        let subst = |l| self.places.substitute(&site.path.facts, l, args, dropped);
+        for l in &case.release {
+            if let Some(l) = subst(l) {
+                locks.release(&l);
+            }
+        }
+        for a in &case.acquire {
+            if let Some(l) = subst(&a.lock) {
+                locks.acquire(Held {
+                    lock: l,
+                    kind: a.kind,
+                    trylock: a.trylock,
+                    at: Acquired {
+                        span: site.span,
+                        callee: t.callee,
                     },
-                    _ => {}
-                }
-                // What only a handle this body holds reaches, and the
-                // pointers to it, as they were before the call or drop.
-                restore_facts(&mut facts, kept_exclusive);
-                for (l, key) in kept_refs {
-                    facts.set_points_at(l, key);
-                }
-                // Object liveness: the frame rule, what the call moves
-                // away or keeps, and the result's contract.
-                // (What only a handle this body holds reaches survives, as
-                // for the value facts.)
-                let exclusive: Vec<PlaceKey> = kept_exclusive_keys
-                    .iter()
-                    .map(|k| path.facts.object_key(k))
-                    .collect();
-                self.objects_call(
-                    &path.facts,
-                    &mut facts,
-                    terminator,
-                    summary,
-                    block,
-                    &exclusive,
-                );
-                let mut locks = path.locks.clone();
-                if case.ret_addrs.is_empty()
-                    && let TerminatorKind::Call {
-                        args, destination, ..
-                    } = terminator
-                {
-                    // `Option::take`, `mem::replace`, `ptr::read`, `clone`:
-                    // a function that returns a `T` from a `&T`/`&mut T`
-                    // whose body shows no pointer of its own returns (a copy
-                    // of) what the pointer points to.
-                    let copied = self.returned_pointee(&path.facts, args, destination);
-                    if !copied.is_empty() {
-                        facts.set_addrs(destination, copied);
-                    } else {
-                        // `Result::unwrap`, `Option::unwrap`: a function
-                        // that returns what a by-value argument held (its
-                        // contract says so) returns the pointers stored in
-                        // it: a guard keeps pointing to its lock.
-                        let moved = self.returned_payload(&path.facts, args, summary);
-                        if !moved.is_empty() {
-                            facts.set_addrs(destination, moved);
-                        }
-                    }
-                }
-                if case.has_lock_effect() {
-                    let (args, dropped) = call_operands(terminator);
-                    let subst = |l| self.places.substitute(&path.facts, l, args, dropped);
-                    for l in &case.release {
-                        if let Some(l) = subst(l) {
-                            locks.release(&l);
-                        }
-                    }
-                    for a in &case.acquire {
-                        if let Some(l) = subst(&a.lock) {
-                            locks.acquire(Held {
-                                lock: l,
-                                kind: a.kind,
-                                trylock: a.trylock,
-                                at: Acquired {
-                                    span,
-                                    callee: t.callee,
-                                },
-                            });
-                        }
-                    }
-                    if let TerminatorKind::Call { destination, .. } = terminator {
-                        let addrs: Vec<_> = case
-                            .ret_addrs
-                            .iter()
-                            .filter_map(|(suffix, l)| Some((suffix.clone(), subst(l)?)))
-                            .collect();
-                        facts.set_addrs(destination, addrs);
-                    }
-                }
-                out.add(Path {
-                    adj: path.adj.shifted(case.adjust),
-                    facts,
-                    locks,
                 });
             }
+        }
+        if let TerminatorKind::Call { destination, .. } = site.terminator {
+            let addrs: Vec<_> = case
+                .ret_addrs
+                .iter()
+                .filter_map(|(suffix, l)| Some((suffix.clone(), subst(l)?)))
+                .collect();
+            facts.set_addrs(destination, addrs);
         }
     }
 
@@ -715,6 +821,113 @@ impl BodyAnalysis<'_> {
             };
         }
         summary.expect
+    }
+}
+
+/// A call or drop site as one path reaches it: what each case of each
+/// callee is applied to.
+struct CallSite<'p> {
+    path: &'p Path,
+    terminator: &'p TerminatorKind,
+    block: BlockId,
+    span: kmir::Span,
+    targets: &'p [Target],
+    /// The variant a never-fails declaration gives the call's result.
+    declared_success: Option<u128>,
+}
+
+/// Where a callee's split argument is in the caller's terms, and what the
+/// callee's result says about its variant (see [`discr_test`] and
+/// [`same_variant`]).
+struct CalleeSplit {
+    /// The first argument's pointee (or its split field).
+    pointee: Option<PlaceKey>,
+    /// The place the first argument is passed from (or its split field).
+    arg0: Option<PlaceKey>,
+    /// The result is "this place's variant is (`eq`) or is not `c`":
+    /// `(place, c, eq)`.
+    test: Option<(PlaceKey, u128, bool)>,
+    /// The result has this place's variant.
+    same_variant: Option<PlaceKey>,
+}
+
+/// What a case leaves behind the first argument's pointee, named before
+/// the call forgets where that pointee is.
+struct LeftBehindPointee {
+    /// Where the pointee is.
+    key: Option<PlaceKey>,
+    /// The variant (or split value) it holds after the call.
+    post: Option<u128>,
+    /// The pointers inside it after the call: those of the argument moved
+    /// there.
+    addrs: Vec<(Vec<ProjKey>, memory::Location)>,
+}
+
+impl LeftBehindPointee {
+    /// Sets what the pointee holds after the call.
+    fn set(self, facts: &mut Facts, aspect: Aspect) {
+        if let Some(key) = &self.key
+            && !self.addrs.is_empty()
+        {
+            facts.set_addrs_under(key, self.addrs);
+        }
+        if let (Some(key), Some(p)) = (self.key, self.post) {
+            facts.set_known(key, aspect, p);
+        }
+    }
+}
+
+/// What a call's forgetting of memory values leaves to be put back or
+/// named afterwards, read before it.
+struct KeptAcrossCall {
+    /// The facts only an exclusive handle this body holds reaches: put
+    /// back after the call's own writes.
+    exclusive: Vec<PlaceFacts>,
+    /// Their places.
+    exclusive_keys: Vec<PlaceKey>,
+    /// The locals pointing at exclusive places the call cannot change.
+    refs: Vec<(LocalId, PlaceKey)>,
+    /// The place an exclusive accessor returns a reference to.
+    accessed: Option<PlaceKey>,
+}
+
+/// Puts back what was known under the private `&mut` arguments' pointees
+/// (read with `private_facts`) outside the places the call is `lent`: no
+/// other pointer reaches them.
+fn restore_unlent_private_facts(facts: &mut Facts, private: Vec<PlaceFacts>, lent: &[PlaceKey]) {
+    for (key, known, addrs, _) in private {
+        let full = |suffix: &Vec<ProjKey>| PlaceKey {
+            local: key.local,
+            proj: key.proj.iter().chain(suffix).copied().collect(),
+        };
+        let kept = |suffix: &Vec<ProjKey>| {
+            let full = full(suffix);
+            !lent
+                .iter()
+                .any(|l| full.starts_with(l) || l.starts_with(&full))
+        };
+        // A call lent only memory strictly inside an enum (the payload of
+        // one of its variants: the only way below an enum place) cannot
+        // change its variant: the values it may write are valid ones,
+        // never a niche.
+        let variant_kept = |suffix: &Vec<ProjKey>| {
+            let full = full(suffix);
+            !lent.iter().any(|l| {
+                full.starts_with(l)
+                    || (l.starts_with(&full)
+                        && !matches!(l.proj.get(full.proj.len()), Some(ProjKey::Downcast(_))))
+            })
+        };
+        let known = known
+            .into_iter()
+            .filter(|(s, aspect, _)| match aspect {
+                Aspect::Discr => variant_kept(s),
+                Aspect::Value => kept(s),
+            })
+            .collect();
+        let addrs = addrs.into_iter().filter(|(s, _)| kept(s)).collect();
+        facts.set_known_under_key(&key, known);
+        facts.set_addrs_under(&key, addrs);
     }
 }
 

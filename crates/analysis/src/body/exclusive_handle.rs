@@ -241,10 +241,39 @@ fn kept<'a>(
     d: BlockId,
     guard_kills: &impl Fn(u32) -> Option<Vec<BlockId>>,
 ) -> bool {
-    let body = b.body;
     let root = chain.root;
-    // The root handle local: a reference, given one value (or an argument
-    // never written), whose own memory nothing borrows mutably.
+    if !root_holds_one_handle(b, defs, root) {
+        return false;
+    }
+    // The handle lies in a held lock's data.
+    let Some(g) = lock_data_holding(b, root) else {
+        return false;
+    };
+    let (Some(kills), Some(escapes)) = (guard_kills(g), b.writes.escapes_of(g)) else {
+        return false;
+    };
+    let on_the_way = super::origins::between(b.body, chain.clone, d);
+    if !lock_data_unchanged(b, g, d, &kills, &escapes, &on_the_way) {
+        return false;
+    }
+    // Nothing on the way reaches the exclusive field.
+    let reach = FieldReach {
+        reach: reaches(b, callee_of, root),
+        field: &chain.field,
+    };
+    nothing_on_the_way_reaches_field(b, callee_of, root, g, d, &on_the_way, &reach)
+        && no_call_keeps_a_way_to_field(b, callee_of, &reach)
+}
+
+/// Whether the root handle local holds one handle throughout: a
+/// reference, given one value (or an argument never written), whose own
+/// memory nothing borrows mutably.
+fn root_holds_one_handle(
+    b: &BodyInputs<'_>,
+    defs: &[Option<Definition<'_>>],
+    root: LocalId,
+) -> bool {
+    let body = b.body;
     let is_ref = body
         .local(root)
         .and_then(|l| b.dump.ty(l.ty))
@@ -266,10 +295,12 @@ fn kept<'a>(
                 | kmir::visit::PlaceContext::AddressOf { .. }
         );
     });
-    if borrowed || writes > usize::from(!arg) {
-        return false;
-    }
-    // The handle lies in a held lock's data.
+    !(borrowed || writes > usize::from(!arg))
+}
+
+/// The guard whose lock's data the handle the root local points to lies
+/// in, when it lies in one held lock's data and nowhere else.
+fn lock_data_holding(b: &BodyInputs<'_>, root: LocalId) -> Option<u32> {
     let targets = b.writes.pointee_fields(
         b.dump,
         &Operand::Copy(Place {
@@ -279,15 +310,27 @@ fn kept<'a>(
         &[],
     );
     let Some(Root::Guard(g)) = targets.first().map(|t| t.root) else {
-        return false;
+        return None;
     };
-    if !targets.iter().all(|t| t.root == Root::Guard(g)) {
-        return false;
-    }
-    let (Some(kills), Some(escapes)) = (guard_kills(g), b.writes.escapes_of(g)) else {
-        return false;
-    };
-    let on_the_way = super::origins::between(body, chain.clone, d);
+    targets
+        .iter()
+        .all(|t| t.root == Root::Guard(g))
+        .then_some(g)
+}
+
+/// Whether the handle stays where it is in the lock's data (guard `g`)
+/// until the drop at `d`: no pointer to the data escapes on a way to `d`,
+/// the guard is neither released nor moved (`kills`) on the way, and
+/// nothing on the way writes the data.
+fn lock_data_unchanged(
+    b: &BodyInputs<'_>,
+    g: u32,
+    d: BlockId,
+    kills: &[BlockId],
+    escapes: &[BlockId],
+    on_the_way: &[bool],
+) -> bool {
+    let body = b.body;
     let between = |x: usize| on_the_way.get(x).copied().unwrap_or(true);
     let reaching_d = super::writes::reaching_blocks(&predecessors(body), d);
     if escapes
@@ -308,16 +351,46 @@ fn kept<'a>(
             _ => return false,
         }
     }
-    // Nothing on the way reaches the exclusive field.
-    let reach = reaches(b, callee_of, root);
-    let may_reach_field = |l: LocalId| match reach.get(&l) {
-        None | Some(Reach::Outside) => false,
-        Some(Reach::Whole) | Some(Reach::Field(None)) => true,
-        Some(Reach::Field(Some(f))) => !f.disjoint(&chain.field),
-    };
-    let through =
-        |p: &Place| p.projection.first() == Some(&Projection::Deref) && may_reach_field(p.local);
-    for (x, blk) in body.blocks.iter().enumerate() {
+    true
+}
+
+/// The locals derived from the root handle local, and whether each may
+/// reach the exclusive field holding the handle the clone came from.
+struct FieldReach<'c> {
+    reach: HashMap<LocalId, Reach>,
+    field: &'c ExclusiveField,
+}
+
+impl FieldReach<'_> {
+    /// Whether the pointers local `l` holds may reach the field.
+    fn may_reach(&self, l: LocalId) -> bool {
+        match self.reach.get(&l) {
+            None | Some(Reach::Outside) => false,
+            Some(Reach::Whole) | Some(Reach::Field(None)) => true,
+            Some(Reach::Field(Some(f))) => !f.disjoint(self.field),
+        }
+    }
+
+    /// Whether `p` is a place behind such a pointer.
+    fn through(&self, p: &Place) -> bool {
+        p.projection.first() == Some(&Projection::Deref) && self.may_reach(p.local)
+    }
+}
+
+/// Whether no store, drop or call from the clone to the drop at `d`
+/// reaches the exclusive field, or writes the handle through the lock's
+/// data (guard `g`).
+fn nothing_on_the_way_reaches_field<'a>(
+    b: &BodyInputs<'_>,
+    callee_of: &impl Fn(BlockId) -> Option<&'a Summary>,
+    root: LocalId,
+    g: u32,
+    d: BlockId,
+    on_the_way: &[bool],
+    reach: &FieldReach<'_>,
+) -> bool {
+    let between = |x: usize| on_the_way.get(x).copied().unwrap_or(true);
+    for (x, blk) in b.body.blocks.iter().enumerate() {
         let on_way = between(x);
         if !on_way && x != d as usize {
             continue;
@@ -326,7 +399,7 @@ fn kept<'a>(
             match &st.kind {
                 StatementKind::Assign { place, .. }
                 | StatementKind::SetDiscriminant { place, .. }
-                    if through(place) || place.local == root =>
+                    if reach.through(place) || place.local == root =>
                 {
                     return false;
                 }
@@ -353,9 +426,9 @@ fn kept<'a>(
             // Through such a pointer, or a local holding one (its glue may
             // write through it), or one into the lock's data.
             TerminatorKind::Drop { place, .. }
-                if through(place)
+                if reach.through(place)
                     || place.local == root
-                    || may_reach_field(place.local)
+                    || reach.may_reach(place.local)
                     || in_data(&Operand::Copy(Place {
                         local: place.local,
                         projection: Vec::new().into(),
@@ -363,7 +436,7 @@ fn kept<'a>(
             {
                 return false;
             }
-            TerminatorKind::Call { destination, .. } if through(destination) => {
+            TerminatorKind::Call { destination, .. } if reach.through(destination) => {
                 return false;
             }
             // A call given a pointer into the lock's data other than one
@@ -372,7 +445,7 @@ fn kept<'a>(
             TerminatorKind::Call { args, .. } => {
                 let writes = callee_of(x as BlockId).and_then(|s| s.writes.as_ref());
                 for (k, a) in args.iter().enumerate() {
-                    let derived = operand_local(a).is_some_and(|l| reach.contains_key(&l));
+                    let derived = operand_local(a).is_some_and(|l| reach.reach.contains_key(&l));
                     if derived || !in_data(a) {
                         continue;
                     }
@@ -385,12 +458,21 @@ fn kept<'a>(
             _ => {}
         }
     }
-    // Anywhere in the body, a call given a pointer that may reach the
-    // field writes only through the pointers stored there (into other
-    // objects: a handle's count), and nothing elsewhere, where it could
-    // keep the pointer for a later call to write through; and no statement
-    // stores such a pointer in memory.
-    for (x, blk) in body.blocks.iter().enumerate() {
+    true
+}
+
+/// Whether, anywhere in the body, a call given a pointer that may reach
+/// the field writes only through the pointers stored there (into other
+/// objects: a handle's count), and nothing elsewhere, where it could keep
+/// the pointer for a later call to write through; and no statement
+/// stores such a pointer in memory.
+fn no_call_keeps_a_way_to_field<'a>(
+    b: &BodyInputs<'_>,
+    callee_of: &impl Fn(BlockId) -> Option<&'a Summary>,
+    reach: &FieldReach<'_>,
+) -> bool {
+    let may_reach_field = |l: LocalId| reach.may_reach(l);
+    for (x, blk) in b.body.blocks.iter().enumerate() {
         for st in &blk.statements {
             // An intrinsic given one (a copy of memory) may write or keep it.
             if let StatementKind::Intrinsic { operands, .. } = &st.kind
@@ -434,7 +516,7 @@ fn kept<'a>(
         let into_contents = |k: usize| {
             args.get(k)
                 .and_then(operand_local)
-                .is_some_and(|l| matches!(reach.get(&l), Some(Reach::Field(_))))
+                .is_some_and(|l| matches!(reach.reach.get(&l), Some(Reach::Field(_))))
         };
         let harmless = w.iter().all(|(j, p)| {
             let j = *j as usize;

@@ -180,152 +180,36 @@ impl<'r, 'a> Reader<'r, 'a> {
         summary: &Summary,
     ) {
         let analysis = self.analysis;
-        let mut site_required = ExpectRange::TOP;
-        let mut site_required_last = ExpectRange::TOP;
-        let mut callee_expect = summary.expect;
-        let mut callee_expect_last = ExpectRange::TOP;
-        let mut via_last = true;
-        // The site's own expectation is the callee's last-reference one,
-        // by a holds-last declaration (the explanation goes on in the
-        // teardown's terms).
-        let mut declared_last = false;
-        let mut worst: Option<(Adj, ExpectRange, Vec<Held>)> = None;
-        let mut worst_last: Option<(Adj, ExpectRange, Vec<Held>)> = None;
+        let mut needs = SiteNeeds::new(summary.expect);
         // What the site releases by the flow-insensitive origins scan: all
         // of it kept alive by a borrow that outlives this function, or tied
         // by an identity test to such a handle, none of it can be the last.
         let from_origins = analysis.released(&terminator.kind, summary);
-        let backed = analysis.origins.backed(&from_origins, block)
-            || analysis.origins.kept_clone_backs(
-                analysis.body,
-                &analysis.sites,
-                analysis.summary_of,
-                block,
-                &terminator.kind,
-                summary.last_from.as_deref(),
-            )
-            || analysis.origins.identity_backed(
-                analysis.dump,
-                analysis.body,
-                block,
-                &terminator.kind,
-                summary.last_from.as_deref(),
-                summary.last_field,
-            )
-            || analysis.origins.same_or_none_backed(
-                analysis.dump,
-                analysis.body,
-                block,
-                &terminator.kind,
-            );
-        if analysis.trace && from_origins.as_ref().is_none_or(|r| !r.is_empty()) {
-            eprintln!(
-                "[kanalyze trace] bb{block} releases {}: {}",
-                analysis.origins.describe(&from_origins),
-                if backed {
-                    "kept alive by its origins"
-                } else {
-                    "not shown kept alive by its origins"
-                }
-            );
-        }
+        let backed = backed_by_origins(analysis, block, &terminator.kind, summary, &from_origins);
         for p in &state.paths {
             let whole = analysis.effective_expect(summary, &terminator.kind, &p.facts);
-            // The one rule of object liveness: held elsewhere, or nothing.
-            let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
-            let exclusive: Vec<PlaceKey> = analysis
-                .accessor_facts_kept(&p.facts, &terminator.kind, targets)
-                .into_iter()
-                .map(|k| p.facts.object_key(&k.0))
-                .collect();
-            let proof = analysis.discharge(&p.facts, &terminator.kind, summary, &exclusive);
-            if analysis.trace {
-                eprintln!(
-                    "[kanalyze trace] bb{block}: release {}",
-                    match &proof {
-                        Some(proof) => format!("not the last: {}", proof.describe()),
-                        None => format!(
-                            "not shown held elsewhere: {}",
-                            match analysis.released_bounds(&p.facts, &terminator.kind, summary) {
-                                None => "it may release anything".to_string(),
-                                Some(bs) => bs
-                                    .iter()
-                                    .map(crate::liveness::contract::describe_bounds)
-                                    .collect::<Vec<_>>()
-                                    .join("; "),
-                            }
-                        ),
-                    }
-                );
-            }
-            // On a teardown path everything the callee needs is
-            // needed only because a reference was the last.
-            let last = if analysis.not_last.contains(&block)
-                || proof.is_some()
-                || backed
-                || analysis.stored_clone_backs(
-                    &p.facts,
-                    &terminator.kind,
-                    targets,
-                    summary.last_from.as_deref(),
-                )
-                || analysis.last_place_inactive(summary, &terminator.kind, &p.facts)
-                || analysis.same_object_discharges(block, &terminator.kind, summary, &p.facts)
-            {
-                ExpectRange::TOP
-            } else {
-                analysis.variant_expect_last(summary, &terminator.kind, &p.facts)
-            };
+            let last = last_reference_expect(analysis, block, &terminator.kind, summary, p, backed);
             let tearing_down = analysis.tearing_down(&p.facts);
             let (e, e_last) = if tearing_down {
-                via_last = whole == ExpectRange::TOP;
+                needs.via_last = whole == ExpectRange::TOP;
                 (ExpectRange::TOP, whole.intersect(&last))
             } else if analysis.can_be_last.contains(&block) {
                 // Declared: the reference dropped here can be the last
                 // one, so the teardown's expectation is the drop's own.
-                declared_last |= whole == ExpectRange::TOP && last != ExpectRange::TOP;
+                needs.declared_last |= whole == ExpectRange::TOP && last != ExpectRange::TOP;
                 (whole.intersect(&last), ExpectRange::TOP)
             } else {
                 (whole, last)
             };
             if e_last != ExpectRange::TOP {
-                // What this site may release, in the function's entry
-                // terms: a caller holding it elsewhere discharges it. A
-                // teardown of its own is about anything.
-                let released = if tearing_down {
-                    None
-                } else {
-                    analysis.release_in_entry_terms(&p.facts, &terminator.kind, summary)
-                };
-                match (&mut self.releases, released) {
-                    (Some(all), Some(r)) => all.extend(r),
-                    (all, _) => *all = None,
-                }
-                // Which of this function's owned arguments the
-                // expectation is about, by the origins scan.
-                let about = if tearing_down {
-                    None
-                } else {
-                    analysis.origins.attributed(&from_origins, block)
-                };
-                match (&mut self.last_from, about) {
-                    (Some(from), Some(a)) => from.extend(a),
-                    (from, _) => *from = None,
-                }
-                self.last_field =
-                    self.last_field
-                        .join(dropped_field(analysis, block, &terminator.kind, summary));
-                let dropped = dropped_place(analysis, block, &terminator.kind, summary);
-                if analysis.trace {
-                    eprintln!(
-                        "[kanalyze trace] bb{block} last place {}",
-                        match &dropped {
-                            crate::summary::LastPlaces::One(p) => p.describe(),
-                            other => format!("{other:?}"),
-                        }
-                    );
-                }
-                self.last_place = std::mem::take(&mut self.last_place).join(dropped);
+                self.record_last_release(
+                    block,
+                    &terminator.kind,
+                    summary,
+                    p,
+                    tearing_down,
+                    &from_origins,
+                );
             }
             if analysis.trace {
                 eprintln!(
@@ -335,38 +219,76 @@ impl<'r, 'a> Reader<'r, 'a> {
                     p.adj
                 );
             }
-            if e_last != ExpectRange::TOP {
-                callee_expect_last = e_last;
-                let required = match p.adj {
-                    Adj::Known(a) => e_last.shift_back(a),
-                    Adj::Top => ExpectRange::EMPTY,
-                };
-                let narrowed = site_required_last.intersect(&required);
-                if self
-                    .expect
-                    .intersect(&self.expect_last)
-                    .intersect(&narrowed)
-                    .is_empty()
-                    && worst_last.is_none()
-                {
-                    worst_last = Some((p.adj, e_last, p.locks.held.clone()));
-                }
-                site_required_last = narrowed;
-            }
-            if e == ExpectRange::TOP {
-                continue;
-            }
-            callee_expect = e;
-            let required = match p.adj {
-                Adj::Known(a) => e.shift_back(a),
-                Adj::Top => ExpectRange::EMPTY,
-            };
-            let narrowed = site_required.intersect(&required);
-            if self.expect.intersect(&narrowed).is_empty() && worst.is_none() {
-                worst = Some((p.adj, e, p.locks.held.clone()));
-            }
-            site_required = narrowed;
+            needs.narrow(p, e, e_last, self.expect, self.expect_last);
         }
+        self.settle(block, state, terminator, t, summary, needs);
+    }
+
+    /// What a path's release at a site with a last-reference expectation
+    /// tells of the body's own: what it may release, in entry terms, which
+    /// owned arguments and which field or place below `*arg0` that is.
+    fn record_last_release(
+        &mut self,
+        block: BlockId,
+        terminator: &TerminatorKind,
+        summary: &Summary,
+        p: &Path,
+        tearing_down: bool,
+        from_origins: &super::origins::Set,
+    ) {
+        let analysis = self.analysis;
+        // What this site may release, in the function's entry
+        // terms: a caller holding it elsewhere discharges it. A
+        // teardown of its own is about anything.
+        let released = if tearing_down {
+            None
+        } else {
+            analysis.release_in_entry_terms(&p.facts, terminator, summary)
+        };
+        match (&mut self.releases, released) {
+            (Some(all), Some(r)) => all.extend(r),
+            (all, _) => *all = None,
+        }
+        // Which of this function's owned arguments the
+        // expectation is about, by the origins scan.
+        let about = if tearing_down {
+            None
+        } else {
+            analysis.origins.attributed(from_origins, block)
+        };
+        match (&mut self.last_from, about) {
+            (Some(from), Some(a)) => from.extend(a),
+            (from, _) => *from = None,
+        }
+        self.last_field = self
+            .last_field
+            .join(dropped_field(analysis, block, terminator, summary));
+        let dropped = dropped_place(analysis, block, terminator, summary);
+        if analysis.trace {
+            eprintln!(
+                "[kanalyze trace] bb{block} last place {}",
+                match &dropped {
+                    crate::summary::LastPlaces::One(p) => p.describe(),
+                    other => format!("{other:?}"),
+                }
+            );
+        }
+        self.last_place = std::mem::take(&mut self.last_place).join(dropped);
+    }
+
+    /// Records what a site needs, gathered over its paths: the violation
+    /// where no entry count satisfies it (an ordinary one first, else one
+    /// about a last reference), and otherwise the body's expectations
+    /// narrowed, with the site as their reason.
+    fn settle(
+        &mut self,
+        block: BlockId,
+        state: &PcState,
+        terminator: &Terminator,
+        t: Target,
+        summary: &Summary,
+        needs: SiteNeeds,
+    ) {
         let first_adj = state
             .paths
             .iter()
@@ -375,10 +297,8 @@ impl<'r, 'a> Reader<'r, 'a> {
                 Adj::Top => None,
             })
             .unwrap_or(0);
-        let make_violation = |(adj, e, held): (Adj, ExpectRange, Vec<Held>),
-                              base: ExpectRange,
-                              last_reference: bool| {
-            Violation {
+        let make_violation =
+            |(adj, e, held): Shortfall, base: ExpectRange, last_reference: bool| Violation {
                 block,
                 span: terminator.span,
                 target: t,
@@ -391,20 +311,19 @@ impl<'r, 'a> Reader<'r, 'a> {
                 held,
                 specialised: summary.specialised.then(|| Box::new(summary.clone())),
                 last_reference,
-            }
-        };
-        if let Some(w) = worst {
+            };
+        if let Some(w) = needs.worst {
             self.violations.push(make_violation(w, self.expect, false));
             return;
         }
-        if let Some(w) = worst_last {
+        if let Some(w) = needs.worst_last {
             self.violations.push(make_violation(
                 w,
                 self.expect.intersect(&self.expect_last),
                 true,
             ));
         } else {
-            let next = self.expect_last.intersect(&site_required_last);
+            let next = self.expect_last.intersect(&needs.required_last);
             if next != self.expect_last {
                 self.reason_last = Some(Reason {
                     block,
@@ -412,14 +331,14 @@ impl<'r, 'a> Reader<'r, 'a> {
                     callee: t.callee,
                     kind: t.kind,
                     adj: first_adj,
-                    callee_expect: callee_expect_last,
+                    callee_expect: needs.callee_expect_last,
                     callee_summary: None,
-                    via_last,
+                    via_last: needs.via_last,
                 });
                 self.expect_last = next;
             }
         }
-        let next = self.expect.intersect(&site_required);
+        let next = self.expect.intersect(&needs.required);
         if next != self.expect {
             self.sensitive |= summary.context_sensitive
                 || summary.sleeps_if_flag.is_some()
@@ -431,9 +350,9 @@ impl<'r, 'a> Reader<'r, 'a> {
                 callee: t.callee,
                 kind: t.kind,
                 adj: first_adj,
-                callee_expect,
+                callee_expect: needs.callee_expect,
                 callee_summary: summary.specialised.then(|| Box::new(summary.clone())),
-                via_last: declared_last,
+                via_last: needs.declared_last,
             });
             self.expect = next;
         }
@@ -461,6 +380,192 @@ impl<'r, 'a> Reader<'r, 'a> {
             edges: self.locks.edges,
             open: self.locks.open,
         }
+    }
+}
+
+/// A path's count, the callee's expectation on it, and the locks held
+/// there: what a violation at a site reports.
+type Shortfall = (Adj, ExpectRange, Vec<Held>);
+
+/// What one site needs of the count on entry to the body, gathered over
+/// the paths that reach it.
+struct SiteNeeds {
+    /// The entry counts every path's expectation allows.
+    required: ExpectRange,
+    /// The same for the expectations that hold if the reference the site
+    /// drops is the last one.
+    required_last: ExpectRange,
+    /// The callee's expectation on the last path that had one.
+    callee_expect: ExpectRange,
+    callee_expect_last: ExpectRange,
+    /// The last-reference expectation is the callee's own one, not its
+    /// whole expectation met on a path that has just dropped a last
+    /// reference (see `Reason::via_last`).
+    via_last: bool,
+    /// The site's own expectation is the callee's last-reference one,
+    /// by a holds-last declaration (the explanation goes on in the
+    /// teardown's terms).
+    declared_last: bool,
+    /// The first path on which no entry count satisfies the site.
+    worst: Option<Shortfall>,
+    /// The same for the last-reference expectation.
+    worst_last: Option<Shortfall>,
+}
+
+impl SiteNeeds {
+    fn new(callee_expect: ExpectRange) -> Self {
+        SiteNeeds {
+            required: ExpectRange::TOP,
+            required_last: ExpectRange::TOP,
+            callee_expect,
+            callee_expect_last: ExpectRange::TOP,
+            via_last: true,
+            declared_last: false,
+            worst: None,
+            worst_last: None,
+        }
+    }
+
+    /// Narrows the site's needs by what path `p` expects (`e`, and
+    /// `e_last` if the reference is the last), noting the path as the
+    /// worst when nothing the body expects so far (`expect`,
+    /// `expect_last`) satisfies it.
+    fn narrow(
+        &mut self,
+        p: &Path,
+        e: ExpectRange,
+        e_last: ExpectRange,
+        expect: ExpectRange,
+        expect_last: ExpectRange,
+    ) {
+        if e_last != ExpectRange::TOP {
+            self.callee_expect_last = e_last;
+            let required = match p.adj {
+                Adj::Known(a) => e_last.shift_back(a),
+                Adj::Top => ExpectRange::EMPTY,
+            };
+            let narrowed = self.required_last.intersect(&required);
+            if expect
+                .intersect(&expect_last)
+                .intersect(&narrowed)
+                .is_empty()
+                && self.worst_last.is_none()
+            {
+                self.worst_last = Some((p.adj, e_last, p.locks.held.clone()));
+            }
+            self.required_last = narrowed;
+        }
+        if e == ExpectRange::TOP {
+            return;
+        }
+        self.callee_expect = e;
+        let required = match p.adj {
+            Adj::Known(a) => e.shift_back(a),
+            Adj::Top => ExpectRange::EMPTY,
+        };
+        let narrowed = self.required.intersect(&required);
+        if expect.intersect(&narrowed).is_empty() && self.worst.is_none() {
+            self.worst = Some((p.adj, e, p.locks.held.clone()));
+        }
+        self.required = narrowed;
+    }
+}
+
+/// Whether all a site releases, by the flow-insensitive origins scan, is
+/// kept alive by a borrow that outlives the function, by a clone's
+/// backing handle, or tied by an identity test or a same-or-none result
+/// to such a handle: then none of it can be the last reference.
+fn backed_by_origins(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    terminator: &TerminatorKind,
+    summary: &Summary,
+    from_origins: &super::origins::Set,
+) -> bool {
+    let backed = analysis.origins.backed(from_origins, block)
+        || analysis.origins.kept_clone_backs(
+            analysis.body,
+            &analysis.sites,
+            analysis.summary_of,
+            block,
+            terminator,
+            summary.last_from.as_deref(),
+        )
+        || analysis.origins.identity_backed(
+            analysis.dump,
+            analysis.body,
+            block,
+            terminator,
+            summary.last_from.as_deref(),
+            summary.last_field,
+        )
+        || analysis
+            .origins
+            .same_or_none_backed(analysis.dump, analysis.body, block, terminator);
+    if analysis.trace && from_origins.as_ref().is_none_or(|r| !r.is_empty()) {
+        eprintln!(
+            "[kanalyze trace] bb{block} releases {}: {}",
+            analysis.origins.describe(from_origins),
+            if backed {
+                "kept alive by its origins"
+            } else {
+                "not shown kept alive by its origins"
+            }
+        );
+    }
+    backed
+}
+
+/// What the callee expects on path `p` if the reference the site drops is
+/// the last one: nothing where the reference is shown held elsewhere, or
+/// declared or recognised not to be the last.
+fn last_reference_expect(
+    analysis: &BodyAnalysis<'_>,
+    block: BlockId,
+    terminator: &TerminatorKind,
+    summary: &Summary,
+    p: &Path,
+    backed: bool,
+) -> ExpectRange {
+    // The one rule of object liveness: held elsewhere, or nothing.
+    let targets = analysis.sites.get(&block).map(Vec::as_slice).unwrap_or(&[]);
+    let exclusive: Vec<PlaceKey> = analysis
+        .accessor_facts_kept(&p.facts, terminator, targets)
+        .into_iter()
+        .map(|k| p.facts.object_key(&k.0))
+        .collect();
+    let proof = analysis.discharge(&p.facts, terminator, summary, &exclusive);
+    if analysis.trace {
+        eprintln!(
+            "[kanalyze trace] bb{block}: release {}",
+            match &proof {
+                Some(proof) => format!("not the last: {}", proof.describe()),
+                None => format!(
+                    "not shown held elsewhere: {}",
+                    match analysis.released_bounds(&p.facts, terminator, summary) {
+                        None => "it may release anything".to_string(),
+                        Some(bs) => bs
+                            .iter()
+                            .map(crate::liveness::contract::describe_bounds)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    }
+                ),
+            }
+        );
+    }
+    // On a teardown path everything the callee needs is
+    // needed only because a reference was the last.
+    if analysis.not_last.contains(&block)
+        || proof.is_some()
+        || backed
+        || analysis.stored_clone_backs(&p.facts, terminator, targets, summary.last_from.as_deref())
+        || analysis.last_place_inactive(summary, terminator, &p.facts)
+        || analysis.same_object_discharges(block, terminator, summary, &p.facts)
+    {
+        ExpectRange::TOP
+    } else {
+        analysis.variant_expect_last(summary, terminator, &p.facts)
     }
 }
 

@@ -15,6 +15,7 @@
 use kmir::{AggregateKind, BlockId, CastKind, Operand, Place, Rvalue, TerminatorKind, TyKind};
 use memory::{Bounds, Facts, FieldId, Guarded, Holder, PlaceKey, ProjKey};
 
+use super::Contract;
 use super::types::{is_plain_pointer, sole_field};
 use crate::body::BodyAnalysis;
 use crate::summary::Summary;
@@ -922,98 +923,9 @@ impl BodyAnalysis<'_> {
             TerminatorKind::Call {
                 args, destination, ..
             } => {
-                // The frame rule: only what the callee may write changes.
-                let mut frame = self.frame(pre, args, summary);
-                frame.exclusive = exclusive.to_vec();
-                match &frame.writes {
-                    Some(places) => {
-                        for p in places
-                            .iter()
-                            .filter(|p| !exclusive.iter().any(|e| p.starts_with(e)))
-                        {
-                            let taken = self.field_id(p);
-                            facts
-                                .objects_mut()
-                                .kill_apart(p, taken, &|a, b| self.apart(a, b));
-                            facts.forget_within(p);
-                        }
-                        // Writes through pointers stored in what the
-                        // callee is given land in other objects' memory:
-                        // what the facts name behind those pointers.
-                        for base in &frame.through {
-                            let mut behind = facts.objects().places();
-                            behind.retain(|p| {
-                                p.starts_with(base)
-                                    && crosses_pointer(&p.proj[base.proj.len()..])
-                                    && !facts.is_frozen(p)
-                                    && !exclusive.iter().any(|e| p.starts_with(e))
-                            });
-                            for p in behind {
-                                facts.objects_mut().kill(&p, None);
-                            }
-                        }
-                    }
-                    None => facts.forget_memory_objects_except(&self.escaped, exclusive),
-                }
-                // A callee that stores into what an argument points to only
-                // pointers reached from there (an iterator's `next`) leaves
-                // its pointers pointing where they did.
-                for &k in &summary.stores_own {
-                    let Some(raw) = args.get(k as usize).and_then(|op| pre.pointee(op)) else {
-                        continue;
-                    };
-                    let p = pre.object_key(&raw);
-                    for (ptr, target) in pre.within_entries() {
-                        if ptr.starts_with(&p) || p.starts_with(&ptr) {
-                            // Under the name the argument had too (a copy
-                            // the call may have changed is no alias now).
-                            if ptr == p && raw != p {
-                                facts.set_points_within(raw.clone(), target.clone());
-                            }
-                            facts.set_points_within(ptr, target);
-                        }
-                    }
-                }
-                let facts_dest = PlaceKey::of(destination).map(|d| facts.object_key(&d));
-                // Values moved into the call leave, unless kept.
-                for (i, op) in args.iter().enumerate() {
-                    let Operand::Move(q) = op else { continue };
-                    if self.copied_by_move(q) {
-                        continue;
-                    }
-                    let Some(q) = PlaceKey::of(q).map(|k| pre.object_key(&k)) else {
-                        continue;
-                    };
-                    // (Into the result: the destination, or a place in it.)
-                    let place_of = |p: &PlaceKey| -> Option<PlaceKey> {
-                        if p.local == 0 {
-                            let mut d = facts_dest.clone()?;
-                            d.proj.extend_from_slice(&p.proj);
-                            Some(d)
-                        } else {
-                            self.callee_place(pre, args, p)
-                        }
-                    };
-                    let kept = contract
-                        .keeps
-                        .iter()
-                        .find(|(k, _)| *k as usize == i + 1)
-                        .and_then(|(_, h)| match h {
-                            Holder::At(p) => Some((true, place_of(p)?)),
-                            Holder::Within(p) => Some((false, place_of(p)?)),
-                            _ => None,
-                        });
-                    match kept {
-                        Some((true, to)) => {
-                            facts.objects_mut().kill(&to, None);
-                            facts.objects_mut().moved(&q, &to);
-                        }
-                        Some((false, into)) => facts.objects_mut().moved_into(&q, &into),
-                        // The value leaves, and with it the objects it
-                        // owns (what its pointers point to may be freed).
-                        None => facts.objects_mut().kill(&q, None),
-                    }
-                }
+                self.apply_frame_rule(pre, facts, args, summary, exclusive);
+                self.keep_own_stores(pre, facts, args, summary);
+                self.move_arguments(pre, facts, args, destination, contract);
                 // What the callee leaves in the arguments' memory.
                 for (p, b) in &contract.post {
                     if let Some(q) = self.callee_place(pre, args, p) {
@@ -1027,92 +939,246 @@ impl BodyAnalysis<'_> {
                 let Some(dest) = PlaceKey::of(destination) else {
                     return;
                 };
-                // A pointer to a place the caller can name, or pointers
-                // somewhere within one (into a container).
-                if dest.proj.is_empty() && self.view_of(block).is_none() {
-                    match &contract.ret_ref {
-                        Some(p) => {
-                            // (Unless the value facts already name where
-                            // it points: an accessor's result.)
-                            let named = facts
-                                .pointee(&Operand::Copy(Place {
-                                    local: dest.local,
-                                    projection: Box::new([]),
-                                }))
-                                .is_some();
-                            if !named
-                                && !self.address_taken.contains(&dest.local)
-                                && let Some(q) = self.callee_place(pre, args, p)
-                            {
-                                facts.set_points_at(dest.local, q);
-                            }
-                        }
-                        None => {
-                            let within = self.points_within(pre, args, summary);
-                            if self.trace {
-                                eprintln!(
-                                    "[kanalyze trace] bb{block}: the result points within {within:?}"
-                                );
-                            }
-                            if let Some(q) = within {
-                                facts.set_points_within(dest.clone(), q);
-                            }
-                        }
-                    }
-                }
-                let dest = facts.object_key(&dest);
-                if let Some(ret) = &contract.ret {
-                    let b = self.map_bounds(pre, args, ret, contract.sharing);
-                    if !b.is_empty() {
-                        facts.objects_mut().set(dest.clone(), b);
-                    }
-                }
-                // A whole handle cloned: it refers to what the clone does.
-                if let Some(p) = &contract.ret_same
-                    && let Some(q) = self.callee_place(pre, args, p)
-                {
-                    facts
-                        .objects_mut()
-                        .learn(q, &Bounds::holder(Holder::At(dest.clone())));
-                }
-                if dest.proj.is_empty() && !contract.ret_if.is_empty() {
-                    let guarded: Vec<Guarded> = contract
-                        .ret_if
-                        .iter()
-                        .map(|g| Guarded {
-                            when: g.when,
-                            discr: g.discr,
-                            two_valued: g.two_valued,
-                            bounds: g
-                                .bounds
-                                .iter()
-                                .filter_map(|(p, b)| {
-                                    let q = if p.local == 0 {
-                                        let mut d = dest.clone();
-                                        d.proj.extend_from_slice(&p.proj);
-                                        d
-                                    } else {
-                                        self.callee_place(pre, args, p)?
-                                    };
-                                    // An object's memory: the handle
-                                    // counting it, where there is one.
-                                    let q = self.handle_of_memory(&q).unwrap_or(q);
-                                    let b = self.map_bounds(pre, args, b, false);
-                                    (!b.is_empty()).then_some((q, b))
-                                })
-                                .collect(),
-                        })
-                        .collect();
-                    if self.trace {
-                        eprintln!(
-                            "[kanalyze trace] bb{block}: the result's guarded facts {guarded:?}"
-                        );
-                    }
-                    facts.objects_mut().guard(dest.local, guarded);
-                }
+                self.point_result(pre, facts, args, summary, block, &dest);
+                self.result_objects(pre, facts, args, contract, block, dest);
             }
             _ => {}
         }
+    }
+
+    /// The frame rule: only what the callee may write changes, by its
+    /// write summary (or anything a pointer reaches without one), except
+    /// the places only a handle this body holds reaches (`exclusive`).
+    fn apply_frame_rule(
+        &self,
+        pre: &Facts,
+        facts: &mut Facts,
+        args: &[Operand],
+        summary: &Summary,
+        exclusive: &[PlaceKey],
+    ) {
+        let mut frame = self.frame(pre, args, summary);
+        frame.exclusive = exclusive.to_vec();
+        match &frame.writes {
+            Some(places) => {
+                for p in places
+                    .iter()
+                    .filter(|p| !exclusive.iter().any(|e| p.starts_with(e)))
+                {
+                    let taken = self.field_id(p);
+                    facts
+                        .objects_mut()
+                        .kill_apart(p, taken, &|a, b| self.apart(a, b));
+                    facts.forget_within(p);
+                }
+                // Writes through pointers stored in what the callee is
+                // given land in other objects' memory: what the facts name
+                // behind those pointers.
+                for base in &frame.through {
+                    let mut behind = facts.objects().places();
+                    behind.retain(|p| {
+                        p.starts_with(base)
+                            && crosses_pointer(&p.proj[base.proj.len()..])
+                            && !facts.is_frozen(p)
+                            && !exclusive.iter().any(|e| p.starts_with(e))
+                    });
+                    for p in behind {
+                        facts.objects_mut().kill(&p, None);
+                    }
+                }
+            }
+            None => facts.forget_memory_objects_except(&self.escaped, exclusive),
+        }
+    }
+
+    /// A callee that stores into what an argument points to only pointers
+    /// reached from there (an iterator's `next`) leaves its pointers
+    /// pointing where they did.
+    fn keep_own_stores(&self, pre: &Facts, facts: &mut Facts, args: &[Operand], summary: &Summary) {
+        for &k in &summary.stores_own {
+            let Some(raw) = args.get(k as usize).and_then(|op| pre.pointee(op)) else {
+                continue;
+            };
+            let p = pre.object_key(&raw);
+            for (ptr, target) in pre.within_entries() {
+                if ptr.starts_with(&p) || p.starts_with(&ptr) {
+                    // Under the name the argument had too (a copy the call
+                    // may have changed is no alias now).
+                    if ptr == p && raw != p {
+                        facts.set_points_within(raw.clone(), target.clone());
+                    }
+                    facts.set_points_within(ptr, target);
+                }
+            }
+        }
+    }
+
+    /// Values moved into the call leave, unless the callee's contract
+    /// keeps them (at or within a place of an argument or of the result).
+    fn move_arguments(
+        &self,
+        pre: &Facts,
+        facts: &mut Facts,
+        args: &[Operand],
+        destination: &Place,
+        contract: &Contract,
+    ) {
+        let facts_dest = PlaceKey::of(destination).map(|d| facts.object_key(&d));
+        for (i, op) in args.iter().enumerate() {
+            let Operand::Move(q) = op else { continue };
+            if self.copied_by_move(q) {
+                continue;
+            }
+            let Some(q) = PlaceKey::of(q).map(|k| pre.object_key(&k)) else {
+                continue;
+            };
+            // (Into the result: the destination, or a place in it.)
+            let place_of = |p: &PlaceKey| -> Option<PlaceKey> {
+                if p.local == 0 {
+                    let mut d = facts_dest.clone()?;
+                    d.proj.extend_from_slice(&p.proj);
+                    Some(d)
+                } else {
+                    self.callee_place(pre, args, p)
+                }
+            };
+            let kept = contract
+                .keeps
+                .iter()
+                .find(|(k, _)| *k as usize == i + 1)
+                .and_then(|(_, h)| match h {
+                    Holder::At(p) => Some((true, place_of(p)?)),
+                    Holder::Within(p) => Some((false, place_of(p)?)),
+                    _ => None,
+                });
+            match kept {
+                Some((true, to)) => {
+                    facts.objects_mut().kill(&to, None);
+                    facts.objects_mut().moved(&q, &to);
+                }
+                Some((false, into)) => facts.objects_mut().moved_into(&q, &into),
+                // The value leaves, and with it the objects it owns
+                // (what its pointers point to may be freed).
+                None => facts.objects_mut().kill(&q, None),
+            }
+        }
+    }
+
+    /// Where the result points, when it is a local of its own: at a place
+    /// the caller can name, or somewhere within one (into a container).
+    fn point_result(
+        &self,
+        pre: &Facts,
+        facts: &mut Facts,
+        args: &[Operand],
+        summary: &Summary,
+        block: BlockId,
+        dest: &PlaceKey,
+    ) {
+        if !dest.proj.is_empty() || self.view_of(block).is_some() {
+            return;
+        }
+        match &summary.liveness.ret_ref {
+            Some(p) => {
+                // (Unless the value facts already name where it points:
+                // an accessor's result.)
+                let named = facts
+                    .pointee(&Operand::Copy(Place {
+                        local: dest.local,
+                        projection: Box::new([]),
+                    }))
+                    .is_some();
+                if !named
+                    && !self.address_taken.contains(&dest.local)
+                    && let Some(q) = self.callee_place(pre, args, p)
+                {
+                    facts.set_points_at(dest.local, q);
+                }
+            }
+            None => {
+                let within = self.points_within(pre, args, summary);
+                if self.trace {
+                    eprintln!("[kanalyze trace] bb{block}: the result points within {within:?}");
+                }
+                if let Some(q) = within {
+                    facts.set_points_within(dest.clone(), q);
+                }
+            }
+        }
+    }
+
+    /// What the result holds by the callee's contract: its bounds, the
+    /// handle it shares with an argument, and the facts that wait for a
+    /// test of it.
+    fn result_objects(
+        &self,
+        pre: &Facts,
+        facts: &mut Facts,
+        args: &[Operand],
+        contract: &Contract,
+        block: BlockId,
+        dest: PlaceKey,
+    ) {
+        let dest = facts.object_key(&dest);
+        if let Some(ret) = &contract.ret {
+            let b = self.map_bounds(pre, args, ret, contract.sharing);
+            if !b.is_empty() {
+                facts.objects_mut().set(dest.clone(), b);
+            }
+        }
+        // A whole handle cloned: it refers to what the clone does.
+        if let Some(p) = &contract.ret_same
+            && let Some(q) = self.callee_place(pre, args, p)
+        {
+            facts
+                .objects_mut()
+                .learn(q, &Bounds::holder(Holder::At(dest.clone())));
+        }
+        if dest.proj.is_empty() && !contract.ret_if.is_empty() {
+            let guarded = self.guarded_result_facts(pre, args, contract, &dest);
+            if self.trace {
+                eprintln!("[kanalyze trace] bb{block}: the result's guarded facts {guarded:?}");
+            }
+            facts.objects_mut().guard(dest.local, guarded);
+        }
+    }
+
+    /// The contract's facts that hold for some values of the result
+    /// (`ret_if`), in the caller's terms, `dest` the result's place.
+    fn guarded_result_facts(
+        &self,
+        pre: &Facts,
+        args: &[Operand],
+        contract: &Contract,
+        dest: &PlaceKey,
+    ) -> Vec<Guarded> {
+        contract
+            .ret_if
+            .iter()
+            .map(|g| Guarded {
+                when: g.when,
+                discr: g.discr,
+                two_valued: g.two_valued,
+                bounds: g
+                    .bounds
+                    .iter()
+                    .filter_map(|(p, b)| {
+                        let q = if p.local == 0 {
+                            let mut d = dest.clone();
+                            d.proj.extend_from_slice(&p.proj);
+                            d
+                        } else {
+                            self.callee_place(pre, args, p)?
+                        };
+                        // An object's memory: the handle counting it,
+                        // where there is one.
+                        let q = self.handle_of_memory(&q).unwrap_or(q);
+                        let b = self.map_bounds(pre, args, b, false);
+                        (!b.is_empty()).then_some((q, b))
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The places of a `Drop` terminator or of the operands a call moves:
