@@ -268,6 +268,34 @@ pub(crate) fn apply(
         };
         summary.reason = None;
     }
+    if let Some(section) = rust.section {
+        enter_section(summary, section);
+    }
+}
+
+/// A section around the closure the body calls: whatever the body expects
+/// (the closure's expectation, through the call) is expected one context
+/// deeper, and every lock taken inside is taken with the section's
+/// context held. The body's own adjustment stays: the section leaves the
+/// context as it found it, which the body (an `asm!` pair, or a restore
+/// of a saved register) cannot show. The reason stays the body's, the
+/// call of the closure, so that the chain to what blocks is still there.
+fn enter_section(summary: &mut Summary, section: spec::Section) {
+    let depth = spin_adjust(section.kind, LockOp::Acquire);
+    summary.expect = summary.expect.shift_back(depth);
+    summary.expect_last = summary.expect_last.shift_back(depth);
+    for (_, e) in summary
+        .expect_when
+        .iter_mut()
+        .chain(summary.expect_last_when.iter_mut())
+    {
+        *e = e.shift_back(depth);
+    }
+    if section.kind.disables_irqs() {
+        for t in &mut summary.takes {
+            t.irqs_disabled = true;
+        }
+    }
 }
 
 #[cfg(test)]
