@@ -36,7 +36,10 @@ fn planted_bugs_are_errors_at_their_lines() {
     let run = checked();
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     let planted = fixture::assert_markers_match(PROJECT, &modules(), run);
-    assert_eq!(planted, 6, "the six planted bugs of the fixture");
+    assert_eq!(
+        planted, 7,
+        "the six planted bugs of the issue, and a read under an upgradeable read"
+    );
 }
 
 #[test]
@@ -115,9 +118,11 @@ module_snapshots!(
     spin_sleep,
     parking_lot_aa,
     spin_aa,
+    spin_upgradeable,
     clean_order,
     clean_guard_dropped,
     clean_try_lock,
+    clean_reentrant,
 );
 
 /// Every module of the fixture has its snapshot test above.
@@ -129,9 +134,11 @@ fn every_module_has_a_snapshot() {
         "spin_sleep",
         "parking_lot_aa",
         "spin_aa",
+        "spin_upgradeable",
         "clean_order",
         "clean_guard_dropped",
         "clean_try_lock",
+        "clean_reentrant",
     ];
     let mut listed: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
     listed.sort();

@@ -64,18 +64,28 @@ pub(crate) fn lock_location(
         dump.ty(id)
             .map_or_else(|| "?".to_string(), |t| t.display.to_string())
     };
-    let pointee = dump.pointee(local.ty)?;
-    let mut loc = Location::from_parts(
-        Root::Arg {
-            index: arg + 1,
-            ty: display(local.ty),
-        },
-        vec![Step::Deref {
-            to: display(pointee),
-        }],
-    );
+    let root = Root::Arg {
+        index: arg + 1,
+        ty: display(local.ty),
+    };
+    // A reference is followed to what it points to; a value passed by
+    // value (a guard handed to `Condvar::wait` or consumed by
+    // `downgrade`) is the place its fields are looked up in.
+    let (mut loc, owner_ty) = match dump.pointee(local.ty) {
+        Some(pointee) => (
+            Location::from_parts(
+                root,
+                vec![Step::Deref {
+                    to: display(pointee),
+                }],
+            ),
+            pointee,
+        ),
+        None if !lock.fields.is_empty() => (Location::from_parts(root, Vec::new()), local.ty),
+        None => return None,
+    };
     // The ADT the next field is looked up in.
-    let mut owner = dump.adt_of(pointee)?;
+    let mut owner = dump.adt_of(owner_ty)?;
     let mut fields = lock.fields.iter().peekable();
     while let Some(name) = fields.next() {
         let variant = owner.variants.first()?;
@@ -130,6 +140,17 @@ pub(crate) fn guard_pointer(
             vec![ProjKey::Downcast(1), ProjKey::Field(0)],
             payload(dump, ret)?,
         ),
+        // A lock that cannot fail but reports poisoning returns its guard
+        // in `Ok` (`Condvar::wait`'s `LockResult`).
+        _ if dump
+            .adt_of(ret)
+            .is_some_and(|a| a.path.as_str() == "core::result::Result") =>
+        {
+            (
+                vec![ProjKey::Downcast(0), ProjKey::Field(0)],
+                payload(dump, ret)?,
+            )
+        }
         _ => (Vec::new(), ret),
     };
     // Down the guard's fields to the one holding the pointer, each but the
@@ -245,17 +266,41 @@ pub(crate) fn apply(
         } else {
             0
         };
-        let adjust = base + spin_adjust(lock.effect.kind, lock.effect.op);
-        summary.cases = effect_cases(&lock.effect, loc.clone(), adjust)
-            .into_iter()
-            .map(|mut c| {
-                c.ret_addrs = ret_addrs.clone();
-                c
-            })
-            .collect();
+        match lock.across {
+            None => {
+                let adjust = base + spin_adjust(lock.effect.kind, lock.effect.op);
+                summary.cases = effect_cases(&lock.effect, loc.clone(), adjust)
+                    .into_iter()
+                    .map(|mut c| {
+                        c.ret_addrs = ret_addrs.clone();
+                        c
+                    })
+                    .collect();
+            }
+            // Held on entry and on return: what the body shows of the lock
+            // (a release through the guard it consumes, a wait's own
+            // locking) is replaced by nothing, the count is as it was, and
+            // the returned guard points to the lock.
+            Some(_) => {
+                for c in &mut summary.cases {
+                    c.acquire.clear();
+                    c.release.clear();
+                    c.adjust = 0;
+                    c.ret_addrs = ret_addrs.clone();
+                }
+            }
+        }
+        let retakes = lock.across == Some(spec::Across::Retakes);
         summary
             .takes
-            .extend(effect_takes(&lock.effect, loc.clone(), f));
+            .extend(
+                effect_takes(&lock.effect, loc.clone(), f)
+                    .into_iter()
+                    .map(|mut t| {
+                        t.reacquire = retakes;
+                        t
+                    }),
+            );
         summary.source = Source::RustSpec {
             path: path.to_string(),
         };

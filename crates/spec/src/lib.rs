@@ -494,6 +494,18 @@ pub struct RustLock {
     /// whose return does not show it (`std::sync::Mutex::try_lock` builds
     /// the guard behind a `?`).
     pub guard: Option<String>,
+    /// The lock is held on entry and still held on return: the call
+    /// neither takes nor releases it in its caller's terms.
+    pub across: Option<Across>,
+}
+
+/// How a lock held on entry stays held across a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Across {
+    /// Released while the call waits and taken again before it returns
+    /// (`Condvar::wait`): a re-acquisition, which orders the lock after
+    /// every lock the caller holds, but is no second acquisition of it.
+    Retakes,
 }
 
 impl ArgSite {

@@ -78,7 +78,7 @@ struct RawSection {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"mutex\", field = \"…\", guard = \"…\" }`"
+    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"mutex\", field = \"…\", guard = \"…\", retakes = true }`"
 )]
 struct RawRustLock {
     op: RawOp,
@@ -87,6 +87,9 @@ struct RawRustLock {
     success: Option<RawRustSuccess>,
     field: Option<Spanned<String>>,
     guard: Option<Spanned<String>>,
+    /// With op `acquire`: the lock is held on entry, released while the
+    /// call waits and held again on return (`Condvar::wait`).
+    retakes: Option<bool>,
 }
 
 /// How a Rust `try_lock` says it succeeded.
@@ -906,10 +909,20 @@ fn rust_lock(
         }
         Some(guard) => Some(guard.into_inner()),
     };
+    let across = match lock.retakes {
+        Some(true) if !matches!(op, LockOp::Acquire) => {
+            return fail(
+                "`retakes` says the lock held on entry is taken again before the call returns: only with op `acquire`",
+            );
+        }
+        Some(true) => Some(crate::Across::Retakes),
+        _ => None,
+    };
     if let Some(arg) = &lock.arg {
         sites.push(ctx.site("lock.arg", arg));
     }
     Ok(crate::RustLock {
+        across,
         guard,
         effect: LockEffect {
             op,

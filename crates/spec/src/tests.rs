@@ -1674,3 +1674,21 @@ fn static_contracts_are_parsed_and_checked() {
         parse_err("[static]\n__VECTORS = { hardirq = true }\n").contains("missing field `context`")
     );
 }
+
+#[test]
+fn a_retaken_lock_is_an_acquisition_only() {
+    let spec = Spec::parse(
+        "[rust]\n\"w::wait\" = { lock = { op = \"acquire\", arg = 1, kind = \"mutex\", field = \"lock\", retakes = true }, blocks = true }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let lock = spec
+        .rust_item("w::wait")
+        .and_then(|r| r.lock.clone())
+        .unwrap();
+    assert_eq!(lock.across, Some(Across::Retakes));
+    assert!(
+        parse_err("[rust]\n\"w::f\" = { lock = { op = \"release\", arg = 0, kind = \"mutex\", retakes = true } }\n")
+            .contains("`retakes` says the lock held on entry is taken again")
+    );
+}
