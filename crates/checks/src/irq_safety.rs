@@ -118,7 +118,7 @@ pub(crate) fn irq_safety(
         return (Vec::new(), 0);
     }
     let program = input.program;
-    let fix = masking_help(&input.spec);
+    let fix = masking_help(input.spec);
     let mut in_irq: BTreeMap<LockClass, (FnId, &Take, &str)> = BTreeMap::new();
     for (h, why) in &handlers {
         for t in &summaries[h.index()].takes {
