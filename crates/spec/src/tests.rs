@@ -1647,7 +1647,7 @@ fn sections_are_checked() {
     );
     assert_eq!(
         parse_err("[rust]\n\"fw::f\" = { section = { arg = 0, kind = \"spin\" } }\n"),
-        "test.toml:2:42: Rust item `fw::f`: `section.kind = \"spin\"` is not a context a section can enter; expected one of `rcu`, `irq`, `bh`, `preempt`"
+        "test.toml:2:41: Rust item `fw::f`: `section.kind = \"spin\"` is not a context a section can enter; expected one of `rcu`, `irq`, `bh`, `preempt`"
     );
     assert!(
         parse_err("[rust]\n\"fw::f\" = { section = { kind = \"irq\" } }\n")
