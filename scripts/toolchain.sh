@@ -11,8 +11,10 @@ ensure_nightly() {
         echo "error: rustup is required to install the extractor's pinned toolchain ($NIGHTLY)" >&2
         exit 2
     fi
+    # thumbv7em-none-eabihf: the `core` the firmware fixture is built with.
     if ! rustup toolchain install "$NIGHTLY" --profile minimal \
-        --component rustc-dev,rust-src,llvm-tools,rustfmt,clippy >/tmp/kanalyze-rustup.log 2>&1; then
+        --component rustc-dev,rust-src,llvm-tools,rustfmt,clippy \
+        --target thumbv7em-none-eabihf >/tmp/kanalyze-rustup.log 2>&1; then
         echo "error: could not install $NIGHTLY with rustc-dev (needed by kextract):" >&2
         cat /tmp/kanalyze-rustup.log >&2
         exit 2

@@ -283,12 +283,18 @@ pub enum Profile {
     /// `__rust_alloc` is `GFP_KERNEL`), and C functions the spec does not
     /// describe may sleep.
     Kernel,
-    /// Any other program (a cargo project, an embedded firmware): the
+    /// Any other program (a cargo project): the
     /// built-in userspace spec (the lock APIs of std, parking_lot and spin,
     /// std's blocking calls), and C functions the spec does not describe
     /// constrain nothing. Annotations, `--spec` files and klint's `core`
     /// annotations still apply.
     Userspace,
+    /// A firmware (a Cortex-M or other bare-metal program): the userspace
+    /// spec and the built-in embedded one: `cortex-m` and
+    /// `critical-section` critical sections run their closure with
+    /// interrupts off, WFI/WFE and embedded-hal delays block, and the
+    /// handlers of the vector tables run in interrupt context.
+    Embedded,
 }
 
 impl Profile {
@@ -296,6 +302,7 @@ impl Profile {
         match self {
             Profile::Kernel => "kernel",
             Profile::Userspace => "userspace",
+            Profile::Embedded => "embedded",
         }
     }
 }

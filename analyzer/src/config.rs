@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! format = "json"                       # text, json or sarif
-//! profile = "userspace"                 # kernel or userspace (default: detected)
+//! profile = "userspace"                 # kernel, userspace or embedded (default: detected)
 //! include-upstream = false              # findings entirely in std/registry crates
 //! spec = ["specs/board.toml"]           # relative to this file
 //! invariants = ["kernel-invariants.toml"]
@@ -178,12 +178,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, Box<FileError>> {
         let profile = match p.get_ref().as_str() {
             "kernel" => crate::cli::Profile::Kernel,
             "userspace" => crate::cli::Profile::Userspace,
+            "embedded" => crate::cli::Profile::Embedded,
             other => {
                 return Err(err(
                     Some(p.span()),
                     format!("unknown profile `{}`", clip(other)),
                     "not a profile",
-                    Some("the profiles are `kernel` (the Linux kernel: the built-in kernel spec) and `userspace` (any other program: no kernel assumptions); without the key the profile is detected from the program".to_string()),
+                    Some("the profiles are `kernel` (the Linux kernel: the built-in kernel spec), `userspace` (a hosted program: no kernel assumptions) and `embedded` (a bare-metal firmware: critical sections, interrupt handlers); without the key the profile is detected from the program".to_string()),
                 ));
             }
         };
@@ -444,7 +445,7 @@ pub fn print(
         )?,
         (None, _) => writeln!(
             out,
-            "profile = detected  # default: `kernel` for a program with a `kernel` crate built for a kernel target, else `userspace`"
+            "profile = detected  # default: `kernel` for a program with a `kernel` crate built for a kernel target, `embedded` for one built for a bare-metal target, else `userspace`"
         )?,
     }
     let include_origin = match &config.include_upstream {

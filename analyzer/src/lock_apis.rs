@@ -12,6 +12,22 @@ pub struct Recognised {
     pub locks: Vec<String>,
     /// Blocking functions (`std::thread::sleep`).
     pub blocking: Vec<String>,
+    /// Sections that run a closure in an atomic context
+    /// (`cortex_m::interrupt::free`).
+    pub sections: Vec<String>,
+}
+
+/// How a function the spec describes is named in the list: as the code
+/// calls it (`std::thread::sleep`, generic arguments left out), or by its
+/// item path where that name says less (a trait method of a type,
+/// `<cortex_m::delay::Delay as embedded_hal::delay::DelayNs>::delay_ms`).
+fn listed_name(f: &program::Function) -> String {
+    let name = kmir::name::without_generics(&f.name);
+    if name.starts_with('<') || name.starts_with("::") || name.ends_with("::") {
+        spec::without_lifetimes(&f.item_path).into_owned()
+    } else {
+        name
+    }
 }
 
 /// The item path of the function the program calls by the name `name`
@@ -41,17 +57,18 @@ pub fn recognised(program: &Program, spec: &spec::Spec) -> Recognised {
         let Some(r) = spec.rust_item(&f.item_path).filter(|r| r.has_effect()) else {
             continue;
         };
-        let name = kmir::name::without_generics(&f.name);
+        let name = listed_name(f);
         match &r.lock {
             Some(l) if !matches!(l.effect.op, spec::LockOp::Release) => {
                 let ty = name.rsplit_once("::").map_or(name.as_str(), |(t, _)| t);
                 out.locks.push(ty.to_string());
             }
             Some(_) => {}
+            None if r.section.is_some() => out.sections.push(name),
             None => out.blocking.push(name),
         }
     }
-    for v in [&mut out.locks, &mut out.blocking] {
+    for v in [&mut out.locks, &mut out.blocking, &mut out.sections] {
         v.sort();
         v.dedup();
     }
@@ -80,7 +97,12 @@ pub fn text(profile: &str, spec: &spec::Spec, r: &Recognised) -> Option<String> 
     } else {
         format!("; blocking calls recognised: {}", list(&r.blocking))
     };
-    Some(format!("{profile} profile: {locks}{blocking}"))
+    let sections = if r.sections.is_empty() {
+        String::new()
+    } else {
+        format!("; critical sections recognised: {}", list(&r.sections))
+    };
+    Some(format!("{profile} profile: {locks}{blocking}{sections}"))
 }
 
 #[cfg(test)]
@@ -114,6 +136,7 @@ mod tests {
         let some = Recognised {
             locks: vec!["std::sync::Mutex".into()],
             blocking: vec!["std::thread::sleep".into()],
+            sections: Vec::new(),
         };
         assert_eq!(
             text("userspace", &spec, &some).unwrap(),
@@ -121,5 +144,14 @@ mod tests {
         );
         // The kernel's spec describes C functions: nothing to say.
         assert_eq!(text("kernel", &spec::Spec::builtin_kernel(), &some), None);
+        let firmware = Recognised {
+            locks: vec!["spin::mutex::Mutex".into()],
+            blocking: vec!["cortex_m::asm::wfi".into()],
+            sections: vec!["cortex_m::interrupt::free".into()],
+        };
+        assert_eq!(
+            text("embedded", &spec::Spec::embedded(), &firmware).unwrap(),
+            "embedded profile: lock APIs recognised: `spin::mutex::Mutex`; blocking calls recognised: `cortex_m::asm::wfi`; critical sections recognised: `cortex_m::interrupt::free`"
+        );
     }
 }

@@ -387,6 +387,7 @@ fn spec_and_annotations(
                     let mut spec = match profile {
                         Profile::Kernel => spec::Spec::builtin_kernel(),
                         Profile::Userspace => spec::Spec::userspace(),
+                        Profile::Embedded => spec::Spec::embedded(),
                     };
                     for extra in user_specs {
                         spec.extend(extra.clone());
@@ -673,9 +674,14 @@ fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatc
             }
         }
     }
+    let statics: std::collections::HashSet<&str> = program
+        .crates
+        .iter()
+        .flat_map(|c| c.dump.statics.iter().map(|s| s.symbol.as_str()))
+        .collect();
     let mut out = Vec::new();
     for spec in specs {
-        for e in spec.unmatched(&symbols, &paths, &fields) {
+        for e in spec.unmatched(&symbols, &paths, &fields, &statics) {
             let (what, help) = match e.table {
                 "fn" => (
                     "names no function of the program",
@@ -684,6 +690,10 @@ fn unmatched_spec_entries(program: &Program, specs: &[spec::Spec]) -> Vec<Unmatc
                 "rust" => (
                     "names no function of the program",
                     "a `[rust]` entry is an item path as `kanalyze dump` prints it after `item`",
+                ),
+                "static" => (
+                    "names no static of the program",
+                    "a `[static]` entry is the link name of a static holding code pointers (a vector table: `__INTERRUPTS`)",
                 ),
                 "stack.fn" => (
                     "names no function of the program",
@@ -981,10 +991,37 @@ pub(crate) fn detect_profile(program: &Program) -> (Profile, String) {
         .emit();
         return (Profile::Kernel, origin);
     }
+    // A firmware: built for a target without an operating system. The
+    // first such crate by name, for a stable origin.
+    let mut bare: Vec<(&str, &str)> = program
+        .crates
+        .iter()
+        .filter(|c| is_bare_metal(&c.dump.header.target))
+        .map(|c| {
+            (
+                c.dump.header.crate_name.as_str(),
+                c.dump.header.target.as_str(),
+            )
+        })
+        .collect();
+    bare.sort_unstable();
+    if let Some((krate, target)) = bare.first() {
+        return (
+            Profile::Embedded,
+            format!("detected: crate `{krate}` built for the bare-metal target `{target}`"),
+        );
+    }
     (
         Profile::Userspace,
         "detected: no `kernel` crate built for a kernel target".to_string(),
     )
+}
+
+/// A target triple without an operating system (`thumbv7em-none-eabihf`,
+/// `riscv32imac-unknown-none-elf`): its OS component is `none`.
+pub(crate) fn is_bare_metal(target: &str) -> bool {
+    let parts: Vec<&str> = target.split('-').collect();
+    parts.len() >= 3 && parts[1..].contains(&"none")
 }
 
 /// `--deny`/`--warn`/`--allow`: the severity a finding kind is reported

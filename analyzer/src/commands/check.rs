@@ -540,8 +540,11 @@ fn text(a: &Analysed, shown: &Shown, args: &CheckArgs, out: &mut dyn Write) -> i
             unknown.len(),
             if unknown.len() == 1 { "" } else { "s" },
             match a.spec.unknown {
-                spec::Unknown::MaySleep => "assumed to sleep",
-                spec::Unknown::NoConstraint => "taken to constrain nothing (userspace profile)",
+                spec::Unknown::MaySleep => "assumed to sleep".to_string(),
+                spec::Unknown::NoConstraint => format!(
+                    "taken to constrain nothing ({} profile)",
+                    a.profile.0.as_str()
+                ),
             },
             shown.join(", "),
             if more > 0 {

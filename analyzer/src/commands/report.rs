@@ -109,6 +109,12 @@ pub fn run(args: &ReportArgs) -> u8 {
                 recognised.blocking.join(", "),
             ));
         }
+        if !recognised.sections.is_empty() {
+            facts.push((
+                "critical sections recognised".to_string(),
+                recognised.sections.join(", "),
+            ));
+        }
     }
     if baseline.is_some() {
         facts.push(("known in the baseline".to_string(), known.to_string()));

@@ -242,6 +242,7 @@ pub(crate) fn compute(
             let mut spec = match profile {
                 Profile::Kernel => spec::Spec::builtin_kernel(),
                 Profile::Userspace => spec::Spec::userspace(),
+                Profile::Embedded => spec::Spec::embedded(),
             };
             for extra in user_specs {
                 spec.extend(extra);

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+pub mod cargo_fixture;
 use std::sync::OnceLock;
 
 /// What one run of the `kanalyze` binary did.

@@ -64,18 +64,28 @@ pub(crate) fn lock_location(
         dump.ty(id)
             .map_or_else(|| "?".to_string(), |t| t.display.to_string())
     };
-    let pointee = dump.pointee(local.ty)?;
-    let mut loc = Location::from_parts(
-        Root::Arg {
-            index: arg + 1,
-            ty: display(local.ty),
-        },
-        vec![Step::Deref {
-            to: display(pointee),
-        }],
-    );
+    let root = Root::Arg {
+        index: arg + 1,
+        ty: display(local.ty),
+    };
+    // A reference is followed to what it points to; a value passed by
+    // value (a guard handed to `Condvar::wait` or consumed by
+    // `downgrade`) is the place its fields are looked up in.
+    let (mut loc, owner_ty) = match dump.pointee(local.ty) {
+        Some(pointee) => (
+            Location::from_parts(
+                root,
+                vec![Step::Deref {
+                    to: display(pointee),
+                }],
+            ),
+            pointee,
+        ),
+        None if !lock.fields.is_empty() => (Location::from_parts(root, Vec::new()), local.ty),
+        None => return None,
+    };
     // The ADT the next field is looked up in.
-    let mut owner = dump.adt_of(pointee)?;
+    let mut owner = dump.adt_of(owner_ty)?;
     let mut fields = lock.fields.iter().peekable();
     while let Some(name) = fields.next() {
         let variant = owner.variants.first()?;
@@ -130,6 +140,17 @@ pub(crate) fn guard_pointer(
             vec![ProjKey::Downcast(1), ProjKey::Field(0)],
             payload(dump, ret)?,
         ),
+        // A lock that cannot fail but reports poisoning returns its guard
+        // in `Ok` (`Condvar::wait`'s `LockResult`).
+        _ if dump
+            .adt_of(ret)
+            .is_some_and(|a| a.path.as_str() == "core::result::Result") =>
+        {
+            (
+                vec![ProjKey::Downcast(0), ProjKey::Field(0)],
+                payload(dump, ret)?,
+            )
+        }
         _ => (Vec::new(), ret),
     };
     // Down the guard's fields to the one holding the pointer, each but the
@@ -245,17 +266,41 @@ pub(crate) fn apply(
         } else {
             0
         };
-        let adjust = base + spin_adjust(lock.effect.kind, lock.effect.op);
-        summary.cases = effect_cases(&lock.effect, loc.clone(), adjust)
-            .into_iter()
-            .map(|mut c| {
-                c.ret_addrs = ret_addrs.clone();
-                c
-            })
-            .collect();
+        match lock.across {
+            None => {
+                let adjust = base + spin_adjust(lock.effect.kind, lock.effect.op);
+                summary.cases = effect_cases(&lock.effect, loc.clone(), adjust)
+                    .into_iter()
+                    .map(|mut c| {
+                        c.ret_addrs = ret_addrs.clone();
+                        c
+                    })
+                    .collect();
+            }
+            // Held on entry and on return: what the body shows of the lock
+            // (a release through the guard it consumes, a wait's own
+            // locking) is replaced by nothing, the count is as it was, and
+            // the returned guard points to the lock.
+            Some(_) => {
+                for c in &mut summary.cases {
+                    c.acquire.clear();
+                    c.release.clear();
+                    c.adjust = 0;
+                    c.ret_addrs = ret_addrs.clone();
+                }
+            }
+        }
+        let retakes = lock.across == Some(spec::Across::Retakes);
         summary
             .takes
-            .extend(effect_takes(&lock.effect, loc.clone(), f));
+            .extend(
+                effect_takes(&lock.effect, loc.clone(), f)
+                    .into_iter()
+                    .map(|mut t| {
+                        t.reacquire = retakes;
+                        t
+                    }),
+            );
         summary.source = Source::RustSpec {
             path: path.to_string(),
         };
@@ -267,6 +312,34 @@ pub(crate) fn apply(
             path: path.to_string(),
         };
         summary.reason = None;
+    }
+    if let Some(section) = rust.section {
+        enter_section(summary, section);
+    }
+}
+
+/// A section around the closure the body calls: whatever the body expects
+/// (the closure's expectation, through the call) is expected one context
+/// deeper, and every lock taken inside is taken with the section's
+/// context held. The body's own adjustment stays: the section leaves the
+/// context as it found it, which the body (an `asm!` pair, or a restore
+/// of a saved register) cannot show. The reason stays the body's, the
+/// call of the closure, so that the chain to what blocks is still there.
+fn enter_section(summary: &mut Summary, section: spec::Section) {
+    let depth = spin_adjust(section.kind, LockOp::Acquire);
+    summary.expect = summary.expect.shift_back(depth);
+    summary.expect_last = summary.expect_last.shift_back(depth);
+    for (_, e) in summary
+        .expect_when
+        .iter_mut()
+        .chain(summary.expect_last_when.iter_mut())
+    {
+        *e = e.shift_back(depth);
+    }
+    if section.kind.disables_irqs() {
+        for t in &mut summary.takes {
+            t.irqs_disabled = true;
+        }
     }
 }
 

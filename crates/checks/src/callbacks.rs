@@ -7,7 +7,10 @@
 //! * a Rust function stored in a field of an ops table (a constant or a
 //!   static of a C struct type) whose `[field]` spec entry has a contract
 //!   (`blk_mq_ops.queue_rq` under `rcu_read_lock()`, `blk_mq_ops.complete`
-//!   in interrupt context).
+//!   in interrupt context);
+//! * a function whose address is in a static whose `[static]` spec entry
+//!   has a contract: the handlers of a firmware's vector table, which the
+//!   hardware calls in interrupt context.
 //!
 //! The registration is the callback's contract: it must accept every count
 //! of the context and make only the adjustments allowed. For an exported
@@ -75,6 +78,9 @@ pub(crate) struct Registration {
     pub site: Loc,
     /// The function making the call or using the constant, if any.
     pub by: Option<FnId>,
+    /// Who calls it: C (an API's callback, an ops table), or the hardware
+    /// (an entry of a vector table).
+    pub caller: &'static str,
 }
 
 /// Every callback registration in the program, in a stable order (one per
@@ -174,6 +180,22 @@ pub(crate) fn registrations(input: &Input<'_>) -> (Vec<Registration>, crate::Bod
             };
             for r in stored(input, &s.fn_fields, site, None) {
                 add(r);
+            }
+            // A table the hardware calls through (a vector table), by the
+            // static's link name: every code pointer in it.
+            if let Some(contract) = input.spec.static_contract(&s.symbol) {
+                for symbol in &s.fn_ptrs {
+                    if let Some(callback) = program.lookup(symbol) {
+                        add(Registration {
+                            callback,
+                            contract: contract.clone(),
+                            how: format!("in `{}`", s.symbol),
+                            site,
+                            by: None,
+                            caller: "the hardware",
+                        });
+                    }
+                }
             }
         }
     }
@@ -322,6 +344,7 @@ fn body_registrations(input: &Input<'_>, id: FnId, body: &CodePointers) -> Vec<R
                     how: format!("registered with `{}`", register.symbol),
                     site: Loc { krate, span: *span },
                     by: Some(id),
+                    caller: "C",
                 });
             }
         }
@@ -353,6 +376,7 @@ fn stored(
                 how: format!("stored in `{owner}.{}`", f.field),
                 site,
                 by,
+                caller: "C",
             })
         })
         .collect()
@@ -403,8 +427,8 @@ pub(crate) fn check(
                 &CALLBACK_CONTEXT,
                 Severity::Error,
                 format!(
-                    "`{name}` is called by C with the preemption count {} ({role}), but it expects the preemption count to be {}{also}",
-                    r.contract.context, s.expect
+                    "`{name}` is called by {} with the preemption count {} ({role}), but it expects the preemption count to be {}{also}",
+                    r.caller, r.contract.context, s.expect
                 ),
             )
             .in_function(r.callback)
@@ -431,7 +455,7 @@ pub(crate) fn check(
                         ))
                         .note(Note::at(
                             loc(input, r.callback, inst.span),
-                            format!("the callback C calls is `{name}`"),
+                            format!("the callback {} calls is `{name}`", r.caller),
                         ));
                     // A drop at a closing brace does not say by itself why
                     // the count is what it is, nor which path it is on.
@@ -457,8 +481,10 @@ pub(crate) fn check(
             }
             let help = if r.contract.context.contains_value(0) {
                 "C calls it in process context: it must not rely on running in atomic context"
-            } else {
+            } else if r.caller == "C" {
                 "C calls it in atomic context: it must not sleep; defer work that may sleep (to a workqueue, for example)"
+            } else {
+                "the hardware calls it in atomic context: it must not wait; leave the waiting to thread code (set a flag, pend a lower-priority interrupt)"
             };
             if bad_adjust {
                 f = f.note(Note::text(format!(
@@ -473,7 +499,8 @@ pub(crate) fn check(
                     &CALLBACK_ADJUSTMENT,
                     Severity::Error,
                     format!(
-                        "`{name}` is called by C ({role}), which allows it to change the preemption count by {allowed} only"
+                        "`{name}` is called by {} ({role}), which allows it to change the preemption count by {allowed} only",
+                        r.caller
                     ),
                 )
                 .at(loc(input, r.callback, inst.span))
@@ -497,8 +524,8 @@ pub(crate) fn check(
 fn why_here(input: &Input<'_>, r: &Registration, name: &str, reason: &Reason) -> Vec<Note> {
     let context = &r.contract.context;
     let called = format!(
-        "C calls `{name}` with the count {context} ({}: {})",
-        r.how, r.contract.role
+        "{} calls `{name}` with the count {context} ({}: {})",
+        r.caller, r.how, r.contract.role
     );
     let mut notes = vec![Note::text(if reason.adj == 0 {
         format!(

@@ -69,6 +69,25 @@ pub(crate) fn irq_handlers(
     out
 }
 
+/// How to take a lock with interrupts disabled, in the spec's terms: the
+/// sections that disable them (a firmware's critical sections), or the
+/// kernel's `_irqsave` locks.
+fn masking_help(spec: &spec::Spec) -> String {
+    let sections: Vec<String> = spec
+        .rust_lock_entries()
+        .filter(|(_, r)| r.section.is_some_and(|s| s.kind.disables_irqs()))
+        .map(|(path, _)| format!("`{path}`"))
+        .collect();
+    if sections.is_empty() {
+        "take the lock with interrupts disabled outside the handler (`spin_lock_irqsave`, `SpinLockIrq`)".to_string()
+    } else {
+        format!(
+            "outside the handler, take the lock only inside a critical section ({})",
+            sections.join(", ")
+        )
+    }
+}
+
 fn spinning(kind: LockKind) -> bool {
     matches!(
         kind,
@@ -99,6 +118,7 @@ pub(crate) fn irq_safety(
         return (Vec::new(), 0);
     }
     let program = input.program;
+    let fix = masking_help(input.spec);
     let mut in_irq: BTreeMap<LockClass, (FnId, &Take, &str)> = BTreeMap::new();
     for (h, why) in &handlers {
         for t in &summaries[h.index()].takes {
@@ -158,9 +178,7 @@ pub(crate) fn irq_safety(
             .note(Note::text(
                 "if the interrupt arrives on this CPU while the lock is held here, the handler spins on it forever",
             ))
-            .note(Note::help(
-                "take the lock with interrupts disabled outside the handler (`spin_lock_irqsave`, `SpinLockIrq`)",
-            ));
+            .note(Note::help(fix.clone()));
             out.push(finding);
         }
     }

@@ -80,7 +80,20 @@ impl Texts<'_, '_> {
         };
         // The userspace profile (its spec leaves C functions unconstrained).
         let userspace = input.spec.unknown == spec::Unknown::NoConstraint;
-        let mut finding = if v.last_reference {
+        let section = crate::text::section_of(input, v.target.callee).filter(|_| !v.last_reference);
+        let mut finding = if let Some((_, sec)) = &section {
+            // What the closure of a section expects is expected one context
+            // deeper: the callee's own expectation says less than the
+            // closure's, so the message is about the closure.
+            Finding::new(
+                &SLEEP_IN_ATOMIC,
+                Severity::Error,
+                format!(
+                    "the closure this call runs with {} may block",
+                    crate::text::context_phrase(sec.kind)
+                ),
+            )
+        } else if v.last_reference {
             Finding::new(
                 &LAST_REFERENCE_IN_ATOMIC,
                 Severity::Warning,
@@ -116,7 +129,19 @@ impl Texts<'_, '_> {
         })
         .in_function(self.f)
         .subject(callee.clone());
-        finding = finding.note(Note::text(if v.unknown_adjustment {
+        finding = finding.note(Note::text(if let Some((path, sec)) = &section {
+            let needs = self
+                .summaries
+                .get(v.target.callee)
+                .reason
+                .as_ref()
+                .map_or(String::new(), |r| format!(", and the closure needs {}", r.callee_expect));
+            format!(
+                "`{path}` runs its closure with {}: the count of atomic contexts held inside is {}{needs}",
+                crate::text::context_phrase(sec.kind),
+                v.possible.shift(1),
+            )
+        } else if v.unknown_adjustment {
             "but the preemption count is not known at this point (it changes differently on different paths or loop iterations)".to_string()
         } else if v.possible.is_empty() {
             "but no preemption count here is consistent with what the function needs before this point".to_string()

@@ -152,10 +152,17 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
                     notes.extend(why_expects_last(input, summaries, r.callee));
                     break;
                 }
-                let text = format!(
-                    "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}",
-                    s.expect, r.callee_expect
-                );
+                let text = match section_of(input, current) {
+                    Some((path, section)) => format!(
+                        "`{who}` {verb} with {} (a section, which the spec says of `{path}`), which expects {}",
+                        context_phrase(section.kind),
+                        r.callee_expect
+                    ),
+                    None => format!(
+                        "`{who}` expects the preemption count to be {} because it {verb}{at}, which expects {}",
+                        s.expect, r.callee_expect
+                    ),
+                };
                 notes.push(site_note(input, current, r.span, text));
                 if seen.contains(&r.callee) {
                     break;
@@ -252,6 +259,24 @@ fn why_chain(input: &Input<'_>, summaries: &dyn Summaries, f: FnId) -> Vec<Note>
         }
     }
     notes
+}
+
+/// The section `f` is by the spec (`[rust]` `section`: it runs its
+/// closure with a context entered), with the item path that says so.
+pub(crate) fn section_of(input: &Input<'_>, f: FnId) -> Option<(String, spec::Section)> {
+    let (_, inst) = input.program.body_of(f)?;
+    let section = input.spec.rust_item(&inst.item_path)?.section?;
+    Some((inst.item_path.to_string(), section))
+}
+
+/// The context a section enters, in words.
+pub(crate) fn context_phrase(kind: spec::LockKind) -> &'static str {
+    match kind {
+        spec::LockKind::Irq => "interrupts disabled",
+        spec::LockKind::Preempt => "preemption disabled",
+        spec::LockKind::Bh => "bottom halves disabled",
+        _ => "an RCU read-side section entered",
+    }
 }
 
 /// A long chain keeps its start (where the call is) and its end (what

@@ -21,6 +21,8 @@ struct RawFile {
     fields: BTreeMap<Spanned<String>, Spanned<RawContract>>,
     #[serde(rename = "rust", default)]
     rust: BTreeMap<Spanned<String>, Spanned<RawRust>>,
+    #[serde(rename = "static", default)]
+    statics: BTreeMap<Spanned<String>, Spanned<RawContract>>,
     stack: Option<RawStack>,
 }
 
@@ -40,7 +42,7 @@ struct RawStack {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table of facts: `{ lock = { op = \"acquire\", arg = N, kind = \"mutex\" } }`, `{ blocks = true }`, `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }`, `{ displaces_key_of = N }` or `{ failure = true }`"
+    expecting = "a table of facts: `{ lock = { op = \"acquire\", arg = N, kind = \"mutex\" } }`, `{ blocks = true }`, `{ section = { arg = N, kind = \"irq\" } }`, `{ returns_object_of = N, note = \"…\" }`, `{ points_into_object = N }`, `{ exclusive_to_handle = true }`, `{ returns_argument = N }`, `{ keeps_argument = N }`, `{ drops_rejected_by = N }`, `{ empty_after_none = true }`, `{ looks_up_key = N }`, `{ node_key = N }`, `{ displaces_key_of = N }` or `{ failure = true }`"
 )]
 struct RawRust {
     failure: Option<bool>,
@@ -56,7 +58,19 @@ struct RawRust {
     displaces_key_of: Option<Spanned<u32>>,
     lock: Option<Spanned<RawRustLock>>,
     blocks: Option<bool>,
+    section: Option<Spanned<RawSection>>,
     note: Option<String>,
+}
+
+/// `section` of a `[rust]` entry: `{ arg = 0, kind = "irq" }`.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ arg = N, kind = \"irq\" }`: the closure argument and the context it runs in"
+)]
+struct RawSection {
+    arg: Spanned<u32>,
+    kind: Spanned<String>,
 }
 
 /// `lock` of a `[rust]` entry: `{ op = "acquire", arg = 0, kind = "mutex",
@@ -64,7 +78,7 @@ struct RawRust {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"mutex\", field = \"…\", guard = \"…\" }`"
+    expecting = "a table `{ op = \"acquire\", arg = N, kind = \"mutex\", field = \"…\", guard = \"…\", retakes = true }`"
 )]
 struct RawRustLock {
     op: RawOp,
@@ -73,6 +87,9 @@ struct RawRustLock {
     success: Option<RawRustSuccess>,
     field: Option<Spanned<String>>,
     guard: Option<Spanned<String>>,
+    /// With op `acquire`: the lock is held on entry, released while the
+    /// call waits and held again on return (`Condvar::wait`).
+    retakes: Option<bool>,
 }
 
 /// How a Rust `try_lock` says it succeeded.
@@ -105,6 +122,9 @@ pub(crate) struct Parsed {
     /// Each entry with where it names arguments.
     pub functions: Vec<(String, FnSpec, Vec<ArgSite>)>,
     pub fields: Vec<((String, String), crate::Contract)>,
+    /// `[static]`: the contract of the code pointers in a static, by the
+    /// static's link name.
+    pub statics: Vec<(String, crate::Contract)>,
     /// Rust items by path, with where they name their argument.
     pub rust: Vec<(String, crate::RustSpec, Vec<ArgSite>)>,
     /// `[stack] default`.
@@ -374,11 +394,12 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             && raw.displaces_key_of.is_none()
             && raw.lock.is_none()
             && raw.blocks != Some(true)
+            && raw.section.is_none()
         {
             return Err(ctx.error(
                 Some(raw_span),
                 format!(
-                    "Rust item `{path}`: says nothing: give `lock`, `blocks = true`, `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key`, `displaces_key_of` or `failure = true`"
+                    "Rust item `{path}`: says nothing: give `lock`, `blocks = true`, `returns_object_of`, `points_into_object`, `exclusive_to_handle = true`, `returns_argument`, `keeps_argument`, `drops_rejected_by`, `empty_after_none = true`, `looks_up_key`, `node_key`, `displaces_key_of`, `section` or `failure = true`"
                 ),
             ));
         }
@@ -449,6 +470,10 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
             Some(lock) => Some(rust_lock(&ctx, &path, lock, &mut sites)?),
             None => None,
         };
+        let section = match raw.section {
+            Some(section) => Some(rust_section(&ctx, &path, section, &mut sites)?),
+            None => None,
+        };
         rust.push((
             path,
             crate::RustSpec {
@@ -465,10 +490,22 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
                 failure: raw.failure == Some(true),
                 lock,
                 blocks: raw.blocks == Some(true),
+                section,
                 note: raw.note,
             },
             sites,
         ));
+    }
+    let mut statics = Vec::with_capacity(file.statics.len());
+    for (key, raw) in file.statics {
+        let key_span = key.span();
+        let (line, col) = line_col(text, key_span.start);
+        entries.push(("static", key.get_ref().clone(), line, col));
+        let key = key.into_inner();
+        validate_name(&key).map_err(|why| ctx.error(Some(key_span.clone()), why))?;
+        let span = raw.span();
+        let contract = contract(&ctx, &format!("static `{key}`"), raw.into_inner(), span)?;
+        statics.push((key, contract));
     }
     let mut stack_default = None;
     let mut stack = Vec::new();
@@ -502,6 +539,7 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, SpecError> {
     Ok(Parsed {
         functions,
         fields,
+        statics,
         rust,
         stack_default,
         stack,
@@ -871,10 +909,20 @@ fn rust_lock(
         }
         Some(guard) => Some(guard.into_inner()),
     };
+    let across = match lock.retakes {
+        Some(true) if !matches!(op, LockOp::Acquire) => {
+            return fail(
+                "`retakes` says the lock held on entry is taken again before the call returns: only with op `acquire`",
+            );
+        }
+        Some(true) => Some(crate::Across::Retakes),
+        _ => None,
+    };
     if let Some(arg) = &lock.arg {
         sites.push(ctx.site("lock.arg", arg));
     }
     Ok(crate::RustLock {
+        across,
         guard,
         effect: LockEffect {
             op,
@@ -882,5 +930,40 @@ fn rust_lock(
             kind,
         },
         fields,
+    })
+}
+
+/// The `section` of a `[rust]` entry, checked: the context is a global one
+/// (interrupts off, preemption off), which the item enters around its
+/// closure argument and leaves when it returns.
+fn rust_section(
+    ctx: &Ctx<'_>,
+    path: &str,
+    section: Spanned<RawSection>,
+    sites: &mut Vec<ArgSite>,
+) -> Result<crate::Section, SpecError> {
+    let section = section.into_inner();
+    let subject = format!("Rust item `{path}`");
+    let kind = LockKind::from_name(section.kind.get_ref())
+        .filter(|k| k.is_global())
+        .ok_or_else(|| {
+            ctx.error(
+                Some(section.kind.span()),
+                format!(
+                    "{subject}: `section.kind = \"{}\"` is not a context a section can enter; expected one of {}",
+                    section.kind.get_ref(),
+                    LockKind::ALL
+                        .into_iter()
+                        .filter(|k| k.is_global())
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+    sites.push(ctx.site("section.arg", &section.arg));
+    Ok(crate::Section {
+        arg: *section.arg.get_ref(),
+        kind,
     })
 }

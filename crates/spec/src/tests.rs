@@ -1598,3 +1598,103 @@ fn locks_doc_example_parses() {
     );
     assert!(spec.rust_item("mylib::wait_for_irq").unwrap().blocks);
 }
+
+/// The built-in embedded spec parses, and extends the userspace one with
+/// its critical sections, waits and vector tables.
+#[test]
+fn builtin_embedded_parses() {
+    let own = Spec::parse(Spec::builtin_embedded_text(), "embedded.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(own.is_empty(), "no C function entries");
+    let spec = Spec::embedded();
+    assert_eq!(spec.unknown, Unknown::NoConstraint);
+    assert_eq!(
+        spec.rust_item("cortex_m::interrupt::free")
+            .and_then(|r| r.section),
+        Some(Section {
+            arg: 0,
+            kind: LockKind::Irq
+        })
+    );
+    assert!(
+        spec.rust_item("cortex_m::asm::wfi")
+            .is_some_and(|r| r.blocks)
+    );
+    // `cortex_m::asm::delay` is a busy loop of a few cycles: not a wait.
+    assert!(spec.rust_item("cortex_m::asm::delay").is_none());
+    // The userspace spec's locks are there too.
+    assert!(
+        spec.rust_item("spin::mutex::spin::SpinMutex::<T, R>::lock")
+            .is_some()
+    );
+    let table = spec.static_contract("__INTERRUPTS").unwrap();
+    assert!(table.hardirq);
+    assert_eq!(table.context, ExpectRange::at_least(1));
+    assert!(Spec::userspace().static_contract("__INTERRUPTS").is_none());
+}
+
+#[test]
+fn sections_are_checked() {
+    let spec = Spec::parse(
+        "[rust]\n\"fw::with_irqs_off\" = { section = { arg = 1, kind = \"irq\" } }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let r = spec.rust_item("fw::with_irqs_off").unwrap();
+    assert!(r.has_effect());
+    assert_eq!(r.section.map(|s| s.arg), Some(1));
+    // The argument index is checked against the item's arity.
+    let errors = spec.check_rust_arity([("fw::with_irqs_off", 1)]);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].to_string().contains("`section.arg = 1`"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(
+        parse_err("[rust]\n\"fw::f\" = { section = { arg = 0, kind = \"spin\" } }\n"),
+        "test.toml:2:41: Rust item `fw::f`: `section.kind = \"spin\"` is not a context a section can enter; expected one of `rcu`, `irq`, `bh`, `preempt`"
+    );
+    assert!(
+        parse_err("[rust]\n\"fw::f\" = { section = { kind = \"irq\" } }\n")
+            .contains("missing field `arg`")
+    );
+}
+
+#[test]
+fn static_contracts_are_parsed_and_checked() {
+    let spec = Spec::parse(
+        "[static]\n__VECTORS = { context = \"1..\", hardirq = true, role = \"interrupt handler\" }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let c = spec.static_contract("__VECTORS").unwrap();
+    assert!(c.hardirq);
+    assert_eq!(c.role, "interrupt handler");
+    assert!(spec.static_contract("__OTHER").is_none());
+    let statics: std::collections::HashSet<&str> = ["__OTHER"].into_iter().collect();
+    let unmatched = spec.unmatched(&[], &Default::default(), &Default::default(), &statics);
+    assert_eq!(unmatched.len(), 1);
+    assert_eq!(unmatched[0].table, "static");
+    assert!(
+        parse_err("[static]\n__VECTORS = { hardirq = true }\n").contains("missing field `context`")
+    );
+}
+
+#[test]
+fn a_retaken_lock_is_an_acquisition_only() {
+    let spec = Spec::parse(
+        "[rust]\n\"w::wait\" = { lock = { op = \"acquire\", arg = 1, kind = \"mutex\", field = \"lock\", retakes = true }, blocks = true }\n",
+        "test.toml",
+    )
+    .unwrap();
+    let lock = spec
+        .rust_item("w::wait")
+        .and_then(|r| r.lock.clone())
+        .unwrap();
+    assert_eq!(lock.across, Some(Across::Retakes));
+    assert!(
+        parse_err("[rust]\n\"w::f\" = { lock = { op = \"release\", arg = 0, kind = \"mutex\", retakes = true } }\n")
+            .contains("`retakes` says the lock held on entry is taken again")
+    );
+}
