@@ -1118,6 +1118,7 @@ fn invariants_same_object() {
         "submit_borrowed",
         "submit_late",
         "submit_fresh",
+        "submit_maybe",
     ];
     write(
         "good.toml",
@@ -1150,6 +1151,7 @@ fn invariants_same_object() {
             "submit_borrowed",
             "submit_late",
             "submit_fresh",
+            "submit_maybe",
             "undeclared",
         ]),
         "{without}"
@@ -1166,6 +1168,7 @@ fn invariants_same_object() {
             "Process::drop_link",
             "submit_late",
             "submit_fresh",
+            "submit_maybe",
             "undeclared",
         ]),
         "{with}"
@@ -1226,6 +1229,13 @@ fn invariants_same_object() {
             ),
             says(
                 "invariants_same_object::submit_late",
+                "Node",
+                "owner",
+                "arg1.to",
+                0
+            ),
+            says(
+                "invariants_same_object::submit_maybe",
                 "Node",
                 "owner",
                 "arg1.to",

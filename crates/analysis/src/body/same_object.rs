@@ -26,7 +26,7 @@ use kmir::{BlockId, TerminatorKind};
 use memory::{Facts, Holder, PlaceKey, ProjKey};
 
 use super::BodyAnalysis;
-use crate::liveness::types::{POINTER_NEWTYPES, is_plain_pointer, is_reference};
+use crate::liveness::types::{POINTER_NEWTYPES, is_plain_pointer, is_reference, sole_field};
 use crate::summary::{PlaceStep, Summary};
 
 impl BodyAnalysis<'_> {
@@ -148,11 +148,20 @@ impl BodyAnalysis<'_> {
                 && !released
                     .iter()
                     .any(|r| w.starts_with(r) || r.starts_with(&w))
-                && match self.object_place_ty(&w) {
-                    Some(t) => counted(self.dump, t),
-                    // The path's own field, of a type no body here
-                    // projects: as declared.
-                    None => w == at && declared_counted(&declared),
+                && if w == at {
+                    // The path's own place holds what it held on entry
+                    // while unwritten (its bound says so); of a type no
+                    // body here projects, as declared.
+                    match self.object_place_ty(&w).or(ty) {
+                        Some(t) => counted(self.dump, t),
+                        None => declared_counted(&declared),
+                    }
+                } else {
+                    // Another place holds at most that object; it holds it
+                    // only if it cannot be empty: a handle (not an
+                    // `Option`, not a vector) of the path's own type.
+                    self.object_place_ty(&w)
+                        .is_some_and(|t| self.handle_of_path_type(t, ty, &declared))
                 }
                 && self.alive(&w);
             if ok && self.trace {
@@ -254,6 +263,34 @@ impl BodyAnalysis<'_> {
             [only] if generic => Some(*only),
             _ => None,
         }
+    }
+}
+
+impl BodyAnalysis<'_> {
+    /// Whether a value of type `t` always holds one object, and is of the
+    /// path's type (`path_ty`, or as the path's field is `declared` where
+    /// no body here projects it): a struct around one pointer (`Arc`,
+    /// `ListArc`), not an enum or a container that can hold none.
+    fn handle_of_path_type(
+        &self,
+        t: kmir::TyId,
+        path_ty: Option<kmir::TyId>,
+        declared: &str,
+    ) -> bool {
+        let same_type = match path_ty {
+            Some(p) => p == t,
+            None => self
+                .dump
+                .ty(t)
+                .is_some_and(|d| d.display.as_str() == declared.trim()),
+        };
+        same_type
+            && self
+                .dump
+                .adt_of(t)
+                .is_some_and(|a| a.kind == kmir::AdtKind::Struct)
+            && sole_field(self.dump, t).is_some()
+            && counted(self.dump, t)
     }
 }
 
