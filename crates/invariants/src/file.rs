@@ -327,7 +327,7 @@ impl Entries<'_> {
         Ok(text.to_string())
     }
 
-    /// The variable name `value` of `key`, trimmed.
+    /// The argument path `value` of `key` (`self.to`, `arg1`).
     fn arg_path(
         &self,
         key: &str,
