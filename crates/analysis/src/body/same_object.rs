@@ -13,10 +13,11 @@
 //!   expectation arises only if the reference in that field is the last
 //!   one, or from what that reference's object drops when it is;
 //! * the object is kept alive at the drop, by the object facts of the
-//!   path there: memory a borrow lends for the whole call, or a counted
-//!   handle whose objects are what the path held on entry (the argument
-//!   itself while unwritten, or a sharing clone of it under any name),
-//!   alive and not released by this drop.
+//!   path there: memory a borrow lends for the whole call, or a handle
+//!   whose objects are what the path held on entry (the argument itself
+//!   while unwritten, or a sharing clone of it under any name, in a handle
+//!   of the path's type that cannot be empty), alive and not released by
+//!   this drop.
 //!
 //! So a drop whose expectation comes from anywhere else (another field, a
 //! teardown that is not the object's) is left as it was.
@@ -86,9 +87,10 @@ impl BodyAnalysis<'_> {
 
     /// Whether the object the argument path of `site` referred to on
     /// entry is kept alive at this release, read off the object facts of
-    /// the path: memory a borrow lends for the whole call, or a counted
-    /// handle (the argument's own, while unwritten, or any sharing clone
-    /// of it, whatever the local is called) alive and not released here.
+    /// the path: memory a borrow lends for the whole call, or a handle (the
+    /// argument's own, while unwritten, or a sharing clone of it in a
+    /// handle that cannot be empty, whatever the local is called) alive
+    /// and not released here.
     fn entry_object_alive(&self, site: &Site, facts: &Facts, released: &[PlaceKey]) -> bool {
         let routes = self.resolve_arg_path(site.arg, &site.fields);
         if routes.is_empty() {
