@@ -53,11 +53,7 @@ fn planted_bugs_are_errors_at_their_lines() {
 #[test]
 fn the_profile_is_detected_and_names_what_it_recognised() {
     let run = checked();
-    let line = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("kanalyze: embedded profile"))
-        .unwrap_or_else(|| panic!("no embedded profile line:\n{}", run.stdout));
+    let line = fixture::profile_line(run, "embedded");
     for api in [
         "`spin::mutex::Mutex`",
         "`cortex_m::asm::wfi`",

@@ -45,11 +45,7 @@ fn planted_bugs_are_errors_at_their_lines() {
 #[test]
 fn the_summary_names_the_profile_and_the_lock_apis_seen() {
     let run = checked();
-    let line = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("kanalyze: userspace profile"))
-        .unwrap_or_else(|| panic!("no profile line:\n{}", run.stdout));
+    let line = fixture::profile_line(run, "userspace");
     for api in [
         "`std::sync::Mutex`",
         "`lock_api::Mutex`",

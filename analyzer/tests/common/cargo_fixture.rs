@@ -66,6 +66,16 @@ pub fn redact(text: &str, dumps: &Path) -> String {
     out
 }
 
+/// The summary line a run prints for `profile` (`kanalyze: embedded
+/// profile …`): it names the lock APIs and contexts recognised.
+pub fn profile_line<'a>(run: &'a Checked, profile: &str) -> &'a str {
+    let prefix = format!("kanalyze: {profile} profile");
+    run.stdout
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {profile} profile line:\n{}", run.stdout))
+}
+
 /// The findings of the text output, each whole, by the file of its primary
 /// location (`src/std_aa.rs`); a finding without one under `""`.
 pub fn findings_by_file(stdout: &str) -> BTreeMap<String, Vec<String>> {
