@@ -87,6 +87,30 @@ fn still_named(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
+/// Reads the whole of the file at `path` (through its symlinks) as the
+/// last writer left it. A writer holds the file `path` names locked from
+/// before the new contents exist (creating it empty, when there was none)
+/// until it renames them over it; a reader that opened that file waits
+/// for the lock, shared, and then reads the file `path` names by then.
+/// `open` opens a file for reading (and checks what it is).
+pub fn read_settled(path: &Path, open: impl Fn(&Path) -> io::Result<File>) -> io::Result<Vec<u8>> {
+    let resolved = resolve(path)?;
+    // A file replaced while we waited is opened again; a stream of
+    // writers that never lets up gets the last one read as it is.
+    for _ in 0..MAX_LINKS {
+        let mut file = open(&resolved)?;
+        file.lock_shared()?;
+        if still_named(&file, &resolved)? {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            return Ok(bytes);
+        }
+    }
+    let mut bytes = Vec::new();
+    open(&resolved)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The file `path` resolves to, locked exclusively, and whether it was
 /// created for the lock (it did not exist).
 struct Locked {

@@ -1,7 +1,8 @@
+use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 
-use super::{UpdateError, resolve, update, write};
+use super::{UpdateError, read_settled, resolve, update, write, write_with};
 
 /// Appends `line` to the file under its lock, as a triage update does.
 fn append(path: &Path, line: &str) {
@@ -123,5 +124,34 @@ fn permissions_are_kept() {
     assert_eq!(
         std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o640
+    );
+}
+
+/// A reader that comes while a writer holds the file (created empty for the
+/// lock, where there was none) reads what the writer renames over it, never
+/// the empty file.
+#[test]
+fn a_read_during_a_write_gets_the_whole_new_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("entry");
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let writer = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            write_with(&path, |f| {
+                locked_tx.send(()).expect("the reader waits");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                f.write_all(b"new contents")
+            })
+        })
+    };
+    locked_rx.recv().expect("the writer holds the lock");
+    let open = |p: &Path| std::fs::File::open(p);
+    let bytes = read_settled(&path, open).expect("read");
+    assert_eq!(bytes, b"new contents");
+    writer.join().expect("the writer ends").expect("written");
+    assert_eq!(
+        read_settled(&path, open).expect("read again"),
+        b"new contents"
     );
 }

@@ -206,7 +206,7 @@ impl DumpCache {
     /// `build`: `Err(None)` when there is none (or another build's),
     /// `Err(Some(why))` when the file is not a good entry for it.
     fn read(&self, hash: u128, build: u128) -> Result<Entry, Option<String>> {
-        let bytes = match kmir::read_regular(&self.path(hash)) {
+        let bytes = match safe_write::read_settled(&self.path(hash), kmir::open_regular) {
             Ok(b) => b,
             // No entry, or no directory for entries (a cache directory
             // that cannot be created says so when the run writes).

@@ -62,7 +62,7 @@ pub(crate) fn file_name(inputs: &[PathBuf]) -> String {
 /// The pack at `path`: `Ok(None)` when there is none, `Err` (why) when the
 /// file is not a pack this build can read.
 pub(crate) fn read(path: &Path) -> Result<Option<Pack>, String> {
-    let bytes = match kmir::read_regular(path) {
+    let bytes = match safe_write::read_settled(path, kmir::open_regular) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read it: {e}")),
